@@ -1,0 +1,179 @@
+//! Compiles `gpu-kernels/` to PTX with rustc's own nvptx64 backend and leaves it at
+//! `$OUT_DIR/kernels.ptx`, where `src/kernels.rs` embeds it with `include_str!`.
+//!
+//! The recipe (../shared/TOOLCHAIN.md): a pinned nightly with `rust-src`,
+//! `-Zbuild-std=core`, fat LTO and `--emit=asm`; the link step is skipped with a no-op
+//! linker because `llvm-bitcode-linker` cannot be installed here. Nothing needs CUDA.
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The nightly that builds the kernels. Bumping it is a deliberate, tested change.
+const KERNEL_TOOLCHAIN: &str = "nightly-2026-05-20";
+/// Oldest architecture the PTX targets; the driver JIT-compiles it for newer GPUs.
+const DEFAULT_PTX_ARCH: &str = "sm_80";
+const KERNEL_CRATE_DIR: &str = "gpu-kernels";
+const KERNEL_LIB_NAME: &str = "ferrocuda_kernels";
+
+/// Variables the outer cargo sets that would make the inner build use the stable
+/// compiler, the outer target directory (deadlock on its lock) or the outer flags.
+const INHERITED_VARS_TO_DROP: &[&str] = &[
+    "RUSTC",
+    "RUSTC_WRAPPER",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "RUSTFLAGS",
+    "CARGO_ENCODED_RUSTFLAGS",
+    "RUSTUP_TOOLCHAIN",
+    "CARGO_TARGET_DIR",
+    "CARGO_MAKEFLAGS",
+    "CARGO_PRIMARY_PACKAGE",
+    "RUSTDOC",
+];
+
+fn main() {
+    let manifest_dir =
+        PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let kernel_dir = manifest_dir.join(KERNEL_CRATE_DIR);
+
+    println!("cargo:rerun-if-changed={KERNEL_CRATE_DIR}");
+    println!("cargo:rerun-if-changed=Cargo.lock");
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=FERROCUDA_PTX_ARCH");
+
+    let arch = env::var("FERROCUDA_PTX_ARCH").unwrap_or_else(|_| DEFAULT_PTX_ARCH.to_string());
+    if !is_valid_arch(&arch) {
+        fail(&format!(
+            "FERROCUDA_PTX_ARCH={arch:?} is not a PTX architecture; use the form sm_80, sm_90, ..."
+        ));
+    }
+    println!("cargo:rustc-env=FERROCUDA_PTX_ARCH={arch}");
+
+    ensure_kernel_toolchain();
+
+    let ptx_target_dir = out_dir.join("ptx-build");
+    let mut cmd = Command::new("rustup");
+    cmd.current_dir(&kernel_dir)
+        .args(["run", KERNEL_TOOLCHAIN, "cargo", "rustc"])
+        .args(["--release", "--lib", "--crate-type", "cdylib"])
+        .args(["--target", "nvptx64-nvidia-cuda", "-Zbuild-std=core"])
+        .args(["--config", "profile.release.panic=\"abort\""])
+        .args(["--config", "profile.release.lto=\"fat\""])
+        .args(["--config", "profile.release.codegen-units=1"])
+        .args(["--config", "profile.release.debug=false"])
+        .args(["--config", "profile.release.opt-level=3"])
+        .arg("--target-dir")
+        .arg(&ptx_target_dir)
+        .args([
+            "--",
+            "--emit=asm",
+            "-C",
+            &format!("target-cpu={arch}"),
+            "-C",
+            "linker=true",
+        ]);
+    for var in INHERITED_VARS_TO_DROP {
+        cmd.env_remove(var);
+    }
+    for (key, _) in env::vars() {
+        if key.starts_with("CARGO_BUILD_") || key.starts_with("CARGO_PROFILE_") {
+            cmd.env_remove(key);
+        }
+    }
+    let output = cmd.output().unwrap_or_else(|e| {
+        fail(&format!(
+            "could not start `rustup run {KERNEL_TOOLCHAIN} cargo`: {e}"
+        ))
+    });
+    if !output.status.success() {
+        fail(&format!(
+            "building the GPU kernels (gpu-kernels/ -> PTX) failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+
+    let asm = ptx_target_dir
+        .join("nvptx64-nvidia-cuda/release/deps")
+        .join(format!("{KERNEL_LIB_NAME}.s"));
+    let ptx = std::fs::read_to_string(&asm).unwrap_or_else(|e| {
+        fail(&format!(
+            "the kernel build ran but {} is missing: {e}",
+            asm.display()
+        ))
+    });
+    if !ptx.contains(".entry") {
+        fail(&format!("{} holds no kernel entry point", asm.display()));
+    }
+    std::fs::write(out_dir.join("kernels.ptx"), ptx)
+        .unwrap_or_else(|e| fail(&format!("cannot write kernels.ptx: {e}")));
+}
+
+fn is_valid_arch(arch: &str) -> bool {
+    arch.strip_prefix("sm_")
+        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric()))
+}
+
+/// Installs the pinned nightly and `rust-src` when missing (RUSTUP_AUTO_INSTALL may be
+/// off), and otherwise stops with the exact command a person has to run.
+fn ensure_kernel_toolchain() {
+    let install = format!(
+        "rustup toolchain install {KERNEL_TOOLCHAIN} --profile minimal --component rust-src"
+    );
+    let sysroot = || -> Option<PathBuf> {
+        let out = Command::new("rustup")
+            .args(["run", KERNEL_TOOLCHAIN, "rustc", "--print", "sysroot"])
+            .env_remove("RUSTUP_TOOLCHAIN")
+            .env("RUSTUP_AUTO_INSTALL", "0")
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+    };
+    let has_rust_src = |root: &Path| root.join("lib/rustlib/src/rust/library/core").is_dir();
+
+    let root = match sysroot() {
+        Some(root) => root,
+        None => {
+            println!("cargo:warning=installing the kernel toolchain: {install}");
+            run_rustup(&install);
+            sysroot().unwrap_or_else(|| {
+                fail(&format!(
+                    "the kernel toolchain is still missing after `{install}`"
+                ))
+            })
+        }
+    };
+    if !has_rust_src(&root) {
+        let add = format!("rustup component add rust-src --toolchain {KERNEL_TOOLCHAIN}");
+        println!("cargo:warning=installing rust-src for the kernel toolchain: {add}");
+        run_rustup(&add);
+        if !has_rust_src(&root) {
+            fail(&format!("rust-src is still missing after `{add}`"));
+        }
+    }
+}
+
+fn run_rustup(command_line: &str) {
+    let mut parts = command_line.split_whitespace();
+    let program = parts.next().unwrap_or("rustup");
+    let status = Command::new(program)
+        .args(parts)
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .status();
+    match status {
+        Ok(s) if s.success() => {}
+        Ok(s) => fail(&format!(
+            "`{command_line}` exited with {s}. The GPU kernels need the {KERNEL_TOOLCHAIN} toolchain with rust-src; run that command by hand and build again"
+        )),
+        Err(e) => fail(&format!(
+            "rustup could not be started ({e}). The GPU kernels need the {KERNEL_TOOLCHAIN} toolchain with rust-src: install rustup (https://rustup.rs), then run `{command_line}`"
+        )),
+    }
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("error: {message}");
+    panic!("ferrocuda build failed: {message}");
+}

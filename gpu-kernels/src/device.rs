@@ -1,0 +1,146 @@
+//! Device support: the one place that knows about thread indices, shared memory,
+//! barriers and warp shuffles. Kernels compose these; none repeats them.
+//!
+//! Only compiled for `nvptx64-nvidia-cuda`. All blocks are one-dimensional in x unless
+//! a function says otherwise.
+
+use core::arch::asm;
+use core::arch::nvptx;
+use core::mem::{MaybeUninit, size_of};
+
+use crate::scalar::Scalar;
+
+/// Threads per warp.
+pub const WARP_SIZE: usize = 32;
+
+/// Thread index within the block (x).
+#[inline(always)]
+pub fn thread_idx() -> usize {
+    unsafe { nvptx::_thread_idx_x() as usize }
+}
+/// Block index within the grid (x).
+#[inline(always)]
+pub fn block_idx() -> usize {
+    unsafe { nvptx::_block_idx_x() as usize }
+}
+/// Block index within the grid (y).
+#[inline(always)]
+pub fn block_idx_y() -> usize {
+    unsafe { nvptx::_block_idx_y() as usize }
+}
+/// Threads per block (x).
+#[inline(always)]
+pub fn block_dim() -> usize {
+    unsafe { nvptx::_block_dim_x() as usize }
+}
+/// Blocks per grid (x).
+#[inline(always)]
+pub fn grid_dim() -> usize {
+    unsafe { nvptx::_grid_dim_x() as usize }
+}
+/// Global thread index along x: `block_idx * block_dim + thread_idx`.
+#[inline(always)]
+pub fn global_index() -> usize {
+    block_idx() * block_dim() + thread_idx()
+}
+/// Total threads along x, the step of a grid-stride loop.
+#[inline(always)]
+pub fn grid_stride() -> usize {
+    grid_dim() * block_dim()
+}
+/// Lane of this thread within its warp.
+#[inline(always)]
+pub fn lane() -> usize {
+    thread_idx() % WARP_SIZE
+}
+/// Warp of this thread within its block.
+#[inline(always)]
+pub fn warp() -> usize {
+    thread_idx() / WARP_SIZE
+}
+
+/// Barrier for all threads of the block (`bar.sync 0`).
+#[inline(always)]
+pub fn sync_threads() {
+    unsafe { nvptx::_syncthreads() }
+}
+
+/// Start of the block's dynamic shared memory, sized by the launch's shared-memory bytes.
+/// Every call in a block returns the same address.
+#[inline(always)]
+pub fn dynamic_shared<T>() -> *mut T {
+    core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<T>()
+}
+
+/// Reads the value held by lane `lane + delta` (`shfl.sync.down.b32`, full mask).
+///
+/// Deliberately not `pure`/`nomem`: with those LLVM treats the shuffle as a plain value
+/// and sinks it into a branch only some lanes take, where `shfl.sync` hangs or reads
+/// garbage. A side-effecting asm block stays where every lane executes it.
+#[inline(always)]
+fn shfl_down_u32(value: u32, delta: u32) -> u32 {
+    let out: u32;
+    unsafe {
+        asm!(
+            "shfl.sync.down.b32 {out}, {v}, {d}, 0x1f, 0xffffffff;",
+            out = out(reg32) out,
+            v = in(reg32) value,
+            d = in(reg32) delta,
+            options(nostack, preserves_flags)
+        );
+    }
+    out
+}
+
+/// `shfl_down` for any plain value whose size is a multiple of 4 bytes (f32, f64,
+/// complex): shuffles it one 32-bit word at a time.
+#[inline(always)]
+pub fn shfl_down<T: Copy>(value: T, delta: u32) -> T {
+    const { assert!(size_of::<T>() % 4 == 0) };
+    let words = size_of::<T>() / 4;
+    let mut out = MaybeUninit::<T>::uninit();
+    let src = &value as *const T as *const u32;
+    let dst = out.as_mut_ptr() as *mut u32;
+    for w in 0..words {
+        unsafe { *dst.add(w) = shfl_down_u32(*src.add(w), delta) };
+    }
+    unsafe { out.assume_init() }
+}
+
+/// Sum over the warp in a fixed tree order; lane 0 holds the result.
+#[inline(always)]
+pub fn warp_sum<T: Scalar>(mut value: T) -> T {
+    let mut delta = (WARP_SIZE / 2) as u32;
+    while delta > 0 {
+        value = value + shfl_down(value, delta);
+        delta /= 2;
+    }
+    value
+}
+
+/// Sum over the block in a fixed order (warp trees, then a tree over the warp sums), so
+/// the same inputs give the same bits. Thread 0 holds the result. Needs
+/// `block_dim() / 32 * size_of::<T>()` bytes of dynamic shared memory, a block size that
+/// is a multiple of 32 and at most 1024, and every thread of the block to call it.
+/// Ends with a barrier, so the shared memory may be reused right after.
+#[inline(always)]
+pub fn block_sum<T: Scalar>(value: T) -> T {
+    let shared = dynamic_shared::<T>();
+    let warp_total = warp_sum(value);
+    if lane() == 0 {
+        unsafe { *shared.add(warp()) = warp_total };
+    }
+    sync_threads();
+    let mut total = T::ZERO;
+    if warp() == 0 {
+        let warps = block_dim() / WARP_SIZE;
+        let mine = if lane() < warps {
+            unsafe { *shared.add(lane()) }
+        } else {
+            T::ZERO
+        };
+        total = warp_sum(mine);
+    }
+    sync_threads();
+    total
+}

@@ -1,0 +1,84 @@
+//! Kernel names, shared by the entry points (device) and the launches (host). A
+//! CPU-only test checks that every name in [`ALL`] is an `.entry` of the embedded PTX.
+
+use num_complex::Complex;
+
+use crate::scalar::Scalar;
+
+/// Names of the BLAS-1 kernels of one scalar type.
+#[derive(Debug, Clone, Copy)]
+pub struct Blas1Names {
+    /// `fill_<t>(n, value, x)`
+    pub fill: &'static str,
+    /// `scal_<t>(n, alpha, x)`
+    pub scal: &'static str,
+    /// `axpy_<t>(n, alpha, x, y)`
+    pub axpy: &'static str,
+    /// `axpby_<t>(n, alpha, x, beta, y)`
+    pub axpby: &'static str,
+    /// `copy_<t>(n, x, y)`
+    pub copy: &'static str,
+    /// `dot_partial_<t>(n, x, y, partials)`
+    pub dot_partial: &'static str,
+    /// `nrm2_partial_<t>(n, x, partials: *mut Real)`
+    pub nrm2_partial: &'static str,
+    /// `multi_dot_partial_<t>(n, k, x, ys, ld, partials)`
+    pub multi_dot_partial: &'static str,
+    /// `sum_partials_<t>(count, partials, out)`
+    pub sum_partials: &'static str,
+    /// `sqrt_sum_partials_<real>(count, partials, out)`: stage two of `nrm2`.
+    pub sqrt_sum_partials: &'static str,
+}
+
+/// Scalar types that have BLAS-1 kernels.
+pub trait Blas1Kernels: Scalar {
+    /// This type's kernel names.
+    const BLAS1: Blas1Names;
+}
+
+macro_rules! blas1_names {
+    ($t:ty, $sfx:literal, $real_sfx:literal) => {
+        impl Blas1Kernels for $t {
+            const BLAS1: Blas1Names = Blas1Names {
+                fill: concat!("fill_", $sfx),
+                scal: concat!("scal_", $sfx),
+                axpy: concat!("axpy_", $sfx),
+                axpby: concat!("axpby_", $sfx),
+                copy: concat!("copy_", $sfx),
+                dot_partial: concat!("dot_partial_", $sfx),
+                nrm2_partial: concat!("nrm2_partial_", $sfx),
+                multi_dot_partial: concat!("multi_dot_partial_", $sfx),
+                sum_partials: concat!("sum_partials_", $sfx),
+                sqrt_sum_partials: concat!("sqrt_sum_partials_", $real_sfx),
+            };
+        }
+    };
+}
+
+blas1_names!(f32, "f32", "f32");
+blas1_names!(f64, "f64", "f64");
+blas1_names!(Complex<f32>, "c32", "f32");
+blas1_names!(Complex<f64>, "c64", "f64");
+
+const fn blas1_list(n: Blas1Names) -> [&'static str; 10] {
+    [
+        n.fill,
+        n.scal,
+        n.axpy,
+        n.axpby,
+        n.copy,
+        n.dot_partial,
+        n.nrm2_partial,
+        n.multi_dot_partial,
+        n.sum_partials,
+        n.sqrt_sum_partials,
+    ]
+}
+
+/// Every kernel name the host may ask for, grouped per scalar type.
+pub const ALL: &[[&str; 10]] = &[
+    blas1_list(<f32 as Blas1Kernels>::BLAS1),
+    blas1_list(<f64 as Blas1Kernels>::BLAS1),
+    blas1_list(<Complex<f32> as Blas1Kernels>::BLAS1),
+    blas1_list(<Complex<f64> as Blas1Kernels>::BLAS1),
+];

@@ -1,0 +1,343 @@
+//! Device memory: raw allocations and the typed [`DeviceBuffer`] with its views.
+
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+
+use bytemuck::Pod;
+use cudarc::driver::{result, sys};
+
+use crate::error::{DriverStatus, Error, Result};
+use crate::gpu::Gpu;
+
+/// Raw device memory, freed in stream order on the stream that allocated it.
+pub(crate) struct Allocation {
+    gpu: Gpu,
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+}
+
+impl Allocation {
+    pub(crate) fn new(gpu: &Gpu, bytes: usize) -> Result<Self> {
+        if bytes == 0 {
+            return Ok(Allocation {
+                gpu: gpu.clone(),
+                ptr: 0,
+                bytes: 0,
+            });
+        }
+        gpu.bind()?;
+        // SAFETY: plain stream-ordered allocation on a live stream.
+        let ptr = unsafe { result::malloc_async(gpu.cu_stream(), bytes) }.map_err(|e| {
+            let status = DriverStatus(e);
+            if status.is_out_of_memory() {
+                let (free, total) = gpu.memory_info().unwrap_or((0, 0));
+                Error::OutOfMemory {
+                    ordinal: gpu.ordinal(),
+                    requested: bytes,
+                    free,
+                    total,
+                }
+            } else {
+                Error::Driver {
+                    call: format!("cuMemAllocAsync({bytes} bytes)"),
+                    status,
+                }
+            }
+        })?;
+        Ok(Allocation {
+            gpu: gpu.clone(),
+            ptr,
+            bytes,
+        })
+    }
+
+    pub(crate) fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl Drop for Allocation {
+    fn drop(&mut self) {
+        if self.ptr != 0 && self.gpu.bind().is_ok() {
+            // SAFETY: allocated by malloc_async on this stream; work queued before this
+            // free still sees the memory (stream order). Errors cannot be reported here.
+            let _ = unsafe { result::free_async(self.ptr, self.gpu.cu_stream()) };
+        }
+    }
+}
+
+/// Anything the GPU can read: a buffer or a view of one.
+pub trait DeviceSlice<T> {
+    /// Elements.
+    fn len(&self) -> usize;
+    /// Whether it holds no element.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Device address of the first element (0 when empty).
+    fn device_ptr(&self) -> u64;
+    /// The device (and stream) it belongs to.
+    fn gpu(&self) -> &Gpu;
+}
+
+/// Anything the GPU may write: a buffer or a mutable view. Having `&mut` of it is the
+/// proof that no other operand aliases it.
+pub trait DeviceSliceMut<T>: DeviceSlice<T> {}
+
+/// A typed array in device memory. Its contents after [`Gpu::alloc`] are unspecified
+/// (any bit pattern is a valid `T`, since `T: Pod`).
+pub struct DeviceBuffer<T> {
+    mem: Allocation,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T> std::fmt::Debug for DeviceBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceBuffer")
+            .field("len", &self.len)
+            .field("device", &self.mem.gpu.ordinal())
+            .finish()
+    }
+}
+
+fn resolve(range: impl RangeBounds<usize>, len: usize, op: &'static str) -> Result<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.saturating_add(1),
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.saturating_add(1),
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    if start > end || end > len {
+        return Err(Error::OutOfRange {
+            op,
+            start,
+            end,
+            len,
+        });
+    }
+    Ok((start, end))
+}
+
+impl Gpu {
+    /// Allocates `len` elements with unspecified contents.
+    pub fn alloc<T: Pod>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        let bytes = len.checked_mul(size_of::<T>()).ok_or(Error::OutOfMemory {
+            ordinal: self.ordinal(),
+            requested: usize::MAX,
+            free: 0,
+            total: 0,
+        })?;
+        Ok(DeviceBuffer {
+            mem: Allocation::new(self, bytes)?,
+            len,
+            _t: PhantomData,
+        })
+    }
+
+    /// Allocates `len` elements set to all-zero bytes.
+    pub fn alloc_zeroed<T: Pod>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        let buf = self.alloc::<T>(len)?;
+        if buf.mem.bytes > 0 {
+            self.bind()?;
+            // SAFETY: the allocation has exactly that many bytes.
+            unsafe { result::memset_d8_async(buf.mem.ptr, 0, buf.mem.bytes, self.cu_stream()) }
+                .map_err(|e| Error::Driver {
+                    call: "cuMemsetD8Async".into(),
+                    status: DriverStatus(e),
+                })?;
+        }
+        Ok(buf)
+    }
+
+    /// Copies a host slice into a new device buffer.
+    pub fn upload<T: Pod>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
+        let mut buf = self.alloc::<T>(data.len())?;
+        buf.copy_from_host(data)?;
+        Ok(buf)
+    }
+}
+
+impl<T: Pod> DeviceBuffer<T> {
+    /// Copies `data` (same length) into the buffer. Returns once `data` may be reused.
+    pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
+        if data.len() != self.len {
+            return Err(Error::DimensionMismatch {
+                op: "copy_from_host",
+                what: "host slice",
+                expected: self.len,
+                found: data.len(),
+            });
+        }
+        if self.len == 0 {
+            return Ok(());
+        }
+        let gpu = &self.mem.gpu;
+        gpu.bind()?;
+        // SAFETY: lengths checked; pageable sources are staged before the call returns,
+        // and we synchronise so pinned ones are safe too.
+        unsafe { result::memcpy_htod_async(self.mem.ptr, data, gpu.cu_stream()) }
+            .map_err(|e| gpu.after_kernel("cuMemcpyHtoDAsync", e))?;
+        gpu.synchronize()
+    }
+
+    /// Copies the buffer into `out` (same length), waiting for pending work first.
+    pub fn copy_to_host(&self, out: &mut [T]) -> Result<()> {
+        if out.len() != self.len {
+            return Err(Error::DimensionMismatch {
+                op: "copy_to_host",
+                what: "host slice",
+                expected: self.len,
+                found: out.len(),
+            });
+        }
+        if self.len == 0 {
+            return Ok(());
+        }
+        let gpu = &self.mem.gpu;
+        gpu.bind()?;
+        // SAFETY: lengths checked; we synchronise before `out` is used again.
+        unsafe { result::memcpy_dtoh_async(out, self.mem.ptr, gpu.cu_stream()) }
+            .map_err(|e| gpu.after_kernel("cuMemcpyDtoHAsync", e))?;
+        gpu.synchronize()
+    }
+
+    /// Copies the buffer into a new `Vec`.
+    pub fn download(&self) -> Result<Vec<T>> {
+        let mut out = vec![T::zeroed(); self.len];
+        self.copy_to_host(&mut out)?;
+        Ok(out)
+    }
+
+    /// Device-to-device copy of `src` (same length, same device) into this buffer,
+    /// through the copy engine (`cuMemcpyDtoDAsync`).
+    pub fn copy_from_device(&mut self, src: &impl DeviceSlice<T>) -> Result<()> {
+        copy_device(src, self)
+    }
+
+    /// A read-only view of `range`.
+    pub fn view(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'_, T>> {
+        let (start, end) = resolve(range, self.len, "view")?;
+        Ok(DeviceView {
+            gpu: &self.mem.gpu,
+            ptr: self.mem.ptr + (start * size_of::<T>()) as u64,
+            len: end - start,
+            _t: PhantomData,
+        })
+    }
+
+    /// A mutable view of `range`.
+    pub fn view_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceViewMut<'_, T>> {
+        let (start, end) = resolve(range, self.len, "view_mut")?;
+        Ok(DeviceViewMut {
+            gpu: &self.mem.gpu,
+            ptr: self.mem.ptr + (start * size_of::<T>()) as u64,
+            len: end - start,
+            _t: PhantomData,
+        })
+    }
+}
+
+/// `cuMemcpyDtoDAsync` between two device slices of the same length and device.
+pub fn copy_device<T: Pod>(
+    src: &impl DeviceSlice<T>,
+    dst: &mut impl DeviceSliceMut<T>,
+) -> Result<()> {
+    if src.len() != dst.len() {
+        return Err(Error::DimensionMismatch {
+            op: "copy_device",
+            what: "source",
+            expected: dst.len(),
+            found: src.len(),
+        });
+    }
+    if !dst.gpu().same_device(src.gpu()) {
+        return Err(Error::WrongDevice {
+            op: "copy_device",
+            what: "source",
+            expected: dst.gpu().ordinal(),
+            found: src.gpu().ordinal(),
+        });
+    }
+    if src.is_empty() {
+        return Ok(());
+    }
+    let gpu = dst.gpu();
+    gpu.bind()?;
+    // SAFETY: both ranges are valid for len elements; &mut dst excludes aliasing.
+    unsafe {
+        result::memcpy_dtod_async(
+            dst.device_ptr(),
+            src.device_ptr(),
+            src.len() * size_of::<T>(),
+            gpu.cu_stream(),
+        )
+    }
+    .map_err(|e| Error::Driver {
+        call: "cuMemcpyDtoDAsync".into(),
+        status: DriverStatus(e),
+    })
+}
+
+impl<T> DeviceSlice<T> for DeviceBuffer<T> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn device_ptr(&self) -> u64 {
+        self.mem.ptr
+    }
+    fn gpu(&self) -> &Gpu {
+        &self.mem.gpu
+    }
+}
+impl<T> DeviceSliceMut<T> for DeviceBuffer<T> {}
+
+/// A read-only window into a [`DeviceBuffer`].
+#[derive(Clone, Copy)]
+pub struct DeviceView<'a, T> {
+    gpu: &'a Gpu,
+    ptr: u64,
+    len: usize,
+    _t: PhantomData<&'a T>,
+}
+
+/// A mutable window into a [`DeviceBuffer`].
+pub struct DeviceViewMut<'a, T> {
+    gpu: &'a Gpu,
+    ptr: u64,
+    len: usize,
+    _t: PhantomData<&'a mut T>,
+}
+
+impl<T> DeviceSlice<T> for DeviceView<'_, T> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+    fn gpu(&self) -> &Gpu {
+        self.gpu
+    }
+}
+
+impl<T> DeviceSlice<T> for DeviceViewMut<'_, T> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+    fn gpu(&self) -> &Gpu {
+        self.gpu
+    }
+}
+impl<T> DeviceSliceMut<T> for DeviceViewMut<'_, T> {}

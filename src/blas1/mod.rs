@@ -1,0 +1,40 @@
+//! BLAS level 1 on the CPU (rayon) and the GPU, with matching signatures.
+//!
+//! | operation | math | [`cpu`] | [`gpu`] |
+//! |---|---|---|---|
+//! | fill | `x_i <- value` | [`cpu::fill`] | [`gpu::fill`] |
+//! | scal | `x <- alpha x` | [`cpu::scal`] | [`gpu::scal`] |
+//! | axpy | `y <- alpha x + y` | [`cpu::axpy`] | [`gpu::axpy`] |
+//! | axpby | `y <- alpha x + beta y` | [`cpu::axpby`] | [`gpu::axpby`] |
+//! | copy | `y <- x` | [`cpu::copy`] | [`gpu::copy`] |
+//! | dot | `sum conj(x_i) y_i` | [`cpu::dot`] | [`gpu::dot`], [`gpu::dot_into`] |
+//! | nrm2 | `sqrt(sum abs(x_i)^2)` | [`cpu::nrm2`] | [`gpu::nrm2`], [`gpu::nrm2_into`] |
+//! | multi-dot | `out_j = dot(x, y_j)`, `y_j = ys[j n .. (j+1) n]` | [`cpu::multi_dot`] | [`gpu::multi_dot`] |
+//!
+//! Scalars: `f32`, `f64`, `Complex<f32>`, `Complex<f64>`. The per-element math is
+//! `ferrocuda_kernels::blas1`, shared by both paths, so element-wise results agree bit
+//! for bit; reductions agree within rounding (different summation trees), and each path
+//! is deterministic on its own: same input, same bits. [`reference`] is a serial oracle
+//! that accumulates in `f64` for the tests.
+//!
+//! ```
+//! use ferrocuda::blas1::cpu;
+//! let x = vec![1.0_f64, 2.0, 3.0];
+//! let mut y = vec![1.0_f64; 3];
+//! cpu::axpy(2.0, &x, &mut y)?;
+//! assert_eq!(y, [3.0, 5.0, 7.0]);
+//! assert_eq!(cpu::dot(&x, &y)?, 3.0 + 10.0 + 21.0);
+//! # Ok::<(), ferrocuda::Error>(())
+//! ```
+
+pub mod cpu;
+pub mod gpu;
+pub mod reference;
+
+use bytemuck::Pod;
+use ferrocuda_kernels::names::Blas1Kernels;
+pub use ferrocuda_kernels::{Complex, RealScalar, Scalar};
+
+/// A scalar type with CPU and GPU BLAS-1 paths: `f32`, `f64`, `Complex<f32>`, `Complex<f64>`.
+pub trait Element: Scalar<Real: Pod> + Blas1Kernels + Pod {}
+impl<T: Scalar<Real: Pod> + Blas1Kernels + Pod> Element for T {}

@@ -1,0 +1,268 @@
+//! The `ferrocuda` command line: `info`, `bench <name>`, and the tour (no arguments).
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use serde::Serialize;
+
+use crate::bench::blas1::{self as bench_blas1, Blas1BenchOptions};
+use crate::bench::table;
+use crate::error::Result;
+use crate::gpu::{self, DeviceInfo, Gpu};
+use crate::kernels;
+
+/// ferrocuda: numerics on NVIDIA GPUs in Rust, with CPU twins and speedup benchmarks.
+#[derive(Debug, Parser)]
+#[command(name = "ferrocuda", version, about, long_about = None)]
+pub struct Cli {
+    /// What to run; without a command, the tour.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// GPU ordinal to use.
+    #[arg(long, global = true, default_value_t = 0)]
+    pub device: usize,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// A small problem of every module on the CPU and the GPU, with speedups (the default).
+    Tour {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Properties of every CUDA device.
+    Info {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Benchmarks against the hardware's ceilings and the CPU.
+    Bench {
+        /// Which benchmark.
+        #[command(subcommand)]
+        which: BenchCommand,
+    },
+}
+
+/// Benchmarks.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// axpy, dot and nrm2 (f64, c64) against the device copy bandwidth and the CPU.
+    Blas1 {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Vector length.
+        #[arg(long, default_value_t = 1 << 26)]
+        n: usize,
+        /// Timed repetitions per measurement.
+        #[arg(long, default_value_t = 30)]
+        reps: usize,
+        /// Also write the report as Markdown to this file (e.g. docs/results/blas1.md).
+        #[arg(long)]
+        markdown: Option<PathBuf>,
+    },
+}
+
+/// Opens the GPU, or returns why there is none (other errors are real errors).
+fn open_gpu(device: usize) -> Result<(Option<Gpu>, Option<String>)> {
+    match gpu::open(device) {
+        Ok(g) => Ok((Some(g), None)),
+        Err(e) if e.is_no_device() => Ok((None, Some(e.to_string()))),
+        Err(e) => Err(e),
+    }
+}
+
+/// Runs the command line; returns the process exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+fn print_json(value: &impl Serialize) -> Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| crate::Error::InvalidArgument {
+        op: "json output",
+        reason: e.to_string(),
+    })?;
+    println!("{text}");
+    Ok(())
+}
+
+/// Executes a parsed command line.
+pub fn run(cli: Cli) -> Result<()> {
+    match cli.command.unwrap_or(Command::Tour { json: false }) {
+        Command::Tour { json } => {
+            let (gpu, skipped) = open_gpu(cli.device)?;
+            let report = crate::tour::run(gpu.as_ref(), skipped)?;
+            if json {
+                print_json(&report)
+            } else {
+                print!("{}", report.to_text());
+                Ok(())
+            }
+        }
+        Command::Info { json } => info(json),
+        Command::Bench {
+            which:
+                BenchCommand::Blas1 {
+                    json,
+                    n,
+                    reps,
+                    markdown,
+                },
+        } => {
+            let (gpu, skipped) = open_gpu(cli.device)?;
+            let opts = Blas1BenchOptions {
+                n,
+                reps,
+                ..Default::default()
+            };
+            let report = bench_blas1::run(gpu.as_ref(), skipped, &opts)?;
+            if let Some(path) = markdown {
+                write_file(&path, &report.to_markdown())?;
+                eprintln!("[bench blas1] wrote {}", path.display());
+            }
+            if json {
+                print_json(&report)
+            } else {
+                print!("{}", report.to_text());
+                Ok(())
+            }
+        }
+    }
+}
+
+fn write_file(path: &std::path::Path, text: &str) -> Result<()> {
+    let io = |e: std::io::Error| crate::Error::InvalidArgument {
+        op: "writing results",
+        reason: format!("{}: {e}", path.display()),
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    std::fs::write(path, text).map_err(io)
+}
+
+/// `ferrocuda info --json` output.
+#[derive(Debug, Serialize)]
+struct InfoReport {
+    devices: Vec<DeviceInfo>,
+    no_device: Option<String>,
+    driver_cuda_version: Option<i32>,
+    cuda_bindings_version: &'static str,
+    ptx_arch: &'static str,
+    kernels: usize,
+}
+
+fn info(json: bool) -> Result<()> {
+    let mut report = InfoReport {
+        devices: Vec::new(),
+        no_device: None,
+        driver_cuda_version: gpu::driver_cuda_version().ok(),
+        cuda_bindings_version: ferrocuda_host::CUDA_BINDINGS_VERSION,
+        ptx_arch: kernels::PTX_ARCH,
+        kernels: kernels::entries().len(),
+    };
+    match gpu::device_count() {
+        Ok(0) => {
+            report.no_device = Some("no CUDA device found: the driver reports zero devices".into())
+        }
+        Ok(count) => {
+            for ordinal in 0..count {
+                report.devices.push(gpu::open(ordinal)?.info()?);
+            }
+        }
+        Err(e) => report.no_device = Some(e.to_string()),
+    }
+    if json {
+        return print_json(&report);
+    }
+    if let Some(why) = &report.no_device {
+        println!("{why}");
+    }
+    println!(
+        "PTX: {} kernels for {} (JIT-compiled by the driver for newer GPUs); CUDA bindings {}",
+        report.kernels, report.ptx_arch, report.cuda_bindings_version
+    );
+    if let Some(v) = report.driver_cuda_version {
+        println!("driver CUDA version: {}.{}", v / 1000, (v % 1000) / 10);
+    }
+    for d in &report.devices {
+        println!("\ndevice {}: {}", d.ordinal, d.name);
+        let kib = |b: i32| format!("{} KiB", b / 1024);
+        let mhz = |k: Option<i32>| k.map_or("not reported".into(), |k| format!("{} MHz", k / 1000));
+        let rows = vec![
+            vec![
+                "compute capability".into(),
+                format!("{}.{}", d.compute_capability.0, d.compute_capability.1),
+            ],
+            vec!["multiprocessors".into(), d.multiprocessors.to_string()],
+            vec!["SM clock (peak)".into(), mhz(d.sm_clock_khz)],
+            vec!["memory clock (peak)".into(), mhz(d.memory_clock_khz)],
+            vec![
+                "memory bus width".into(),
+                format!("{} bit", d.memory_bus_bits),
+            ],
+            vec![
+                "global memory".into(),
+                format!(
+                    "{:.1} GiB",
+                    d.total_memory_bytes as f64 / (1u64 << 30) as f64
+                ),
+            ],
+            vec![
+                "DRAM bandwidth (clock x 2 x bus, theoretical)".into(),
+                d.theoretical_dram_bandwidth()
+                    .map_or("-".into(), |b| format!("{:.0} GB/s", b / 1e9)),
+            ],
+            vec!["L2 cache".into(), kib(d.l2_cache_bytes)],
+            vec![
+                "shared memory per block / opt-in".into(),
+                format!(
+                    "{} / {}",
+                    kib(d.shared_memory_per_block),
+                    kib(d.shared_memory_per_block_optin)
+                ),
+            ],
+            vec![
+                "shared memory per SM".into(),
+                kib(d.shared_memory_per_multiprocessor),
+            ],
+            vec![
+                "registers per block / per SM".into(),
+                format!(
+                    "{} / {}",
+                    d.registers_per_block, d.registers_per_multiprocessor
+                ),
+            ],
+            vec![
+                "max threads per block / per SM".into(),
+                format!(
+                    "{} / {}",
+                    d.max_threads_per_block, d.max_threads_per_multiprocessor
+                ),
+            ],
+            vec![
+                "max blocks per SM".into(),
+                d.max_blocks_per_multiprocessor.to_string(),
+            ],
+            vec!["warp size".into(), d.warp_size.to_string()],
+            vec!["async copy engines".into(), d.async_engines.to_string()],
+            vec![
+                "ECC".into(),
+                if d.ecc_enabled { "on" } else { "off" }.into(),
+            ],
+            vec!["PCI bus id".into(), d.pci_bus_id.clone()],
+        ];
+        println!("{}", table(&["property", "value"], &rows));
+    }
+    Ok(())
+}

@@ -1,0 +1,80 @@
+//! The error type of the toolkit's public API.
+
+/// Everything a ferrocuda call can report. The GPU runtime's errors come wrapped in
+/// [`Error::Gpu`]; the others name the operation and the offending value.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A failure in the GPU runtime (no device, driver call, launch, memory).
+    #[error(transparent)]
+    Gpu(#[from] ferrocuda_host::Error),
+    /// Operand lengths that do not fit together.
+    #[error("{op}: {what} has length {found}, expected {expected}")]
+    DimensionMismatch {
+        /// The operation.
+        op: &'static str,
+        /// Which operand.
+        what: &'static str,
+        /// Length required.
+        expected: usize,
+        /// Length given.
+        found: usize,
+    },
+    /// An operand that must not be empty.
+    #[error("{op}: {what} must not be empty")]
+    Empty {
+        /// The operation.
+        op: &'static str,
+        /// Which operand.
+        what: &'static str,
+    },
+    /// Operands on different devices.
+    #[error("{op}: {what} lives on device {found}, but the operation runs on device {expected}")]
+    WrongDevice {
+        /// The operation.
+        op: &'static str,
+        /// Which operand.
+        what: &'static str,
+        /// Device of the first operand.
+        expected: usize,
+        /// Device of this operand.
+        found: usize,
+    },
+    /// An argument outside its valid range.
+    #[error("{op}: {reason}")]
+    InvalidArgument {
+        /// The operation.
+        op: &'static str,
+        /// What is wrong, with the value.
+        reason: String,
+    },
+}
+
+impl Error {
+    /// Whether this error means "no CUDA device here" (callers fall back to the CPU).
+    pub fn is_no_device(&self) -> bool {
+        matches!(self, Error::Gpu(ferrocuda_host::Error::NoDevice { .. }))
+    }
+}
+
+/// Result with ferrocuda's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// `Err(DimensionMismatch)` unless `found == expected`.
+pub(crate) fn check_len(
+    op: &'static str,
+    what: &'static str,
+    expected: usize,
+    found: usize,
+) -> Result<()> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(Error::DimensionMismatch {
+            op,
+            what,
+            expected,
+            found,
+        })
+    }
+}

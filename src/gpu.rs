@@ -1,0 +1,27 @@
+//! Opening a GPU with ferrocuda's kernels, and the runtime types re-exported.
+
+pub use ferrocuda_host::{
+    DeviceBuffer, DeviceInfo, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, EventTimer,
+    Gpu, Graph, LaunchConfig, copy_device, device_count, driver_cuda_version, driver_present,
+};
+
+use crate::error::Result;
+use crate::kernels::PTX;
+
+/// Opens device `ordinal` with ferrocuda's embedded kernels.
+///
+/// ```
+/// match ferrocuda::gpu::open(0) {
+///     Ok(gpu) => println!("running on {}", gpu.name().unwrap()),
+///     Err(e) if e.is_no_device() => println!("no GPU here: {e}"),
+///     Err(e) => panic!("{e}"),
+/// }
+/// ```
+pub fn open(ordinal: usize) -> Result<Gpu> {
+    Ok(Gpu::new(ordinal, PTX)?)
+}
+
+/// Device count, 0 where there is no CUDA driver.
+pub fn count() -> usize {
+    device_count().unwrap_or(0)
+}

@@ -1,0 +1,25 @@
+//! ferrocuda: a CUDA-native numerical toolkit in Rust.
+//!
+//! Kernels are written in Rust (`ferrocuda-kernels`), compiled to PTX at build time and
+//! embedded here ([`kernels::PTX`]); a thin runtime (`ferrocuda-host`, re-exported in
+//! [`gpu`]) loads and launches them. Every numerical module offers the same algorithm on
+//! the CPU (rayon) and the GPU with matching signatures.
+//!
+//! | module | CPU | GPU | what |
+//! |---|---|---|---|
+//! | [`blas1`] | yes | yes | fill, scal, axpy, axpby, copy, dot, nrm2, multi-dot; f32, f64, c32, c64 |
+//!
+//! Without a CUDA driver or device everything on the CPU works, and [`gpu::open`]
+//! returns an error for which [`Error::is_no_device`] is true.
+#![deny(missing_docs)]
+
+pub mod bench;
+pub mod blas1;
+pub mod cli;
+mod error;
+pub mod gpu;
+pub mod kernels;
+pub mod tour;
+
+pub use error::{Error, Result};
+pub use ferrocuda_kernels::{Complex, RealScalar, Scalar};

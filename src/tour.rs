@@ -1,0 +1,150 @@
+//! `ferrocuda` with no arguments: a small problem of every module on the CPU and (if
+//! present) the GPU, with times, speedups and a correctness check. Each module adds
+//! its steps to [`run`].
+
+use serde::Serialize;
+
+use crate::bench::{random_vector, table, time_cpu, time_gpu};
+use crate::blas1::{cpu, gpu as gpu_blas1, reference};
+use crate::error::Result;
+use crate::gpu::Gpu;
+
+/// One step of the tour.
+#[derive(Debug, Clone, Serialize)]
+pub struct TourRow {
+    /// Module.
+    pub module: &'static str,
+    /// What ran.
+    pub problem: String,
+    /// CPU median time (all cores), ms.
+    pub cpu_ms: f64,
+    /// GPU median time, ms.
+    pub gpu_ms: Option<f64>,
+    /// CPU / GPU.
+    pub speedup: Option<f64>,
+    /// Relative difference of the GPU result from the CPU result.
+    pub gpu_vs_cpu: Option<f64>,
+}
+
+/// The tour's results.
+#[derive(Debug, Clone, Serialize)]
+pub struct TourReport {
+    /// Device name, if a GPU ran.
+    pub device: Option<String>,
+    /// Why the GPU part was skipped, if it was.
+    pub gpu_skipped: Option<String>,
+    /// CPU threads.
+    pub cpu_threads: usize,
+    /// Steps.
+    pub rows: Vec<TourRow>,
+}
+
+/// Runs every module's small problem.
+pub fn run(gpu: Option<&Gpu>, gpu_skipped: Option<String>) -> Result<TourReport> {
+    let mut rows = Vec::new();
+    blas1_steps(gpu, &mut rows)?;
+    Ok(TourReport {
+        device: gpu.map(|g| g.name()).transpose()?,
+        gpu_skipped,
+        cpu_threads: rayon::current_num_threads(),
+        rows,
+    })
+}
+
+fn blas1_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
+    const N: usize = 1 << 22;
+    let x = random_vector::<f64>(N, 11);
+    let y = random_vector::<f64>(N, 12);
+    let mut y_cpu = y.clone();
+    let cpu_axpy = time_cpu(1, 10, || cpu::axpy(0.5, &x, &mut y_cpu));
+    let cpu_dot = time_cpu(1, 10, || cpu::dot(&x, &y));
+    let dot_cpu = cpu::dot(&x, &y)?;
+    let scale = reference::dot_magnitude(&x, &y);
+
+    let (mut gpu_axpy, mut gpu_dot, mut axpy_diff, mut dot_diff) = (None, None, None, None);
+    if let Some(gpu) = gpu {
+        let dx = gpu.upload(&x)?;
+        let mut dy = gpu.upload(&y)?;
+        let mut out = gpu.alloc::<f64>(1)?;
+        gpu_axpy = Some(time_gpu(gpu, 2, 10, || gpu_blas1::axpy(0.5, &dx, &mut dy))?.median_ms);
+        gpu_dot = Some(time_gpu(gpu, 2, 10, || gpu_blas1::dot_into(&dx, &dx, &mut out))?.median_ms);
+        // Check: one axpy from the same start on both sides, and the dot product.
+        let mut y1 = y.clone();
+        cpu::axpy(0.5, &x, &mut y1)?;
+        dy.copy_from_host(&y)?;
+        gpu_blas1::axpy(0.5, &dx, &mut dy)?;
+        let g = dy.download()?;
+        axpy_diff = Some(
+            g.iter()
+                .zip(&y1)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max),
+        );
+        let dyy = gpu.upload(&y)?;
+        dot_diff = Some((gpu_blas1::dot(&dx, &dyy)? - dot_cpu).abs() / scale);
+    }
+    let row = |problem: &str, cpu_ms: f64, gpu_ms: Option<f64>, diff: Option<f64>| TourRow {
+        module: "blas1",
+        problem: problem.to_string(),
+        cpu_ms,
+        gpu_ms,
+        speedup: gpu_ms.map(|g| cpu_ms / g),
+        gpu_vs_cpu: diff,
+    };
+    rows.push(row(
+        "axpy f64, n = 2^22",
+        cpu_axpy.median_ms,
+        gpu_axpy,
+        axpy_diff,
+    ));
+    rows.push(row(
+        "dot f64, n = 2^22",
+        cpu_dot.median_ms,
+        gpu_dot,
+        dot_diff,
+    ));
+    Ok(())
+}
+
+impl TourReport {
+    /// Plain-text table.
+    pub fn to_text(&self) -> String {
+        let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".to_string(), f);
+        let rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.module.to_string(),
+                    r.problem.clone(),
+                    format!("{:.3}", r.cpu_ms),
+                    opt(r.gpu_ms, &|v| format!("{v:.4}")),
+                    opt(r.speedup, &|v| format!("{v:.1}x")),
+                    opt(r.gpu_vs_cpu, &|v| format!("{v:.1e}")),
+                ]
+            })
+            .collect();
+        let head = match (&self.device, &self.gpu_skipped) {
+            (Some(d), _) => format!("ferrocuda tour on {d} and {} CPU threads", self.cpu_threads),
+            (None, why) => format!(
+                "ferrocuda tour on {} CPU threads; GPU part skipped: {}",
+                self.cpu_threads,
+                why.as_deref().unwrap_or("no GPU")
+            ),
+        };
+        format!(
+            "{head}\n\n{}\n",
+            table(
+                &[
+                    "module",
+                    "problem",
+                    "CPU ms",
+                    "GPU ms",
+                    "speedup",
+                    "GPU vs CPU"
+                ],
+                &rows
+            )
+        )
+    }
+}

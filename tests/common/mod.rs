@@ -1,0 +1,171 @@
+//! Shared helpers of the integration tests: opening the GPU (or skipping), seeded random
+//! data, NaN poison, the lock for the huge cases, and comparisons that name the case.
+//!
+//! Each test crate uses a subset, hence the `dead_code` allowance.
+#![allow(dead_code)]
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use ferrocuda::blas1::{Element, reference};
+use ferrocuda::gpu::Gpu;
+use ferrocuda::{Complex, RealScalar, Scalar};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+
+/// Opens device 0, or returns `None` (after saying so on stderr) where this machine has
+/// no CUDA driver or device. With `FERROCUDA_REQUIRE_GPU=1` a missing GPU is a failure.
+/// Any other error opening the device is a failure too.
+pub fn gpu_or_skip(test: &str) -> Option<Gpu> {
+    match ferrocuda::gpu::open(0) {
+        Ok(gpu) => Some(gpu),
+        Err(e) if e.is_no_device() => {
+            if std::env::var("FERROCUDA_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("{test}: FERROCUDA_REQUIRE_GPU=1 but {e}");
+            }
+            eprintln!("SKIPPED {test}: GPU part skipped ({e})");
+            None
+        }
+        Err(e) => panic!("{test}: opening GPU 0 failed: {e}"),
+    }
+}
+
+/// Held by every test while it works at size 2^27, so that at most one huge case (a few
+/// GiB of host memory) runs at a time. A panicking holder does not poison it for others.
+pub static LARGE: Mutex<()> = Mutex::new(());
+
+/// Takes [`LARGE`], ignoring poisoning.
+pub fn large_lock() -> MutexGuard<'static, ()> {
+    LARGE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Short name of a scalar type for messages: `f32`, `f64`, `c32`, `c64`.
+pub fn tname<T: Element>() -> &'static str {
+    T::SUFFIX
+}
+
+/// A seed that differs per scalar type, size and purpose, so no two cases share data.
+pub fn seed_for<T: Element>(n: usize, salt: u64) -> u64 {
+    let t = match T::SUFFIX {
+        "f32" => 1,
+        "f64" => 2,
+        "c32" => 3,
+        _ => 4,
+    };
+    (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ salt.wrapping_mul(0xBF58_476D_1CE4_E5B9) ^ t
+}
+
+/// One value with real and imaginary parts uniform in [-1, 1] (real types ignore the
+/// imaginary draw).
+pub fn random_scalar_from<T: Element>(rng: &mut SmallRng) -> T {
+    let re: f64 = rng.random_range(-1.0..=1.0);
+    let im: f64 = rng.random_range(-1.0..=1.0);
+    T::from_parts(<T::Real as RealScalar>::from_f64(re), <T::Real as RealScalar>::from_f64(im))
+}
+
+/// One seeded random value (for `alpha`, `beta`, fill values).
+pub fn random_scalar<T: Element>(seed: u64) -> T {
+    random_scalar_from(&mut SmallRng::seed_from_u64(seed))
+}
+
+/// `n` seeded random values, parts uniform in [-1, 1]. Generated in fixed chunks, each
+/// from its own seeded generator, so the result does not depend on the thread count.
+pub fn random_vec<T: Element>(n: usize, seed: u64) -> Vec<T> {
+    const CHUNK: usize = 1 << 16;
+    let mut v = vec![T::ZERO; n];
+    v.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
+        let mut rng = SmallRng::seed_from_u64(seed ^ (c as u64).wrapping_mul(0x94D0_49BB_1331_11EB));
+        chunk.iter_mut().for_each(|v| *v = random_scalar_from(&mut rng));
+    });
+    v
+}
+
+/// NaN in every part: uploaded into output buffers before a GPU call, so any element the
+/// call fails to write shows up.
+pub fn nan<T: Element>() -> T {
+    let n = <T::Real as RealScalar>::from_f64(f64::NAN);
+    T::from_parts(n, n)
+}
+
+/// `n` copies of [`nan`].
+pub fn poison<T: Element>(n: usize) -> Vec<T> {
+    vec![nan::<T>(); n]
+}
+
+/// Whether two values have identical bits.
+pub fn same_bits<T: Element>(a: T, b: T) -> bool {
+    bytemuck::bytes_of(&a) == bytemuck::bytes_of(&b)
+}
+
+/// Asserts `got` and `want` are equal bit for bit, naming the first differing element.
+pub fn assert_bits_eq<T: Element>(what: &str, got: &[T], want: &[T]) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths differ");
+    let (g, w): (&[u8], &[u8]) = (bytemuck::cast_slice(got), bytemuck::cast_slice(want));
+    if g == w {
+        return;
+    }
+    let bad: Vec<usize> = (0..got.len()).filter(|&i| !same_bits(got[i], want[i])).collect();
+    let i = bad[0];
+    panic!(
+        "{what}: {} of {} elements differ in their bits; first at index {i}: got {:?}, want {:?}",
+        bad.len(),
+        got.len(),
+        got[i],
+        want[i]
+    );
+}
+
+/// `|v|` in `f64` (complex modulus for complex types).
+pub fn abs<T: Element>(v: T) -> f64 {
+    reference::widen(v).norm()
+}
+
+/// Rounding bound of one element-wise op, in units of `eps * scale`: the FMA-based result
+/// and the `f64` reference each contribute; complex products add a few roundings more.
+pub fn elementwise_factor<T: Element>() -> f64 {
+    if T::IS_COMPLEX { 4.0 } else { 2.0 }
+}
+
+/// Asserts each `got[i]` is within `factor * eps * scale[i]` of the exact-ish reference
+/// `want[i]`, component by component.
+pub fn assert_close_elementwise<T: Element>(what: &str, got: &[T], want: &[Complex<f64>], scale: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths differ");
+    let factor = elementwise_factor::<T>() * reference::eps::<T>();
+    for (i, ((&g, w), &s)) in got.iter().zip(want).zip(scale).enumerate() {
+        let g = reference::widen(g);
+        let tol = factor * s;
+        let (dre, dim) = ((g.re - w.re).abs(), (g.im - w.im).abs());
+        assert!(
+            dre <= tol && dim <= tol,
+            "{what}: element {i} is {g} but the f64 reference is {w} (error {dre:e}, {dim:e} > bound {tol:e})"
+        );
+    }
+}
+
+/// Error bound of a reduction over `n` terms whose absolute values sum to `magnitude`:
+/// `(4 sqrt(n) + 4) eps magnitude` (a generous multiple of the statistical error of the
+/// summation orders used; the worst case of a serial sum would be `n eps magnitude`).
+pub fn reduction_tol<T: Element>(n: usize, magnitude: f64) -> f64 {
+    (4.0 * (n as f64).sqrt() + 4.0) * reference::eps::<T>() * magnitude
+}
+
+/// Asserts a dot-like reduction is within [`reduction_tol`] of the reference, per component.
+pub fn assert_reduction_close<T: Element>(what: &str, got: T, want: Complex<f64>, magnitude: f64, n: usize) {
+    let g = reference::widen(got);
+    let tol = reduction_tol::<T>(n, magnitude);
+    let (dre, dim) = ((g.re - want.re).abs(), (g.im - want.im).abs());
+    assert!(
+        dre <= tol && dim <= tol,
+        "{what}: got {g}, the f64 reference is {want} (error {dre:e}, {dim:e} > bound {tol:e}, n = {n}, magnitude {magnitude:e})"
+    );
+}
+
+/// Asserts a 2-norm is within the reduction bound of the reference: the sum of squares is
+/// off by at most [`reduction_tol`] of `want^2`, the square root halves that, plus one
+/// rounding of the root.
+pub fn assert_nrm2_close<T: Element>(what: &str, got: f64, want: f64, n: usize) {
+    let tol = reduction_tol::<T>(n, want * want) / (2.0 * want).max(f64::MIN_POSITIVE)
+        + reference::eps::<T>() * want;
+    let err = (got - want).abs();
+    assert!(err <= tol, "{what}: got {got}, the f64 reference is {want} (error {err:e} > bound {tol:e}, n = {n})");
+}
