@@ -16,6 +16,7 @@
 pub mod bench;
 pub mod blas1;
 pub mod cli;
+mod cpu_dispatch;
 mod error;
 pub mod gpu;
 pub mod kernels;

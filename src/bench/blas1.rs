@@ -296,6 +296,17 @@ impl Blas1Report {
             (None, None) => "GPU part skipped".into(),
         }];
         lines.push(format!("CPU: {} rayon threads", self.cpu_threads));
+        if self
+            .rows
+            .iter()
+            .any(|r| r.fraction_of_copy.is_some_and(|f| f > 1.0))
+        {
+            lines.push(
+                "note: above 100 % of copy is possible for read-heavy kernels (dot, nrm2: reads only; axpy: 2 reads per write); \
+                 a copy is half writes, and HBM streams reads faster than mixed traffic. 2 x n elements do not fit in L2 at the default n."
+                    .into(),
+            );
+        }
         for c in &self.copy_ceilings {
             lines.push(format!(
                 "copy ceiling ({}): cuMemcpyDtoD {:.2} GB in {:.4} ms = {:.1} GB/s (read + write)",

@@ -1,0 +1,36 @@
+//! Run-time CPU feature dispatch for the rayon paths.
+//!
+//! The per-element math uses fused multiply-add (`f64::mul_add`). Built for baseline
+//! x86-64, that is a call into a library `fma` per element, several times slower than
+//! the instruction, and it would make every CPU-vs-GPU speedup look better than it is.
+//! [`fma_kernel!`] compiles a chunk kernel twice, once with the `fma` and `avx2` target
+//! features, and picks that twin when the CPU has them. Both give the same bits: `fma`
+//! is correctly rounded either way.
+
+/// Defines `fn name<T: Bound>(args) -> Ret { body }` so that the body runs in a frame
+/// compiled with FMA and AVX2 where the CPU supports them. (A closure passed to a
+/// feature-enabled function is not reliably inlined into it, so the body is a real
+/// `#[inline(always)]` function that both frames call.)
+macro_rules! fma_kernel {
+    ($(#[$meta:meta])* fn $name:ident<$t:ident: $bound:path>($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
+        $(#[$meta])*
+        fn $name<$t: $bound>($($arg: $ty),*) -> $ret {
+            #[inline(always)]
+            fn body<$t: $bound>($($arg: $ty),*) -> $ret $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "fma,avx2")]
+                fn with_fma<$t: $bound>($($arg: $ty),*) -> $ret {
+                    body($($arg),*)
+                }
+                if std::is_x86_feature_detected!("fma") && std::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the features were just detected on this CPU.
+                    return unsafe { with_fma($($arg),*) };
+                }
+            }
+            body($($arg),*)
+        }
+    };
+}
+
+pub(crate) use fma_kernel;
