@@ -7,6 +7,34 @@
 //! features, and picks that twin when the CPU has them. Both give the same bits: `fma`
 //! is correctly rounded either way.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static PORTABLE_ONLY: AtomicBool = AtomicBool::new(false);
+
+/// Forces the portable (no FMA instruction) CPU kernels, or lifts that. The results are
+/// the same bits either way; this exists so tests can check exactly that, and to compare
+/// speeds. Affects every thread.
+#[doc(hidden)]
+pub fn force_portable(on: bool) {
+    PORTABLE_ONLY.store(on, Ordering::Relaxed);
+}
+
+/// Whether the FMA kernels may run (CPU support, not forced off).
+#[doc(hidden)]
+#[inline]
+pub fn fma_allowed() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        !PORTABLE_ONLY.load(Ordering::Relaxed)
+            && std::is_x86_feature_detected!("fma")
+            && std::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// Defines `fn name<T: Bound>(args) -> Ret { body }` so that the body runs in a frame
 /// compiled with FMA and AVX2 where the CPU supports them. (A closure passed to a
 /// feature-enabled function is not reliably inlined into it, so the body is a real
@@ -23,7 +51,7 @@ macro_rules! fma_kernel {
                 fn with_fma<$t: $bound>($($arg: $ty),*) -> $ret {
                     body($($arg),*)
                 }
-                if std::is_x86_feature_detected!("fma") && std::is_x86_feature_detected!("avx2") {
+                if $crate::cpu_dispatch::fma_allowed() {
                     // SAFETY: the features were just detected on this CPU.
                     return unsafe { with_fma($($arg),*) };
                 }

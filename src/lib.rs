@@ -16,7 +16,8 @@
 pub mod bench;
 pub mod blas1;
 pub mod cli;
-mod cpu_dispatch;
+#[doc(hidden)]
+pub mod cpu_dispatch;
 mod error;
 pub mod gpu;
 pub mod kernels;

@@ -140,6 +140,12 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// Something that cannot happen while a stream is captured into a graph.
+    #[error("graph capture: {reason}")]
+    Capture {
+        /// What was attempted.
+        reason: String,
+    },
     /// The embedded PTX lacks a kernel the host asked for.
     #[error("kernel `{kernel}` is not in the embedded PTX ({status})")]
     KernelNotFound {

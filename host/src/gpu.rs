@@ -3,7 +3,8 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, result, sys};
 
@@ -37,29 +38,45 @@ pub fn device_count() -> Result<usize> {
     Ok(usize::try_from(count).unwrap_or(0))
 }
 
-/// Device state shared by every stream handle of one device.
-struct Device {
+/// Device state shared by every handle of one device: opening the same ordinal twice
+/// gives handles on the same context, module cache and main stream.
+pub(crate) struct Device {
     ordinal: usize,
-    ctx: Arc<CudaContext>,
+    pub(crate) ctx: Arc<CudaContext>,
     ptx: &'static str,
     module: Mutex<Option<Arc<CudaModule>>>,
     functions: Mutex<HashMap<&'static str, CudaFunction>>,
+    /// Set once a second stream exists: from then on, freeing memory waits for the
+    /// whole device, because a buffer may still be read by a kernel on another stream.
+    pub(crate) multi_stream: AtomicBool,
+    main: Mutex<Weak<StreamState>>,
 }
+
+/// One stream with what belongs to it.
+pub(crate) struct StreamState {
+    pub(crate) stream: Arc<CudaStream>,
+    /// Last kernel launched here, named when a later sync reports a fault.
+    last_kernel: Mutex<&'static str>,
+    /// Reusable device scratch (reduction partials), grown on demand, never shrunk.
+    /// Graphs keep the area they captured alive through the `Arc`.
+    scratch: Mutex<Option<Arc<Allocation>>>,
+}
+
+type Registry = Mutex<Vec<(usize, usize, Weak<Device>)>>;
+/// Open devices by (ordinal, PTX address), so every `Gpu::new` of one device shares state.
+static DEVICES: Registry = Mutex::new(Vec::new());
 
 /// A handle to one GPU and one of its streams.
 ///
-/// Everything issued through one `Gpu` runs in order on its stream; `Clone` gives
-/// another handle to the same stream, [`Gpu::new_stream`] one to a new stream of the
-/// same device (order work across streams with [`Gpu::wait_for`]). Kernels come from the
-/// PTX given at creation, loaded on first use and cached by name.
+/// Everything issued through one `Gpu` runs in order on its stream. `Clone` and
+/// another [`Gpu::new`] of the same ordinal give handles to the same (main) stream;
+/// [`Gpu::new_stream`] gives one to a new stream of the same device (order work across
+/// streams with [`Gpu::wait_for`]). Kernels come from the PTX given at creation, loaded
+/// on first use and cached by name.
 #[derive(Clone)]
 pub struct Gpu {
     device: Arc<Device>,
-    stream: Arc<CudaStream>,
-    /// Last kernel launched on this stream, named when a later sync reports a fault.
-    last_kernel: Arc<Mutex<&'static str>>,
-    /// Reusable device scratch (reduction partials), grown on demand, never shrunk.
-    scratch: Arc<Mutex<Option<Allocation>>>,
+    state: Arc<StreamState>,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -89,38 +106,63 @@ impl Gpu {
         if ordinal >= count {
             return Err(Error::InvalidOrdinal { ordinal, count });
         }
-        let ctx = check(CudaContext::new(ordinal), || {
-            format!("cuDevicePrimaryCtxRetain(device {ordinal})")
-        })?;
-        let stream = check(ctx.new_stream(), || "cuStreamCreate".into())?;
-        let device = Arc::new(Device {
-            ordinal,
-            ctx,
-            ptx,
-            module: Mutex::new(None),
-            functions: Mutex::new(HashMap::new()),
-        });
-        Ok(Self::on_stream(device, stream))
-    }
-
-    fn on_stream(device: Arc<Device>, stream: Arc<CudaStream>) -> Self {
-        Gpu {
-            device,
-            stream,
-            last_kernel: Arc::new(Mutex::new("(none)")),
-            scratch: Arc::new(Mutex::new(None)),
-        }
+        let key = ptx.as_ptr() as usize;
+        let mut registry = lock(&DEVICES);
+        registry.retain(|(_, _, weak)| weak.strong_count() > 0);
+        let device = match registry.iter().find(|(o, k, _)| *o == ordinal && *k == key) {
+            Some((_, _, weak)) => weak.upgrade(),
+            None => None,
+        };
+        let device = match device {
+            Some(d) => d,
+            None => {
+                let ctx = check(CudaContext::new(ordinal), || {
+                    format!("cuDevicePrimaryCtxRetain(device {ordinal})")
+                })?;
+                let d = Arc::new(Device {
+                    ordinal,
+                    ctx,
+                    ptx,
+                    module: Mutex::new(None),
+                    functions: Mutex::new(HashMap::new()),
+                    multi_stream: AtomicBool::new(false),
+                    main: Mutex::new(Weak::new()),
+                });
+                registry.push((ordinal, key, Arc::downgrade(&d)));
+                d
+            }
+        };
+        drop(registry);
+        let mut main = lock(&device.main);
+        let state = match main.upgrade() {
+            Some(state) => state,
+            None => {
+                let state = StreamState::new(&device)?;
+                *main = Arc::downgrade(&state);
+                state
+            }
+        };
+        drop(main);
+        Ok(Gpu { device, state })
     }
 
     /// A handle to a new stream of the same device (same module cache).
+    ///
+    /// From then on, dropping a buffer waits for the whole device before its memory is
+    /// freed (a kernel on another stream may still read it): correct, at the cost of a
+    /// synchronisation per free.
     pub fn new_stream(&self) -> Result<Gpu> {
-        let stream = check(self.device.ctx.new_stream(), || "cuStreamCreate".into())?;
-        Ok(Self::on_stream(self.device.clone(), stream))
+        self.device.multi_stream.store(true, Ordering::SeqCst);
+        let state = StreamState::new(&self.device)?;
+        Ok(Gpu {
+            device: self.device.clone(),
+            state,
+        })
     }
 
     /// Makes this handle's stream wait for all work issued so far on `other`'s stream.
     pub fn wait_for(&self, other: &Gpu) -> Result<()> {
-        if !Arc::ptr_eq(&self.device, &other.device) {
+        if !self.same_device(other) {
             return Err(Error::WrongDevice {
                 op: "wait_for",
                 what: "the other stream",
@@ -128,8 +170,12 @@ impl Gpu {
                 found: other.ordinal(),
             });
         }
-        let event = check(other.stream.record_event(None), || "cuEventRecord".into())?;
-        check(self.stream.wait(&event), || "cuStreamWaitEvent".into())
+        let event = check(other.state.stream.record_event(None), || {
+            "cuEventRecord".into()
+        })?;
+        check(self.state.stream.wait(&event), || {
+            "cuStreamWaitEvent".into()
+        })
     }
 
     /// Device ordinal.
@@ -140,6 +186,15 @@ impl Gpu {
     /// Whether two handles belong to the same device context.
     pub fn same_device(&self, other: &Gpu) -> bool {
         Arc::ptr_eq(&self.device, &other.device)
+    }
+
+    /// Whether two handles issue work to the same stream.
+    pub fn same_stream(&self, other: &Gpu) -> bool {
+        Arc::ptr_eq(&self.state, &other.state)
+    }
+
+    pub(crate) fn device(&self) -> &Arc<Device> {
+        &self.device
     }
 
     /// Device name as the driver reports it.
@@ -157,11 +212,11 @@ impl Gpu {
     }
 
     pub(crate) fn cu_stream(&self) -> sys::CUstream {
-        self.stream.cu_stream()
+        self.state.stream.cu_stream()
     }
 
     pub(crate) fn cuda_stream(&self) -> &Arc<CudaStream> {
-        &self.stream
+        &self.state.stream
     }
 
     /// Makes the context current on the calling thread (before raw driver calls).
@@ -174,7 +229,8 @@ impl Gpu {
     /// Waits for all work on this stream. An asynchronous fault is reported with the
     /// name of the last kernel launched here.
     pub fn synchronize(&self) -> Result<()> {
-        self.stream
+        self.state
+            .stream
             .synchronize()
             .map_err(|e| self.after_kernel("cuStreamSynchronize", e))
     }
@@ -182,7 +238,7 @@ impl Gpu {
     pub(crate) fn after_kernel(&self, call: &'static str, e: cudarc::driver::DriverError) -> Error {
         Error::AfterKernel {
             call,
-            kernel: *lock(&self.last_kernel),
+            kernel: *lock(&self.state.last_kernel),
             status: DriverStatus(e),
         }
     }
@@ -246,7 +302,7 @@ impl Gpu {
                 cfg.grid,
                 cfg.block,
                 cfg.shared_bytes,
-                self.stream.cu_stream(),
+                self.state.stream.cu_stream(),
                 params,
             )
         }
@@ -254,24 +310,57 @@ impl Gpu {
             kernel,
             status: DriverStatus(e),
         })?;
-        *lock(&self.last_kernel) = kernel;
+        *lock(&self.state.last_kernel) = kernel;
         Ok(())
     }
 
     /// Runs `f` with a device scratch area of at least `bytes` bytes, reused across
     /// calls on this stream (stream order makes reuse safe). Grows only when a larger
-    /// area is asked for, so steady-state loops allocate nothing.
+    /// area is asked for, so steady-state loops allocate nothing. Growing while the
+    /// stream is being captured into a graph is an error (run the work once first).
     pub fn with_scratch<R, E: From<Error>>(
         &self,
         bytes: usize,
         f: impl FnOnce(u64) -> std::result::Result<R, E>,
     ) -> std::result::Result<R, E> {
-        let mut slot = lock(&self.scratch);
+        let mut slot = lock(&self.state.scratch);
         let big_enough = slot.as_ref().is_some_and(|a| a.bytes() >= bytes);
         if !big_enough {
-            *slot = Some(Allocation::new(self, bytes.max(256))?);
+            if self.is_capturing()? {
+                return Err(Error::Capture {
+                    reason: format!(
+                        "the reduction scratch must grow to {bytes} bytes during capture; run the same work once before capturing"
+                    ),
+                }
+                .into());
+            }
+            *slot = Some(Arc::new(Allocation::new(self, bytes.max(256))?));
         }
-        let ptr = slot.as_ref().map_or(0, Allocation::ptr);
+        let ptr = slot.as_ref().map_or(0, |a| a.ptr());
         f(ptr)
+    }
+
+    /// The scratch area as it is now (graphs keep it alive).
+    pub(crate) fn current_scratch(&self) -> Option<Arc<Allocation>> {
+        lock(&self.state.scratch).clone()
+    }
+
+    /// Whether this stream is capturing into a graph.
+    pub fn is_capturing(&self) -> Result<bool> {
+        let status = check(self.state.stream.capture_status(), || {
+            "cuStreamIsCapturing".into()
+        })?;
+        Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+    }
+}
+
+impl StreamState {
+    fn new(device: &Arc<Device>) -> Result<Arc<StreamState>> {
+        let stream = check(device.ctx.new_stream(), || "cuStreamCreate".into())?;
+        Ok(Arc::new(StreamState {
+            stream,
+            last_kernel: Mutex::new("(none)"),
+            scratch: Mutex::new(None),
+        }))
     }
 }

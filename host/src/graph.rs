@@ -4,21 +4,34 @@ use cudarc::driver::{CudaGraph, sys};
 
 use crate::error::{DriverStatus, Error, Result, check};
 use crate::gpu::Gpu;
+use crate::memory::Allocation;
+use std::sync::Arc;
 
-/// A captured, instantiated sequence of work on one stream.
+/// A captured, instantiated sequence of work on one stream. It holds raw device
+/// addresses of the buffers used during capture (see [`Gpu::capture`]); it keeps the
+/// stream's reduction scratch of that time alive itself.
 pub struct Graph {
     graph: CudaGraph,
     gpu: Gpu,
+    _scratch: Option<Arc<Allocation>>,
 }
 
 impl Gpu {
     /// Captures the work `f` issues on this stream into a [`Graph`] instead of running
-    /// it. Inside `f`, only issue work: no allocation that grows a buffer, no download,
-    /// no synchronisation (the driver rejects them during capture). Scratch areas must
-    /// already be large enough, so run the same work once before capturing.
-    pub fn capture(&self, f: impl FnOnce(&Gpu) -> Result<()>) -> Result<Graph> {
+    /// it. Inside `f`, only issue work: no allocation, no download, no synchronisation
+    /// (the driver rejects them during capture; a reduction scratch that would have to
+    /// grow is reported as [`Error::Capture`], so run the same work once first).
+    ///
+    /// # Safety
+    /// The graph replays raw device addresses: every buffer the captured work touches
+    /// must outlive every [`Graph::launch`], and must not be used concurrently on
+    /// another stream while a replay runs. The borrow checker cannot see this.
+    pub unsafe fn capture<E: From<Error>>(
+        &self,
+        f: impl FnOnce(&Gpu) -> std::result::Result<(), E>,
+    ) -> std::result::Result<Graph, E> {
         let stream = self.cuda_stream();
-        check(
+        check::<()>(
             stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
             || "cuStreamBeginCapture".into(),
         )?;
@@ -29,17 +42,18 @@ impl Gpu {
             Ok(Some(graph)) => Ok(Graph {
                 graph,
                 gpu: self.clone(),
+                _scratch: self.current_scratch(),
             }),
-            Ok(None) => Err(Error::Driver {
+            Ok(None) => Err(E::from(Error::Driver {
                 call: "cuStreamEndCapture (nothing was captured)".into(),
                 status: DriverStatus(cudarc::driver::DriverError(
                     sys::CUresult::CUDA_ERROR_INVALID_VALUE,
                 )),
-            }),
-            Err(e) => Err(Error::Driver {
+            })),
+            Err(e) => Err(E::from(Error::Driver {
                 call: "cuStreamEndCapture/cuGraphInstantiate".into(),
                 status: DriverStatus(e),
-            }),
+            })),
         }
     }
 }

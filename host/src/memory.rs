@@ -3,24 +3,32 @@
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
 use bytemuck::Pod;
-use cudarc::driver::{result, sys};
+use cudarc::driver::{CudaStream, result, sys};
 
 use crate::error::{DriverStatus, Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{Device, Gpu};
 
-/// Raw device memory, freed in stream order on the stream that allocated it.
+/// Raw device memory, freed in stream order on the stream that allocated it. Holds
+/// only what freeing needs (no `Gpu`), so a stream's scratch area does not keep its
+/// own stream alive.
 pub(crate) struct Allocation {
-    gpu: Gpu,
+    device: Arc<Device>,
+    stream: Arc<CudaStream>,
     ptr: sys::CUdeviceptr,
     bytes: usize,
 }
 
 impl Allocation {
     pub(crate) fn new(gpu: &Gpu, bytes: usize) -> Result<Self> {
+        let (device, stream) = (gpu.device().clone(), gpu.cuda_stream().clone());
         if bytes == 0 {
             return Ok(Allocation {
-                gpu: gpu.clone(),
+                device,
+                stream,
                 ptr: 0,
                 bytes: 0,
             });
@@ -45,7 +53,8 @@ impl Allocation {
             }
         })?;
         Ok(Allocation {
-            gpu: gpu.clone(),
+            device,
+            stream,
             ptr,
             bytes,
         })
@@ -62,11 +71,17 @@ impl Allocation {
 
 impl Drop for Allocation {
     fn drop(&mut self) {
-        if self.ptr != 0 && self.gpu.bind().is_ok() {
-            // SAFETY: allocated by malloc_async on this stream; work queued before this
-            // free still sees the memory (stream order). Errors cannot be reported here.
-            let _ = unsafe { result::free_async(self.ptr, self.gpu.cu_stream()) };
+        if self.ptr == 0 || self.device.ctx.bind_to_thread().is_err() {
+            return;
         }
+        // With several streams, a kernel on another stream may still read this memory:
+        // wait for the whole device first. Errors cannot be reported from drop.
+        if self.device.multi_stream.load(Ordering::SeqCst) {
+            let _ = self.device.ctx.synchronize();
+        }
+        // SAFETY: allocated by malloc_async on this stream; work queued on it before
+        // this free still sees the memory (stream order).
+        let _ = unsafe { result::free_async(self.ptr, self.stream.cu_stream()) };
     }
 }
 
@@ -91,6 +106,7 @@ pub trait DeviceSliceMut<T>: DeviceSlice<T> {}
 /// A typed array in device memory. Its contents after [`Gpu::alloc`] are unspecified
 /// (any bit pattern is a valid `T`, since `T: Pod`).
 pub struct DeviceBuffer<T> {
+    gpu: Gpu,
     mem: Allocation,
     len: usize,
     _t: PhantomData<T>,
@@ -100,7 +116,7 @@ impl<T> std::fmt::Debug for DeviceBuffer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DeviceBuffer")
             .field("len", &self.len)
-            .field("device", &self.mem.gpu.ordinal())
+            .field("device", &self.gpu.ordinal())
             .finish()
     }
 }
@@ -137,6 +153,7 @@ impl Gpu {
             total: 0,
         })?;
         Ok(DeviceBuffer {
+            gpu: self.clone(),
             mem: Allocation::new(self, bytes)?,
             len,
             _t: PhantomData,
@@ -180,7 +197,7 @@ impl<T: Pod> DeviceBuffer<T> {
         if self.len == 0 {
             return Ok(());
         }
-        let gpu = &self.mem.gpu;
+        let gpu = &self.gpu;
         gpu.bind()?;
         // SAFETY: lengths checked; pageable sources are staged before the call returns,
         // and we synchronise so pinned ones are safe too.
@@ -202,7 +219,7 @@ impl<T: Pod> DeviceBuffer<T> {
         if self.len == 0 {
             return Ok(());
         }
-        let gpu = &self.mem.gpu;
+        let gpu = &self.gpu;
         gpu.bind()?;
         // SAFETY: lengths checked; we synchronise before `out` is used again.
         unsafe { result::memcpy_dtoh_async(out, self.mem.ptr, gpu.cu_stream()) }
@@ -227,7 +244,7 @@ impl<T: Pod> DeviceBuffer<T> {
     pub fn view(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'_, T>> {
         let (start, end) = resolve(range, self.len, "view")?;
         Ok(DeviceView {
-            gpu: &self.mem.gpu,
+            gpu: &self.gpu,
             ptr: self.mem.ptr + (start * size_of::<T>()) as u64,
             len: end - start,
             _t: PhantomData,
@@ -238,7 +255,7 @@ impl<T: Pod> DeviceBuffer<T> {
     pub fn view_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceViewMut<'_, T>> {
         let (start, end) = resolve(range, self.len, "view_mut")?;
         Ok(DeviceViewMut {
-            gpu: &self.mem.gpu,
+            gpu: &self.gpu,
             ptr: self.mem.ptr + (start * size_of::<T>()) as u64,
             len: end - start,
             _t: PhantomData,
@@ -295,13 +312,13 @@ impl<T> DeviceSlice<T> for DeviceBuffer<T> {
         self.mem.ptr
     }
     fn gpu(&self) -> &Gpu {
-        &self.mem.gpu
+        &self.gpu
     }
 }
 impl<T> DeviceSliceMut<T> for DeviceBuffer<T> {}
 
 /// A read-only window into a [`DeviceBuffer`].
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct DeviceView<'a, T> {
     gpu: &'a Gpu,
     ptr: u64,
@@ -310,6 +327,7 @@ pub struct DeviceView<'a, T> {
 }
 
 /// A mutable window into a [`DeviceBuffer`].
+#[derive(Debug)]
 pub struct DeviceViewMut<'a, T> {
     gpu: &'a Gpu,
     ptr: u64,

@@ -2,7 +2,7 @@
 
 use cudarc::driver::{CudaEvent, sys};
 
-use crate::error::{Result, check};
+use crate::error::{Error, Result, check};
 use crate::gpu::Gpu;
 
 /// Measures device time between two points of a stream with CUDA events.
@@ -53,7 +53,10 @@ impl EventTimer {
     }
 
     /// Times `f` (issued on this timer's stream) in milliseconds.
-    pub fn time<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<(R, f64)> {
+    pub fn time<R, E: From<Error>>(
+        &self,
+        f: impl FnOnce() -> std::result::Result<R, E>,
+    ) -> std::result::Result<(R, f64), E> {
         self.start()?;
         let r = f()?;
         self.stop()?;

@@ -156,7 +156,7 @@ pub fn multi_dot<T: Element>(x: &[T], ys: &[T], out: &mut [T]) -> Result<()> {
     check_len(
         "multi_dot",
         "ys (out.len() vectors of x.len())",
-        out.len() * n,
+        super::gpu::multi_dot_len(out.len(), n)?,
         ys.len(),
     )?;
     for (j, o) in out.iter_mut().enumerate() {

@@ -1,6 +1,8 @@
 //! BLAS-1 on the GPU. Each function checks lengths and devices, then holds the only
-//! `unsafe` launch of its kernel. Work is queued on the operands' stream; only the
-//! functions returning a host value (`dot`, `nrm2`) wait for it.
+//! `unsafe` launch of its kernel. Work is queued on the stream of the output operand;
+//! only the functions returning a host value (`dot`, `nrm2`) wait for it. Operands
+//! written on another stream of the same device must be ordered first with
+//! [`ferrocuda_host::Gpu::wait_for`].
 
 use ferrocuda_host::{DeviceSlice, DeviceSliceMut, Gpu, LaunchConfig, arg};
 use ferrocuda_kernels::blas1::{BLOCK, MULTI_DOT_CHUNK, reduction_blocks};
@@ -19,6 +21,14 @@ fn check_device(op: &'static str, what: &'static str, a: &Gpu, b: &Gpu) -> Resul
             found: b.ordinal(),
         })
     }
+}
+
+/// `k * n`, the length `ys` must have, or an error where it overflows.
+pub(crate) fn multi_dot_len(k: usize, n: usize) -> Result<usize> {
+    k.checked_mul(n).ok_or_else(|| Error::InvalidArgument {
+        op: "multi_dot",
+        reason: format!("{k} vectors of length {n} overflow the address space"),
+    })
 }
 
 /// Shared memory of one block-wide reduction of `T`.
@@ -251,7 +261,7 @@ pub fn multi_dot<T: Element>(
     check_len(
         "multi_dot",
         "ys (out.len() vectors of x.len())",
-        k * n,
+        multi_dot_len(k, n)?,
         ys.len(),
     )?;
     check_device("multi_dot", "ys", x.gpu(), ys.gpu())?;
@@ -293,4 +303,13 @@ pub fn multi_dot<T: Element>(
             finish_reduction::<T>(gpu, T::BLAS1.sum_partials, k, blocks, partials, op)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn multi_dot_length_overflow_is_an_error() {
+        assert!(super::multi_dot_len(usize::MAX, 2).is_err());
+        assert_eq!(super::multi_dot_len(3, 5).ok(), Some(15));
+    }
 }

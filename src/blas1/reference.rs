@@ -26,7 +26,10 @@ pub fn dot_magnitude<T: Element>(x: &[T], y: &[T]) -> f64 {
 
 /// `sqrt(sum |x_i|^2)` in `f64`.
 pub fn nrm2<T: Element>(x: &[T]) -> f64 {
-    x.iter().map(|&a| widen(a).norm_sqr()).sum::<f64>().sqrt()
+    x.iter()
+        .map(|&a| widen(a).norm_sqr())
+        .fold(0.0, |s, v| s + v)
+        .sqrt()
 }
 
 /// `alpha x_i + beta y_i` in `Complex<f64>`.

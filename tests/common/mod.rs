@@ -8,7 +8,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use ferrocuda::blas1::{Element, reference};
 use ferrocuda::gpu::Gpu;
-use ferrocuda::{Complex, RealScalar, Scalar};
+use ferrocuda::{Complex, RealScalar};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
@@ -60,7 +60,10 @@ pub fn seed_for<T: Element>(n: usize, salt: u64) -> u64 {
 pub fn random_scalar_from<T: Element>(rng: &mut SmallRng) -> T {
     let re: f64 = rng.random_range(-1.0..=1.0);
     let im: f64 = rng.random_range(-1.0..=1.0);
-    T::from_parts(<T::Real as RealScalar>::from_f64(re), <T::Real as RealScalar>::from_f64(im))
+    T::from_parts(
+        <T::Real as RealScalar>::from_f64(re),
+        <T::Real as RealScalar>::from_f64(im),
+    )
 }
 
 /// One seeded random value (for `alpha`, `beta`, fill values).
@@ -74,8 +77,11 @@ pub fn random_vec<T: Element>(n: usize, seed: u64) -> Vec<T> {
     const CHUNK: usize = 1 << 16;
     let mut v = vec![T::ZERO; n];
     v.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
-        let mut rng = SmallRng::seed_from_u64(seed ^ (c as u64).wrapping_mul(0x94D0_49BB_1331_11EB));
-        chunk.iter_mut().for_each(|v| *v = random_scalar_from(&mut rng));
+        let mut rng =
+            SmallRng::seed_from_u64(seed ^ (c as u64).wrapping_mul(0x94D0_49BB_1331_11EB));
+        chunk
+            .iter_mut()
+            .for_each(|v| *v = random_scalar_from(&mut rng));
     });
     v
 }
@@ -104,7 +110,9 @@ pub fn assert_bits_eq<T: Element>(what: &str, got: &[T], want: &[T]) {
     if g == w {
         return;
     }
-    let bad: Vec<usize> = (0..got.len()).filter(|&i| !same_bits(got[i], want[i])).collect();
+    let bad: Vec<usize> = (0..got.len())
+        .filter(|&i| !same_bits(got[i], want[i]))
+        .collect();
     let i = bad[0];
     panic!(
         "{what}: {} of {} elements differ in their bits; first at index {i}: got {:?}, want {:?}",
@@ -128,7 +136,12 @@ pub fn elementwise_factor<T: Element>() -> f64 {
 
 /// Asserts each `got[i]` is within `factor * eps * scale[i]` of the exact-ish reference
 /// `want[i]`, component by component.
-pub fn assert_close_elementwise<T: Element>(what: &str, got: &[T], want: &[Complex<f64>], scale: &[f64]) {
+pub fn assert_close_elementwise<T: Element>(
+    what: &str,
+    got: &[T],
+    want: &[Complex<f64>],
+    scale: &[f64],
+) {
     assert_eq!(got.len(), want.len(), "{what}: lengths differ");
     let factor = elementwise_factor::<T>() * reference::eps::<T>();
     for (i, ((&g, w), &s)) in got.iter().zip(want).zip(scale).enumerate() {
@@ -150,7 +163,13 @@ pub fn reduction_tol<T: Element>(n: usize, magnitude: f64) -> f64 {
 }
 
 /// Asserts a dot-like reduction is within [`reduction_tol`] of the reference, per component.
-pub fn assert_reduction_close<T: Element>(what: &str, got: T, want: Complex<f64>, magnitude: f64, n: usize) {
+pub fn assert_reduction_close<T: Element>(
+    what: &str,
+    got: T,
+    want: Complex<f64>,
+    magnitude: f64,
+    n: usize,
+) {
     let g = reference::widen(got);
     let tol = reduction_tol::<T>(n, magnitude);
     let (dre, dim) = ((g.re - want.re).abs(), (g.im - want.im).abs());
@@ -167,5 +186,101 @@ pub fn assert_nrm2_close<T: Element>(what: &str, got: f64, want: f64, n: usize) 
     let tol = reduction_tol::<T>(n, want * want) / (2.0 * want).max(f64::MIN_POSITIVE)
         + reference::eps::<T>() * want;
     let err = (got - want).abs();
-    assert!(err <= tol, "{what}: got {got}, the f64 reference is {want} (error {err:e} > bound {tol:e}, n = {n})");
+    assert!(
+        err <= tol,
+        "{what}: got {got}, the f64 reference is {want} (error {err:e} > bound {tol:e}, n = {n})"
+    );
+}
+
+/// Chunk of the parallel evaluation of the reference at large sizes.
+const REFERENCE_CHUNK: usize = 1 << 16;
+
+/// [`reference::dot`] evaluated chunk-wise on all cores, the chunk sums added in order in
+/// `f64` (for `n <= 65536` it is `reference::dot` itself). Keeps the 2^27 cases fast.
+pub fn ref_dot<T: Element>(x: &[T], y: &[T]) -> Complex<f64> {
+    let parts: Vec<Complex<f64>> = x
+        .par_chunks(REFERENCE_CHUNK)
+        .zip(y.par_chunks(REFERENCE_CHUNK))
+        .map(|(a, b)| reference::dot(a, b))
+        .collect();
+    parts.into_iter().fold(Complex::new(0.0, 0.0), |a, b| a + b)
+}
+
+/// [`reference::dot_magnitude`], chunk-wise on all cores like [`ref_dot`].
+pub fn ref_dot_magnitude<T: Element>(x: &[T], y: &[T]) -> f64 {
+    let parts: Vec<f64> = x
+        .par_chunks(REFERENCE_CHUNK)
+        .zip(y.par_chunks(REFERENCE_CHUNK))
+        .map(|(a, b)| reference::dot_magnitude(a, b))
+        .collect();
+    parts.into_iter().fold(0.0, |a, b| a + b)
+}
+
+/// [`reference::nrm2`], chunk-wise on all cores like [`ref_dot`] (the chunks' squared
+/// norms are summed in `f64`, then the root taken).
+pub fn ref_nrm2<T: Element>(x: &[T]) -> f64 {
+    if x.len() <= REFERENCE_CHUNK {
+        return reference::nrm2(x);
+    }
+    let parts: Vec<f64> = x
+        .par_chunks(REFERENCE_CHUNK)
+        .map(|c| {
+            let r = reference::nrm2(c);
+            r * r
+        })
+        .collect();
+    parts.into_iter().fold(0.0, |a, b| a + b).sqrt()
+}
+
+/// `n` seeded values whose parts are drawn from {-2, -1, 1, 2}. Every product and every
+/// partial sum of a dot product or squared norm over them is an integer of magnitude at
+/// most `8 n`, exact in `f32` for `n <= 2^21` and in `f64` for `n <= 2^50`, so any
+/// summation order gives the exact result: reductions must match it bit for bit.
+pub fn small_int_vec<T: Element>(n: usize, seed: u64) -> Vec<T> {
+    const CHUNK: usize = 1 << 16;
+    const VALUES: [f64; 4] = [-2.0, -1.0, 1.0, 2.0];
+    let mut v = vec![T::ZERO; n];
+    v.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
+        let mut rng =
+            SmallRng::seed_from_u64(seed ^ (c as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93));
+        chunk.iter_mut().for_each(|v| {
+            let re = VALUES[rng.random_range(0..4)];
+            let im = VALUES[rng.random_range(0..4)];
+            *v = T::from_parts(
+                <T::Real as RealScalar>::from_f64(re),
+                <T::Real as RealScalar>::from_f64(im),
+            );
+        });
+    });
+    v
+}
+
+/// Largest `n` for which [`small_int_vec`] reductions are exact in `T`'s precision.
+pub fn exact_int_limit<T: Element>() -> usize {
+    if reference::eps::<T>() > 1e-10 {
+        1 << 21
+    } else {
+        1 << 50
+    }
+}
+
+/// The exact dot product of integer-valued vectors as a `T` (the `f64` reference is exact
+/// for them, and so is the conversion to `T` below [`exact_int_limit`]).
+pub fn exact_dot<T: Element>(x: &[T], y: &[T]) -> T {
+    let d = ref_dot(x, y);
+    T::from_parts(
+        <T::Real as RealScalar>::from_f64(d.re),
+        <T::Real as RealScalar>::from_f64(d.im),
+    )
+}
+
+/// The correctly rounded 2-norm of an integer-valued vector: the square root (correctly
+/// rounded on both paths) of the exact sum of squares.
+pub fn exact_nrm2<T: Element>(x: &[T]) -> T::Real {
+    // (A plain f64 `sum` of nothing is -0.0; the norm of nothing is +0.0.)
+    let s: f64 = x
+        .par_iter()
+        .map(|&v| reference::widen(v).norm_sqr())
+        .reduce(|| 0.0, |a, b| a + b);
+    <T::Real as RealScalar>::from_f64(s).sqrt()
 }

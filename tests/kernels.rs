@@ -1,0 +1,121 @@
+//! The embedded PTX and the kernel names agree (CPU only): every name the host may launch
+//! is an entry of the PTX, and every entry of the PTX is a name the host knows.
+
+use std::collections::BTreeSet;
+
+use ferrocuda::kernels::{PTX, PTX_ARCH, entries, has_entry};
+use ferrocuda_kernels::names::{ALL, Blas1Kernels};
+
+#[test]
+fn every_kernel_name_is_an_entry_of_the_ptx() {
+    let missing: Vec<&str> = ALL
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|name| !has_entry(name))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "kernel names without a PTX entry: {missing:?}"
+    );
+}
+
+#[test]
+fn every_ptx_entry_is_a_known_kernel_name() {
+    let known: BTreeSet<&str> = ALL.iter().flatten().copied().collect();
+    let found = entries();
+    assert!(!found.is_empty(), "the embedded PTX has no entries");
+    let orphans: Vec<&str> = found
+        .iter()
+        .copied()
+        .filter(|e| !known.contains(e))
+        .collect();
+    assert!(
+        orphans.is_empty(),
+        "PTX entries no name in names::ALL refers to (orphan kernels): {orphans:?}"
+    );
+    let unique: BTreeSet<&str> = found.iter().copied().collect();
+    assert_eq!(
+        unique.len(),
+        found.len(),
+        "the PTX defines an entry twice: {found:?}"
+    );
+    assert_eq!(unique, known, "PTX entries and names::ALL differ");
+}
+
+#[test]
+fn has_entry_matches_whole_names_only() {
+    assert!(has_entry("fill_f64"), "fill_f64 is an entry");
+    assert!(
+        !has_entry("fill_f6"),
+        "a prefix of an entry is not an entry"
+    );
+    assert!(!has_entry("fill"), "a prefix of an entry is not an entry");
+    assert!(
+        !has_entry("ill_f64"),
+        "a suffix of an entry is not an entry"
+    );
+    assert!(
+        !has_entry("no_such_kernel"),
+        "no_such_kernel is not an entry"
+    );
+    assert!(!has_entry(""), "the empty name is not an entry");
+}
+
+#[test]
+fn kernel_names_carry_their_type_suffix() {
+    fn check<T: Blas1Kernels>() {
+        let n = T::BLAS1;
+        let per_type = [
+            n.fill,
+            n.scal,
+            n.axpy,
+            n.axpby,
+            n.copy,
+            n.dot_partial,
+            n.nrm2_partial,
+            n.multi_dot_partial,
+            n.sum_partials,
+        ];
+        for name in per_type {
+            assert!(
+                name.ends_with(&format!("_{}", T::SUFFIX)),
+                "{name} lacks the suffix _{}",
+                T::SUFFIX
+            );
+        }
+        let real = if T::SUFFIX.ends_with("32") {
+            "f32"
+        } else {
+            "f64"
+        };
+        assert_eq!(
+            n.sqrt_sum_partials,
+            format!("sqrt_sum_partials_{real}"),
+            "nrm2 stage two of {}",
+            T::SUFFIX
+        );
+    }
+    check::<f32>();
+    check::<f64>();
+    check::<ferrocuda::Complex<f32>>();
+    check::<ferrocuda::Complex<f64>>();
+    assert_eq!(ALL.len(), 4, "names::ALL has one group per scalar type");
+}
+
+#[test]
+fn ptx_targets_the_declared_architecture() {
+    assert!(PTX_ARCH.starts_with("sm_"), "PTX_ARCH = {PTX_ARCH:?}");
+    let target = PTX
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(".target "))
+        .expect("the PTX has a .target line");
+    assert!(
+        target
+            .split(',')
+            .next()
+            .is_some_and(|t| t.trim() == PTX_ARCH),
+        ".target {target} does not match PTX_ARCH {PTX_ARCH}"
+    );
+    assert!(PTX.contains(".address_size 64"), "the PTX is not 64-bit");
+}
