@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use super::Element;
 use crate::cpu_dispatch::fma_kernel;
-use crate::error::{Error, Result, check_len};
+use crate::error::{Result, check_len};
 use ferrocuda_kernels::Scalar;
 use ferrocuda_kernels::blas1 as k;
 
@@ -144,21 +144,10 @@ pub fn nrm2<T: Element>(x: &[T]) -> T::Real {
 
 /// `out_j = dot(x, ys[j n .. (j + 1) n])` for `j < out.len()`, where `n = x.len()`.
 ///
-/// Errors: `out` empty ([`Error::Empty`]); `ys.len() != out.len() * x.len()`.
+/// Errors: `out` empty ([`crate::Error::Empty`]); `ys.len() != out.len() * x.len()`.
 pub fn multi_dot<T: Element>(x: &[T], ys: &[T], out: &mut [T]) -> Result<()> {
-    if out.is_empty() {
-        return Err(Error::Empty {
-            op: "multi_dot",
-            what: "out (one entry per vector)",
-        });
-    }
     let n = x.len();
-    check_len(
-        "multi_dot",
-        "ys (out.len() vectors of x.len())",
-        super::gpu::multi_dot_len(out.len(), n)?,
-        ys.len(),
-    )?;
+    super::check_multi_dot_shape(n, ys.len(), out.len())?;
     for (j, o) in out.iter_mut().enumerate() {
         *o = dot(x, &ys[j * n..(j + 1) * n])?;
     }

@@ -23,53 +23,60 @@ fn check_device(op: &'static str, what: &'static str, a: &Gpu, b: &Gpu) -> Resul
     }
 }
 
-/// `k * n`, the length `ys` must have, or an error where it overflows.
-pub(crate) fn multi_dot_len(k: usize, n: usize) -> Result<usize> {
-    k.checked_mul(n).ok_or_else(|| Error::InvalidArgument {
-        op: "multi_dot",
-        reason: format!("{k} vectors of length {n} overflow the address space"),
-    })
-}
-
 /// Shared memory of one block-wide reduction of `T`.
 fn reduce_shared<T>() -> u32 {
     (BLOCK / 32 * size_of::<T>()) as u32
 }
 
+/// Checks that `x` fits `y` (same length, same device) for an element-wise operation.
+fn check_pair<T>(op: &'static str, x: &impl DeviceSlice<T>, y: &impl DeviceSlice<T>) -> Result<()> {
+    check_len(op, "x", y.len(), x.len())?;
+    check_device(op, "x", y.gpu(), x.gpu())
+}
+
+/// Launches a grid-stride element-wise kernel over `n` elements; nothing when `n == 0`.
+///
+/// # Safety
+/// `params` match `kernel`'s parameters, and its pointers are valid for `n` elements.
+unsafe fn launch_elementwise(
+    gpu: &Gpu,
+    kernel: &'static str,
+    n: usize,
+    params: &mut [*mut std::ffi::c_void],
+) -> Result<()> {
+    if n > 0 {
+        // SAFETY: forwarded.
+        unsafe { gpu.launch(kernel, LaunchConfig::for_elements(n, BLOCK as u32), params)? };
+    }
+    Ok(())
+}
+
 /// `x_i <- value`.
 pub fn fill<T: Element>(x: &mut impl DeviceSliceMut<T>, value: T) -> Result<()> {
-    let n = x.len();
-    if n == 0 {
-        return Ok(());
-    }
-    let ptr = x.device_ptr();
+    let (n, xp) = (x.len(), x.device_ptr());
     // SAFETY: fill_<t>(n, value, x) writes x[0..n]; x has n elements.
     unsafe {
-        x.gpu().launch(
+        launch_elementwise(
+            x.gpu(),
             T::BLAS1.fill,
-            LaunchConfig::for_elements(n, BLOCK as u32),
-            &mut [arg(&n), arg(&value), arg(&ptr)],
-        )?
-    };
-    Ok(())
+            n,
+            &mut [arg(&n), arg(&value), arg(&xp)],
+        )
+    }
 }
 
 /// `x <- alpha x`.
 pub fn scal<T: Element>(alpha: T, x: &mut impl DeviceSliceMut<T>) -> Result<()> {
-    let n = x.len();
-    if n == 0 {
-        return Ok(());
-    }
-    let ptr = x.device_ptr();
+    let (n, xp) = (x.len(), x.device_ptr());
     // SAFETY: scal_<t>(n, alpha, x) updates x[0..n].
     unsafe {
-        x.gpu().launch(
+        launch_elementwise(
+            x.gpu(),
             T::BLAS1.scal,
-            LaunchConfig::for_elements(n, BLOCK as u32),
-            &mut [arg(&n), arg(&alpha), arg(&ptr)],
-        )?
-    };
-    Ok(())
+            n,
+            &mut [arg(&n), arg(&alpha), arg(&xp)],
+        )
+    }
 }
 
 /// `y <- alpha x + y`. Errors: lengths differ, devices differ.
@@ -78,22 +85,11 @@ pub fn axpy<T: Element>(
     x: &impl DeviceSlice<T>,
     y: &mut impl DeviceSliceMut<T>,
 ) -> Result<()> {
-    check_len("axpy", "x", y.len(), x.len())?;
-    check_device("axpy", "x", y.gpu(), x.gpu())?;
-    let n = y.len();
-    if n == 0 {
-        return Ok(());
-    }
-    let (xp, yp) = (x.device_ptr(), y.device_ptr());
+    check_pair("axpy", x, y)?;
+    let (n, xp, yp) = (y.len(), x.device_ptr(), y.device_ptr());
+    let params = &mut [arg(&n), arg(&alpha), arg(&xp), arg(&yp)];
     // SAFETY: axpy_<t>(n, alpha, x, y) reads x[0..n], updates y[0..n]; &mut y excludes aliasing.
-    unsafe {
-        y.gpu().launch(
-            T::BLAS1.axpy,
-            LaunchConfig::for_elements(n, BLOCK as u32),
-            &mut [arg(&n), arg(&alpha), arg(&xp), arg(&yp)],
-        )?
-    };
-    Ok(())
+    unsafe { launch_elementwise(y.gpu(), T::BLAS1.axpy, n, params) }
 }
 
 /// `y <- alpha x + beta y`. Errors: lengths differ, devices differ.
@@ -103,43 +99,27 @@ pub fn axpby<T: Element>(
     beta: T,
     y: &mut impl DeviceSliceMut<T>,
 ) -> Result<()> {
-    check_len("axpby", "x", y.len(), x.len())?;
-    check_device("axpby", "x", y.gpu(), x.gpu())?;
-    let n = y.len();
-    if n == 0 {
-        return Ok(());
-    }
-    let (xp, yp) = (x.device_ptr(), y.device_ptr());
+    check_pair("axpby", x, y)?;
+    let (n, xp, yp) = (y.len(), x.device_ptr(), y.device_ptr());
+    let params = &mut [arg(&n), arg(&alpha), arg(&xp), arg(&beta), arg(&yp)];
     // SAFETY: axpby_<t>(n, alpha, x, beta, y) reads x[0..n], updates y[0..n].
-    unsafe {
-        y.gpu().launch(
-            T::BLAS1.axpby,
-            LaunchConfig::for_elements(n, BLOCK as u32),
-            &mut [arg(&n), arg(&alpha), arg(&xp), arg(&beta), arg(&yp)],
-        )?
-    };
-    Ok(())
+    unsafe { launch_elementwise(y.gpu(), T::BLAS1.axpby, n, params) }
 }
 
 /// `y <- x` with a kernel (see [`ferrocuda_host::copy_device`] for the copy engine).
 /// Errors: lengths differ, devices differ.
 pub fn copy<T: Element>(x: &impl DeviceSlice<T>, y: &mut impl DeviceSliceMut<T>) -> Result<()> {
-    check_len("copy", "x", y.len(), x.len())?;
-    check_device("copy", "x", y.gpu(), x.gpu())?;
-    let n = y.len();
-    if n == 0 {
-        return Ok(());
-    }
-    let (xp, yp) = (x.device_ptr(), y.device_ptr());
+    check_pair("copy", x, y)?;
+    let (n, xp, yp) = (y.len(), x.device_ptr(), y.device_ptr());
     // SAFETY: copy_<t>(n, x, y) reads x[0..n], writes y[0..n].
     unsafe {
-        y.gpu().launch(
+        launch_elementwise(
+            y.gpu(),
             T::BLAS1.copy,
-            LaunchConfig::for_elements(n, BLOCK as u32),
+            n,
             &mut [arg(&n), arg(&xp), arg(&yp)],
-        )?
-    };
-    Ok(())
+        )
+    }
 }
 
 /// Stage two of a reduction: `out[s] = finish(sum of partials[s*count..(s+1)*count])`
@@ -244,26 +224,14 @@ where
 /// `out_j = dot(x, ys[j n .. (j + 1) n])` for `j < out.len()` (`n = x.len()`), reading
 /// `x` once per group of 8 vectors; left on the device.
 ///
-/// Errors: `out` empty ([`Error::Empty`]), `ys.len() != out.len() * n`, devices differ.
+/// Errors: `out` empty ([`crate::Error::Empty`]), `ys.len() != out.len() * n`, devices differ.
 pub fn multi_dot<T: Element>(
     x: &impl DeviceSlice<T>,
     ys: &impl DeviceSlice<T>,
     out: &mut impl DeviceSliceMut<T>,
 ) -> Result<()> {
-    let k = out.len();
-    if k == 0 {
-        return Err(Error::Empty {
-            op: "multi_dot",
-            what: "out (one entry per vector)",
-        });
-    }
-    let n = x.len();
-    check_len(
-        "multi_dot",
-        "ys (out.len() vectors of x.len())",
-        multi_dot_len(k, n)?,
-        ys.len(),
-    )?;
+    let (k, n) = (out.len(), x.len());
+    super::check_multi_dot_shape(n, ys.len(), k)?;
     check_device("multi_dot", "ys", x.gpu(), ys.gpu())?;
     check_device("multi_dot", "out", x.gpu(), out.gpu())?;
     let groups = k.div_ceil(MULTI_DOT_CHUNK);
@@ -303,13 +271,4 @@ pub fn multi_dot<T: Element>(
             finish_reduction::<T>(gpu, T::BLAS1.sum_partials, k, blocks, partials, op)
         }
     })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn multi_dot_length_overflow_is_an_error() {
-        assert!(super::multi_dot_len(usize::MAX, 2).is_err());
-        assert_eq!(super::multi_dot_len(3, 5).ok(), Some(15));
-    }
 }

@@ -32,9 +32,45 @@ pub mod gpu;
 pub mod reference;
 
 use bytemuck::Pod;
+
+use crate::error::{Error, Result, check_len};
 use ferrocuda_kernels::names::Blas1Kernels;
 pub use ferrocuda_kernels::{Complex, RealScalar, Scalar};
 
 /// A scalar type with CPU and GPU BLAS-1 paths: `f32`, `f64`, `Complex<f32>`, `Complex<f64>`.
 pub trait Element: Scalar<Real: Pod> + Blas1Kernels + Pod {}
 impl<T: Scalar<Real: Pod> + Blas1Kernels + Pod> Element for T {}
+
+/// `k * n`, the length `ys` must have, or an error where it overflows.
+fn multi_dot_len(k: usize, n: usize) -> Result<usize> {
+    k.checked_mul(n).ok_or_else(|| Error::InvalidArgument {
+        op: "multi_dot",
+        reason: format!("{k} vectors of length {n} overflow the address space"),
+    })
+}
+
+/// The shape rules of `multi_dot`, shared by the CPU and GPU paths: `k = out_len >= 1`
+/// vectors, `ys_len == k * n`.
+pub(crate) fn check_multi_dot_shape(n: usize, ys_len: usize, out_len: usize) -> Result<()> {
+    if out_len == 0 {
+        return Err(Error::Empty {
+            op: "multi_dot",
+            what: "out (one entry per vector)",
+        });
+    }
+    check_len(
+        "multi_dot",
+        "ys (out.len() vectors of x.len())",
+        multi_dot_len(out_len, n)?,
+        ys_len,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn multi_dot_length_overflow_is_an_error() {
+        assert!(super::multi_dot_len(usize::MAX, 2).is_err());
+        assert_eq!(super::multi_dot_len(3, 5).ok(), Some(15));
+    }
+}

@@ -23,7 +23,10 @@ pub fn gpu_or_skip(test: &str) -> Option<Gpu> {
             if std::env::var("FERROCUDA_REQUIRE_GPU").is_ok_and(|v| v == "1") {
                 panic!("{test}: FERROCUDA_REQUIRE_GPU=1 but {e}");
             }
-            eprintln!("SKIPPED {test}: GPU part skipped ({e})");
+            // Straight to the stderr handle, not `eprintln!`: libtest captures the print
+            // macros of passing tests, and a skip must be visible in every run.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: GPU part skipped ({e})");
             None
         }
         Err(e) => panic!("{test}: opening GPU 0 failed: {e}"),
