@@ -43,9 +43,10 @@ pub fn device_count() -> Result<usize> {
 pub(crate) struct Device {
     ordinal: usize,
     pub(crate) ctx: Arc<CudaContext>,
-    ptx: &'static str,
-    module: Mutex<Option<Arc<CudaModule>>>,
-    functions: Mutex<HashMap<&'static str, CudaFunction>>,
+    /// Loaded modules by the address of their PTX text.
+    modules: Mutex<HashMap<usize, Arc<CudaModule>>>,
+    /// Kernels by (PTX address, name).
+    functions: Mutex<HashMap<(usize, &'static str), CudaFunction>>,
     /// Set once a second stream exists: from then on, freeing memory waits for the
     /// whole device, because a buffer may still be read by a kernel on another stream.
     pub(crate) multi_stream: AtomicBool,
@@ -62,8 +63,8 @@ pub(crate) struct StreamState {
     scratch: Mutex<Option<Arc<Allocation>>>,
 }
 
-type Registry = Mutex<Vec<(usize, usize, Weak<Device>)>>;
-/// Open devices by (ordinal, PTX address), so every `Gpu::new` of one device shares state.
+type Registry = Mutex<Vec<(usize, Weak<Device>)>>;
+/// Open devices by ordinal, so every `Gpu::new` of one device shares its state.
 static DEVICES: Registry = Mutex::new(Vec::new());
 
 /// A handle to one GPU and one of its streams.
@@ -77,6 +78,8 @@ static DEVICES: Registry = Mutex::new(Vec::new());
 pub struct Gpu {
     device: Arc<Device>,
     state: Arc<StreamState>,
+    /// The module this handle launches kernels from.
+    ptx: &'static str,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -106,11 +109,10 @@ impl Gpu {
         if ordinal >= count {
             return Err(Error::InvalidOrdinal { ordinal, count });
         }
-        let key = ptx.as_ptr() as usize;
         let mut registry = lock(&DEVICES);
-        registry.retain(|(_, _, weak)| weak.strong_count() > 0);
-        let device = match registry.iter().find(|(o, k, _)| *o == ordinal && *k == key) {
-            Some((_, _, weak)) => weak.upgrade(),
+        registry.retain(|(_, weak)| weak.strong_count() > 0);
+        let device = match registry.iter().find(|(o, _)| *o == ordinal) {
+            Some((_, weak)) => weak.upgrade(),
             None => None,
         };
         let device = match device {
@@ -122,13 +124,12 @@ impl Gpu {
                 let d = Arc::new(Device {
                     ordinal,
                     ctx,
-                    ptx,
-                    module: Mutex::new(None),
+                    modules: Mutex::new(HashMap::new()),
                     functions: Mutex::new(HashMap::new()),
                     multi_stream: AtomicBool::new(false),
                     main: Mutex::new(Weak::new()),
                 });
-                registry.push((ordinal, key, Arc::downgrade(&d)));
+                registry.push((ordinal, Arc::downgrade(&d)));
                 d
             }
         };
@@ -143,7 +144,7 @@ impl Gpu {
             }
         };
         drop(main);
-        Ok(Gpu { device, state })
+        Ok(Gpu { device, state, ptx })
     }
 
     /// A handle to a new stream of the same device (same module cache).
@@ -157,6 +158,7 @@ impl Gpu {
         Ok(Gpu {
             device: self.device.clone(),
             state,
+            ptx: self.ptx,
         })
     }
 
@@ -244,21 +246,23 @@ impl Gpu {
     }
 
     fn module(&self) -> Result<Arc<CudaModule>> {
-        let mut slot = lock(&self.device.module);
-        if let Some(m) = slot.as_ref() {
+        let key = self.ptx.as_ptr() as usize;
+        let mut modules = lock(&self.device.modules);
+        if let Some(m) = modules.get(&key) {
             return Ok(m.clone());
         }
-        let ptx = cudarc::nvrtc::Ptx::from_src(self.device.ptx);
+        let ptx = cudarc::nvrtc::Ptx::from_src(self.ptx);
         let module = check(self.device.ctx.load_module(ptx), || {
             "cuModuleLoadData(embedded PTX)".into()
         })?;
-        *slot = Some(module.clone());
+        modules.insert(key, module.clone());
         Ok(module)
     }
 
     /// Looks up a kernel (cached after the first call).
     pub fn function(&self, kernel: &'static str) -> Result<CudaFunction> {
-        if let Some(f) = lock(&self.device.functions).get(kernel) {
+        let key = (self.ptx.as_ptr() as usize, kernel);
+        if let Some(f) = lock(&self.device.functions).get(&key) {
             return Ok(f.clone());
         }
         let module = self.module()?;
@@ -275,7 +279,7 @@ impl Gpu {
                 }
             }
         })?;
-        lock(&self.device.functions).insert(kernel, f.clone());
+        lock(&self.device.functions).insert(key, f.clone());
         Ok(f)
     }
 
