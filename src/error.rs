@@ -8,6 +8,10 @@ pub enum Error {
     /// A failure in the GPU runtime (no device, driver call, launch, memory).
     #[error(transparent)]
     Gpu(#[from] ferrocuda_host::Error),
+    /// A sparse-matrix failure: invalid arrays, a Matrix Market parse error, a matrix
+    /// that is not a block stencil, ...
+    #[error(transparent)]
+    Sparse(#[from] crate::sparse::SparseError),
     /// Operand lengths that do not fit together.
     #[error("{op}: {what} has length {found}, expected {expected}")]
     DimensionMismatch {
@@ -39,6 +43,16 @@ pub enum Error {
         expected: usize,
         /// Device of this operand.
         found: usize,
+    },
+    /// A vendor library (cuSPARSE, cuRAND, ...) is missing or a call into it failed.
+    #[error("{library}: {call}: {status}")]
+    Vendor {
+        /// The library.
+        library: &'static str,
+        /// The call, or "load" when the library is missing.
+        call: &'static str,
+        /// What it returned.
+        status: String,
     },
     /// An argument outside its valid range.
     #[error("{op}: {reason}")]

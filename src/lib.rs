@@ -8,6 +8,7 @@
 //! | module | CPU | GPU | what |
 //! |---|---|---|---|
 //! | [`blas1`] | yes | yes | fill, scal, axpy, axpby, copy, dot, nrm2, multi-dot; f32, f64, c32, c64 |
+//! | [`sparse`] | yes | not yet | COO, CSR, BCSR, ELL, BELL, block-stencil formats; converters; Matrix Market I/O; test-case generator; SpMV |
 //!
 //! Without a CUDA driver or device everything on the CPU works, and [`gpu::open`]
 //! returns an error for which [`Error::is_no_device`] is true.
@@ -21,7 +22,9 @@ pub mod cpu_dispatch;
 mod error;
 pub mod gpu;
 pub mod kernels;
+pub mod sparse;
 pub mod tour;
+pub mod vendor;
 
 pub use error::{Error, Result};
 pub use ferrocuda_kernels::{Complex, RealScalar, Scalar};

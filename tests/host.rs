@@ -391,7 +391,7 @@ fn unknown_kernel_is_kernel_not_found_and_every_known_kernel_loads() {
         Err(e) => panic!("gpu.function(\"no_such_kernel\"): expected KernelNotFound, got {e:?}"),
         Ok(_) => panic!("gpu.function(\"no_such_kernel\") found a kernel"),
     }
-    for name in ferrocuda_kernels::names::ALL.iter().flatten() {
+    for name in ferrocuda_kernels::names::ALL.iter().flat_map(|g| g.iter()) {
         if let Err(e) = gpu.function(name) {
             panic!("kernel {name} of names::ALL does not load from the embedded PTX: {e}");
         }

@@ -33,6 +33,8 @@ pub mod device;
 pub mod math;
 pub mod names;
 pub mod scalar;
+pub mod sparse;
+pub mod spmv;
 
 pub use num_complex::Complex;
 pub use scalar::{RealScalar, Scalar};

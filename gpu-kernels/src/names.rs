@@ -75,10 +75,60 @@ const fn blas1_list(n: Blas1Names) -> [&'static str; 10] {
     ]
 }
 
-/// Every kernel name the host may ask for, grouped per scalar type.
-pub const ALL: &[[&str; 10]] = &[
-    blas1_list(<f32 as Blas1Kernels>::BLAS1),
-    blas1_list(<f64 as Blas1Kernels>::BLAS1),
-    blas1_list(<Complex<f32> as Blas1Kernels>::BLAS1),
-    blas1_list(<Complex<f64> as Blas1Kernels>::BLAS1),
+/// Names of the SpMV kernels of one (matrix scalar, vector scalar) pair.
+#[derive(Debug, Clone, Copy)]
+pub struct SpmvNames {
+    /// BCSR, 5x5 row-major blocks: `(n_block_rows, b, alpha, row_ptr, col_idx, values, x, beta, y)`.
+    pub bcsr5_rm: &'static str,
+    /// BCSR, 5x5 column-major blocks; same arguments.
+    pub bcsr5_cm: &'static str,
+    /// BCSR, `b x b` row-major blocks, `b` at run time; same arguments.
+    pub bcsr_rm: &'static str,
+    /// BCSR, `b x b` column-major blocks; same arguments.
+    pub bcsr_cm: &'static str,
+}
+
+/// Matrix scalars with SpMV kernels for vectors of `V`.
+pub trait SpmvKernels<V: Scalar>: Scalar {
+    /// This pair's kernel names.
+    const SPMV: SpmvNames;
+}
+
+macro_rules! spmv_names {
+    ($a:ty, $v:ty, $sfx:literal) => {
+        impl SpmvKernels<$v> for $a {
+            const SPMV: SpmvNames = SpmvNames {
+                bcsr5_rm: concat!("spmv_bcsr5_rm_", $sfx),
+                bcsr5_cm: concat!("spmv_bcsr5_cm_", $sfx),
+                bcsr_rm: concat!("spmv_bcsr_rm_", $sfx),
+                bcsr_cm: concat!("spmv_bcsr_cm_", $sfx),
+            };
+        }
+    };
+}
+
+spmv_names!(f32, f32, "f32");
+spmv_names!(f64, f64, "f64");
+spmv_names!(Complex<f32>, Complex<f32>, "c32");
+spmv_names!(Complex<f64>, Complex<f64>, "c64");
+spmv_names!(f32, Complex<f32>, "f32_c32");
+spmv_names!(f64, Complex<f64>, "f64_c64");
+
+const fn spmv_list(n: SpmvNames) -> [&'static str; 4] {
+    [n.bcsr5_rm, n.bcsr5_cm, n.bcsr_rm, n.bcsr_cm]
+}
+
+/// Every kernel name the host may ask for, in groups (BLAS-1 per scalar type, then SpMV
+/// per matrix/vector scalar pair).
+pub const ALL: &[&[&str]] = &[
+    &blas1_list(<f32 as Blas1Kernels>::BLAS1),
+    &blas1_list(<f64 as Blas1Kernels>::BLAS1),
+    &blas1_list(<Complex<f32> as Blas1Kernels>::BLAS1),
+    &blas1_list(<Complex<f64> as Blas1Kernels>::BLAS1),
+    &spmv_list(<f32 as SpmvKernels<f32>>::SPMV),
+    &spmv_list(<f64 as SpmvKernels<f64>>::SPMV),
+    &spmv_list(<Complex<f32> as SpmvKernels<Complex<f32>>>::SPMV),
+    &spmv_list(<Complex<f64> as SpmvKernels<Complex<f64>>>::SPMV),
+    &spmv_list(<f32 as SpmvKernels<Complex<f32>>>::SPMV),
+    &spmv_list(<f64 as SpmvKernels<Complex<f64>>>::SPMV),
 ];

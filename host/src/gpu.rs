@@ -217,6 +217,18 @@ impl Gpu {
         self.state.stream.cu_stream()
     }
 
+    /// The raw stream, for vendor libraries (cuSPARSE, cuRAND, ...) that take one. Make
+    /// the context current first with [`Gpu::bind_to_thread`].
+    pub fn raw_stream(&self) -> sys::CUstream {
+        self.state.stream.cu_stream()
+    }
+
+    /// Makes this device's context current on the calling thread (before calling a
+    /// vendor library on [`Gpu::raw_stream`]).
+    pub fn bind_to_thread(&self) -> Result<()> {
+        self.bind()
+    }
+
     pub(crate) fn cuda_stream(&self) -> &Arc<CudaStream> {
         &self.state.stream
     }

@@ -1,0 +1,147 @@
+//! SpMV kernels on the device. The per-row math is the same fused multiply-add chain as
+//! the CPU path (`crate::sparse`): blocks in storage order, columns in order, then
+//! [`finish`]. So GPU and CPU results agree bit for bit.
+//!
+//! BCSR kernels map one thread to one matrix row: thread `i` computes `y[i]` for block
+//! row `i / b`, row `i % b` inside the block. The `b` threads of a block row are
+//! consecutive lanes; with column-major blocks (the thesis's "permuted" BCSR) their loads
+//! of one block column are contiguous, with row-major blocks each thread reads its own
+//! contiguous row of `b` values.
+
+#[cfg(target_arch = "nvptx64")]
+use crate::scalar::Scalar;
+#[cfg(target_arch = "nvptx64")]
+use crate::sparse::{MatrixScalar, finish};
+#[cfg(target_arch = "nvptx64")]
+use num_complex::Complex;
+
+/// Threads per block of the row-per-thread SpMV kernels (a multiple of 5 and of 32).
+pub const SPMV_ROW_BLOCK: usize = 160;
+
+#[cfg(target_arch = "nvptx64")]
+mod kernels {
+    use super::*;
+    use crate::device::{global_index, grid_stride};
+
+    /// `y[i] <- alpha (A x)_i + beta y[i]` for BCSR with `b x b` blocks (`B = 0`: block
+    /// size from `b` at run time; `B > 0`: compile-time block size, `b` ignored).
+    /// `COL_MAJOR`: blocks stored column-major.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn bcsr<A: MatrixScalar<V>, V: Scalar, const B: usize, const COL_MAJOR: bool>(
+        n_block_rows: usize,
+        b: usize,
+        alpha: V,
+        row_ptr: *const usize,
+        col_idx: *const u32,
+        values: *const A,
+        x: *const V,
+        beta: V,
+        y: *mut V,
+    ) {
+        let b = if B > 0 { B } else { b };
+        let bb = b * b;
+        let n_rows = n_block_rows * b;
+        let mut i = global_index();
+        while i < n_rows {
+            let (br, r) = (i / b, i % b);
+            let (start, end) = unsafe { (*row_ptr.add(br), *row_ptr.add(br + 1)) };
+            let mut acc = V::ZERO;
+            for k in start..end {
+                let col = unsafe { *col_idx.add(k) } as usize;
+                let block = unsafe { values.add(k * bb) };
+                let xs = unsafe { x.add(col * b) };
+                for c in 0..b {
+                    let m = if COL_MAJOR {
+                        unsafe { *block.add(c * b + r) }
+                    } else {
+                        unsafe { *block.add(r * b + c) }
+                    };
+                    acc = m.mul_add_vec(unsafe { *xs.add(c) }, acc);
+                }
+            }
+            let yi = unsafe { y.add(i) };
+            // `finish` does not read y where beta == 0 (y may be uninitialised).
+            let old = if beta == V::ZERO {
+                V::ZERO
+            } else {
+                unsafe { *yi }
+            };
+            unsafe { *yi = finish(alpha, acc, beta, old) };
+            i += grid_stride();
+        }
+    }
+}
+
+/// Instantiates the BCSR SpMV entry points of one (matrix scalar, vector scalar) pair.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! spmv_entries {
+    ($module:ident, $a:ty, $v:ty, $sfx:literal) => {
+        mod $module {
+            use super::kernels;
+            #[allow(unused_imports)]
+            use num_complex::Complex;
+
+            macro_rules! bcsr_entry {
+                ($name:literal, $b:literal, $cm:literal) => {
+                    #[unsafe(export_name = concat!($name, $sfx))]
+                    #[allow(clippy::too_many_arguments)]
+                    pub unsafe extern "ptx-kernel" fn entry(
+                        n_block_rows: usize,
+                        b: usize,
+                        alpha: $v,
+                        row_ptr: *const usize,
+                        col_idx: *const u32,
+                        values: *const $a,
+                        x: *const $v,
+                        beta: $v,
+                        y: *mut $v,
+                    ) {
+                        unsafe {
+                            kernels::bcsr::<$a, $v, $b, $cm>(
+                                n_block_rows,
+                                b,
+                                alpha,
+                                row_ptr,
+                                col_idx,
+                                values,
+                                x,
+                                beta,
+                                y,
+                            )
+                        }
+                    }
+                };
+            }
+            mod bcsr5_rm {
+                use super::*;
+                bcsr_entry!("spmv_bcsr5_rm_", 5, false);
+            }
+            mod bcsr5_cm {
+                use super::*;
+                bcsr_entry!("spmv_bcsr5_cm_", 5, true);
+            }
+            mod bcsr_rm {
+                use super::*;
+                bcsr_entry!("spmv_bcsr_rm_", 0, false);
+            }
+            mod bcsr_cm {
+                use super::*;
+                bcsr_entry!("spmv_bcsr_cm_", 0, true);
+            }
+        }
+    };
+}
+
+#[cfg(target_arch = "nvptx64")]
+spmv_entries!(spmv_f32, f32, f32, "f32");
+#[cfg(target_arch = "nvptx64")]
+spmv_entries!(spmv_f64, f64, f64, "f64");
+#[cfg(target_arch = "nvptx64")]
+spmv_entries!(spmv_c32, Complex<f32>, Complex<f32>, "c32");
+#[cfg(target_arch = "nvptx64")]
+spmv_entries!(spmv_c64, Complex<f64>, Complex<f64>, "c64");
+#[cfg(target_arch = "nvptx64")]
+spmv_entries!(spmv_f32_c32, f32, Complex<f32>, "f32_c32");
+#[cfg(target_arch = "nvptx64")]
+spmv_entries!(spmv_f64_c64, f64, Complex<f64>, "f64_c64");

@@ -1,0 +1,237 @@
+//! Compressed sparse rows.
+
+use super::{
+    Coo, CooParts, Element, Index, Rejected, SparseError, check_index_range, check_len, check_ptr,
+    check_rows_sorted,
+};
+
+/// The raw arrays of a [`Csr`] matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CsrParts<T> {
+    /// Rows.
+    pub n_rows: usize,
+    /// Columns.
+    pub n_cols: usize,
+    /// `n_rows + 1` offsets: row `i` is `row_ptr[i]..row_ptr[i+1]`.
+    pub row_ptr: Vec<usize>,
+    /// Column of each entry, strictly increasing within a row.
+    pub col_idx: Vec<Index>,
+    /// Value of each entry.
+    pub values: Vec<T>,
+}
+
+/// A sparse matrix in compressed sparse row form: row `i` holds the entries
+/// `k in row_ptr[i]..row_ptr[i+1]`, at columns `col_idx[k]` (strictly increasing within the
+/// row, so no duplicates), values `values[k]`. Rectangular shapes and empty rows are fine;
+/// both dimensions fit [`Index`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Csr<T> {
+    p: CsrParts<T>,
+}
+
+impl<T: Element> Csr<T> {
+    /// Checks and wraps the arrays. Errors (with the arrays handed back): `row_ptr` not
+    /// `n_rows + 1` long, not starting at 0, decreasing, or not ending at `nnz`; a column
+    /// out of range or not increasing within its row; `values` not `nnz` long.
+    pub fn try_new(
+        n_rows: usize,
+        n_cols: usize,
+        row_ptr: Vec<usize>,
+        col_idx: Vec<Index>,
+        values: Vec<T>,
+    ) -> Result<Self, Rejected<CsrParts<T>>> {
+        Self::from_parts(CsrParts {
+            n_rows,
+            n_cols,
+            row_ptr,
+            col_idx,
+            values,
+        })
+    }
+
+    /// [`Csr::try_new`] from a [`CsrParts`].
+    pub fn from_parts(parts: CsrParts<T>) -> Result<Self, Rejected<CsrParts<T>>> {
+        match validate(&parts) {
+            Ok(()) => Ok(Self { p: parts }),
+            Err(error) => Err(Rejected {
+                error,
+                parts: Box::new(parts),
+            }),
+        }
+    }
+
+    /// Wraps arrays already known to be valid (built by a converter).
+    pub(crate) fn from_parts_trusted(parts: CsrParts<T>) -> Self {
+        debug_assert!(validate(&parts).is_ok());
+        Self { p: parts }
+    }
+
+    /// Rows.
+    pub fn n_rows(&self) -> usize {
+        self.p.n_rows
+    }
+    /// Columns.
+    pub fn n_cols(&self) -> usize {
+        self.p.n_cols
+    }
+    /// Stored entries.
+    pub fn nnz(&self) -> usize {
+        self.p.values.len()
+    }
+    /// Row offsets (`n_rows + 1`).
+    pub fn row_ptr(&self) -> &[usize] {
+        &self.p.row_ptr
+    }
+    /// Column indices.
+    pub fn col_idx(&self) -> &[Index] {
+        &self.p.col_idx
+    }
+    /// Values.
+    pub fn values(&self) -> &[T] {
+        &self.p.values
+    }
+    /// The raw arrays.
+    pub fn parts(&self) -> &CsrParts<T> {
+        &self.p
+    }
+    /// Gives up the raw arrays.
+    pub fn into_parts(self) -> CsrParts<T> {
+        self.p
+    }
+
+    /// Row `i` as (columns, values); empty where `i` is out of range.
+    pub fn row(&self, i: usize) -> (&[Index], &[T]) {
+        match (self.p.row_ptr.get(i), self.p.row_ptr.get(i + 1)) {
+            (Some(&s), Some(&e)) => (&self.p.col_idx[s..e], &self.p.values[s..e]),
+            _ => (&[], &[]),
+        }
+    }
+
+    /// The same matrix without stored entries whose value is exactly zero (NaN stays).
+    pub fn without_zeros(&self) -> Self {
+        let mut row_ptr = Vec::with_capacity(self.p.n_rows + 1);
+        let mut col_idx = Vec::new();
+        let mut values = Vec::new();
+        row_ptr.push(0);
+        for i in 0..self.p.n_rows {
+            let (c, v) = self.row(i);
+            for (&c, &v) in c.iter().zip(v) {
+                if v != T::ZERO {
+                    col_idx.push(c);
+                    values.push(v);
+                }
+            }
+            row_ptr.push(values.len());
+        }
+        Self::from_parts_trusted(CsrParts {
+            n_rows: self.p.n_rows,
+            n_cols: self.p.n_cols,
+            row_ptr,
+            col_idx,
+            values,
+        })
+    }
+
+    /// The dense row-major `n_rows x n_cols` array (for tests and small matrices).
+    /// Errors: the size overflows.
+    pub fn to_dense(&self) -> Result<Vec<T>, SparseError> {
+        let n = super::checked_mul("Csr::to_dense", "dense size", self.p.n_rows, self.p.n_cols)?;
+        let mut d = vec![T::ZERO; n];
+        for i in 0..self.p.n_rows {
+            let (c, v) = self.row(i);
+            for (&c, &v) in c.iter().zip(v) {
+                d[i * self.p.n_cols + c as usize] = v;
+            }
+        }
+        Ok(d)
+    }
+}
+
+fn validate<T>(p: &CsrParts<T>) -> Result<(), SparseError> {
+    let op = "Csr::try_new";
+    check_index_range(op, "n_rows", p.n_rows)?;
+    check_index_range(op, "n_cols", p.n_cols)?;
+    check_ptr(
+        op,
+        "row_ptr",
+        &p.row_ptr,
+        p.n_rows,
+        p.col_idx.len(),
+        "col_idx",
+    )?;
+    check_len(
+        op,
+        "values (one per column index)",
+        p.col_idx.len(),
+        p.values.len(),
+    )?;
+    check_rows_sorted(op, "col_idx", &p.row_ptr, &p.col_idx, p.n_cols)
+}
+
+/// Sorts the triplets by row, then column, and sums duplicates (in triplet order).
+impl<T: Element> From<&Coo<T>> for Csr<T> {
+    fn from(a: &Coo<T>) -> Self {
+        let (n_rows, n_cols) = (a.n_rows(), a.n_cols());
+        // Counting sort by row (stable, so duplicates keep their triplet order).
+        let mut count = vec![0usize; n_rows + 1];
+        for &r in a.rows() {
+            count[r as usize + 1] += 1;
+        }
+        for i in 0..n_rows {
+            count[i + 1] += count[i];
+        }
+        let mut next = count.clone();
+        let mut order = vec![0usize; a.nnz()];
+        for (k, &r) in a.rows().iter().enumerate() {
+            order[next[r as usize]] = k;
+            next[r as usize] += 1;
+        }
+        let mut row_ptr = Vec::with_capacity(n_rows + 1);
+        let mut col_idx = Vec::with_capacity(a.nnz());
+        let mut values = Vec::with_capacity(a.nnz());
+        row_ptr.push(0);
+        for i in 0..n_rows {
+            let seg = &mut order[count[i]..count[i + 1]];
+            seg.sort_by_key(|&k| a.cols()[k]); // stable
+            let start = values.len();
+            for &k in seg.iter() {
+                let (c, v) = (a.cols()[k], a.values()[k]);
+                if values.len() > start && col_idx.last() == Some(&c) {
+                    if let Some(last) = values.last_mut() {
+                        *last = *last + v;
+                    }
+                } else {
+                    col_idx.push(c);
+                    values.push(v);
+                }
+            }
+            row_ptr.push(values.len());
+        }
+        Csr::from_parts_trusted(CsrParts {
+            n_rows,
+            n_cols,
+            row_ptr,
+            col_idx,
+            values,
+        })
+    }
+}
+
+/// Triplets in row-major order.
+impl<T: Element> From<&Csr<T>> for Coo<T> {
+    fn from(a: &Csr<T>) -> Self {
+        let mut rows = Vec::with_capacity(a.nnz());
+        for i in 0..a.n_rows() {
+            let len = a.row_ptr()[i + 1] - a.row_ptr()[i];
+            // i < n_rows <= Index::MAX (checked by every constructor).
+            rows.extend(std::iter::repeat_n(i as Index, len));
+        }
+        Coo::from_parts_trusted(CooParts {
+            n_rows: a.n_rows(),
+            n_cols: a.n_cols(),
+            rows,
+            cols: a.col_idx().to_vec(),
+            values: a.values().to_vec(),
+        })
+    }
+}

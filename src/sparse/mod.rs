@@ -1,0 +1,324 @@
+//! Sparse matrices: formats, converters, Matrix Market I/O, a block-stencil test-case
+//! generator and SpMV on all CPU cores.
+//!
+//! Every format is generic over the scalar `T` (`f32`, `f64`, `Complex<f32>`,
+//! `Complex<f64>`) and keeps its data in plain arrays (`Vec<usize>` offsets,
+//! `Vec<`[`Index`]`>` column indices, `Vec<T>` values) with the layouts below, so a GPU path
+//! can upload them as they are (`parts()` / `into_parts()`). Column indices are
+//! [`Index`] = `u32` (half the index traffic of `usize`; every constructor checks that the
+//! column count fits), row offsets are `usize` (64-bit; they may exceed `u32`).
+//!
+//! # Formats
+//!
+//! `n_rows x n_cols` scalar dimensions; block formats have block size `b`, `nbr` block rows,
+//! `nbc` block columns (`n_rows = nbr b`, `n_cols = nbc b`). "Padded" counts are rounded up
+//! to a multiple of an alignment chosen at conversion time.
+//!
+//! | format | arrays | entry `(i, j)` / layout |
+//! |---|---|---|
+//! | [`Coo`] | `rows[k]`, `cols[k]`, `values[k]` | triplet `k` is `A[rows[k], cols[k]] += values[k]`; any order, **duplicates are summed** |
+//! | [`Csr`] | `row_ptr[n_rows+1]`, `col_idx[nnz]`, `values[nnz]` | row `i` is `k in row_ptr[i]..row_ptr[i+1]`; columns strictly increasing in a row; empty rows allowed |
+//! | [`Bcsr`] | `row_ptr[nbr+1]`, `col_idx[nnzb]` (block columns), `values[nnzb b b]` | block `k` of block row `I` at block column `col_idx[k]`; entry `(r, c)` of block `k` at `k b b + r b + c` ([`BlockLayout::RowMajor`]) or `k b b + c b + r` ([`BlockLayout::ColMajor`], the thesis's "permuted" BCSR) |
+//! | [`Ell`] | `col_idx[width n_rows_pad]`, `values[..]`, `row_len[n_rows]` | slot `k` of row `i` at `k * n_rows_pad + i` (column-major); `width` a multiple of the subsection length; slots `k >= row_len[i]` and rows `i >= n_rows` are padding: value 0, a valid column index |
+//! | [`Bell`] | `block_col[width_b nbr_pad]`, `values[width_b b b nbr_pad]`, `row_len[nbr]` | slot `k` of block row `I`: block column `block_col[k nbr_pad + I]`; entry `(r, c)` at `(k b + c) (nbr_pad b) + I b + r` (an ELL of the scalar rows whose column index is shared per block); padding blocks are zero |
+//! | [`Bdia`] | `offsets[S]`, `row_index[nsr]`, `values[S b b nsr_pad]` | stored block row `s` is logical block row `R = row_index[s]`; diagonal `d` holds the block at block column `R + offsets[d]`, entry `(r, c)` at `(d b + c) (nsr_pad b) + s b + r`; absent / out-of-range blocks are stored as zero; **no column indices** |
+//!
+//! # Converters
+//!
+//! `Coo -> Csr` ([`From`], sums duplicates, sorts), `Csr -> Coo`, `Csr <-> Bcsr`
+//! ([`Bcsr::from_csr`] with [`BlockFit::Exact`] or [`BlockFit::Pad`]), `Bcsr -> Ell`
+//! ([`Ell::from_bcsr`], optionally dropping in-block zeros), `Bcsr -> Bell`, `Bcsr -> Bdia`
+//! (fails with [`SparseError::NotStencil`] where the block pattern is not a small set of block
+//! diagonals), and each back to [`Csr`] with `to_csr()`. [`Bcsr::compact_empty_block_rows`]
+//! removes empty (ghost) block rows and returns the row map for [`cpu::spmv_bcsr_mapped`].
+//!
+//! # Errors
+//! Every fallible function returns [`SparseError`], naming the operation and the offending
+//! value (index, position, file line). Constructors from raw arrays ([`Csr::try_new`] and
+//! friends) hand the arrays back inside [`Rejected`] on failure, so nothing the caller gave
+//! is lost.
+//!
+//! ```
+//! use ferrocuda::sparse::{Coo, Csr, cpu};
+//! // [[1, 0], [0, 2]] with the 2 given as 1.5 + 0.5 (duplicates are summed)
+//! let coo = Coo::try_new(2, 2, vec![0, 1, 1], vec![0, 1, 1], vec![1.0_f64, 1.5, 0.5])?;
+//! let a = Csr::from(&coo);
+//! let mut y = vec![0.0; 2];
+//! cpu::spmv_csr(1.0, &a, &[3.0, 4.0], 0.0, &mut y)?;
+//! assert_eq!(y, [3.0, 8.0]);
+//! # Ok::<(), ferrocuda::sparse::SparseError>(())
+//! ```
+
+pub mod bcsr;
+pub mod bdia;
+pub mod bell;
+pub mod coo;
+pub mod cpu;
+pub mod csr;
+pub mod ell;
+pub mod generate;
+pub mod gpu;
+pub mod mm;
+pub mod reference;
+
+pub use bcsr::{Bcsr, BcsrParts, BlockFit, BlockLayout};
+pub use bdia::{Bdia, BdiaOptions, BdiaParts};
+pub use bell::{Bell, BellOptions, BellParts};
+pub use coo::{Coo, CooParts};
+pub use csr::{Csr, CsrParts};
+pub use ell::{Ell, EllOptions, EllParts};
+pub use ferrocuda_kernels::sparse::MatrixScalar;
+
+/// Column (and block column) index type of every format: 32-bit, checked at construction.
+pub type Index = u32;
+
+/// What a sparse operation can report. Each variant names the operation and the
+/// offending value.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SparseError {
+    /// An array or vector whose length does not fit the matrix.
+    #[error("{op}: {what} has length {found}, expected {expected}")]
+    DimensionMismatch {
+        /// The operation.
+        op: &'static str,
+        /// Which operand.
+        what: &'static str,
+        /// Length required.
+        expected: usize,
+        /// Length given.
+        found: usize,
+    },
+    /// An index outside its range.
+    #[error("{op}: {what}[{position}] = {value} is out of range (must be < {bound})")]
+    IndexOutOfRange {
+        /// The operation.
+        op: &'static str,
+        /// Which array.
+        what: &'static str,
+        /// Position in that array.
+        position: usize,
+        /// The index found there.
+        value: usize,
+        /// The exclusive upper bound.
+        bound: usize,
+    },
+    /// An array that breaks a structural rule (row pointers not monotone, columns not
+    /// increasing, ...).
+    #[error("{op}: {what} is invalid at position {position}: {reason}")]
+    InvalidStructure {
+        /// The operation.
+        op: &'static str,
+        /// Which array.
+        what: &'static str,
+        /// Position in that array.
+        position: usize,
+        /// What is wrong, with the values.
+        reason: String,
+    },
+    /// An argument outside its valid range (block size 0, dimensions not divisible, a
+    /// size that overflows the index type).
+    #[error("{op}: {reason}")]
+    InvalidArgument {
+        /// The operation.
+        op: &'static str,
+        /// What is wrong, with the value.
+        reason: String,
+    },
+    /// A Matrix Market file that cannot be read.
+    #[error("Matrix Market line {line}: {reason}")]
+    Parse {
+        /// 1-based line number (0: the end of the file).
+        line: usize,
+        /// What is wrong, with the text found.
+        reason: String,
+    },
+    /// An I/O failure while reading or writing a file.
+    #[error("{op}: I/O error: {source}")]
+    Io {
+        /// The operation.
+        op: &'static str,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A matrix the block-stencil format ([`Bdia`]) cannot hold.
+    #[error("{op}: not a block-stencil matrix: {reason}")]
+    NotStencil {
+        /// The operation.
+        op: &'static str,
+        /// Why, with the numbers.
+        reason: String,
+    },
+}
+
+/// A constructor's error together with the arrays the caller gave, returned unchanged.
+/// Converts into [`SparseError`] with `?` (dropping the arrays).
+#[derive(Debug)]
+pub struct Rejected<P> {
+    /// What is wrong.
+    pub error: SparseError,
+    /// The caller's arrays, untouched (boxed to keep `Result`s small).
+    pub parts: Box<P>,
+}
+
+impl<P: std::fmt::Debug> std::fmt::Display for Rejected<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.error, f)
+    }
+}
+
+impl<P: std::fmt::Debug> std::error::Error for Rejected<P> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+impl<P> From<Rejected<P>> for SparseError {
+    fn from(r: Rejected<P>) -> Self {
+        r.error
+    }
+}
+
+/// A scalar type the sparse module stores: `f32`, `f64`, `Complex<f32>`, `Complex<f64>`.
+pub use crate::blas1::Element;
+
+/// Checks that `n` fits [`Index`] (as a count of columns or block columns).
+pub(crate) fn check_index_range(op: &'static str, what: &str, n: usize) -> Result<(), SparseError> {
+    if n > Index::MAX as usize {
+        Err(SparseError::InvalidArgument {
+            op,
+            reason: format!("{what} = {n} exceeds the index type's limit {}", Index::MAX),
+        })
+    } else {
+        Ok(())
+    }
+}
+
+/// `Err(DimensionMismatch)` unless `found == expected`.
+pub(crate) fn check_len(
+    op: &'static str,
+    what: &'static str,
+    expected: usize,
+    found: usize,
+) -> Result<(), SparseError> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(SparseError::DimensionMismatch {
+            op,
+            what,
+            expected,
+            found,
+        })
+    }
+}
+
+/// `a * b`, or an error naming the operation where it overflows.
+pub(crate) fn checked_mul(
+    op: &'static str,
+    what: &str,
+    a: usize,
+    b: usize,
+) -> Result<usize, SparseError> {
+    a.checked_mul(b)
+        .ok_or_else(|| SparseError::InvalidArgument {
+            op,
+            reason: format!("{what}: {a} x {b} overflows the address space"),
+        })
+}
+
+/// `n` rounded up to a multiple of `m >= 1`, or an error where it overflows.
+pub(crate) fn round_up(
+    op: &'static str,
+    what: &str,
+    n: usize,
+    m: usize,
+) -> Result<usize, SparseError> {
+    n.div_ceil(m)
+        .checked_mul(m)
+        .ok_or_else(|| SparseError::InvalidArgument {
+            op,
+            reason: format!("{what}: {n} rounded up to a multiple of {m} overflows"),
+        })
+}
+
+/// Checks a CSR-style pointer array: `ptr[0] == 0`, non-decreasing, `ptr[last] == total`.
+pub(crate) fn check_ptr(
+    op: &'static str,
+    what: &'static str,
+    ptr: &[usize],
+    rows: usize,
+    total: usize,
+    total_what: &'static str,
+) -> Result<(), SparseError> {
+    check_len(op, what, rows + 1, ptr.len())?;
+    if ptr[0] != 0 {
+        return Err(SparseError::InvalidStructure {
+            op,
+            what,
+            position: 0,
+            reason: format!("the first offset is {}, must be 0", ptr[0]),
+        });
+    }
+    for (i, w) in ptr.windows(2).enumerate() {
+        if w[1] < w[0] {
+            return Err(SparseError::InvalidStructure {
+                op,
+                what,
+                position: i + 1,
+                reason: format!("offset {} is less than the previous {}", w[1], w[0]),
+            });
+        }
+    }
+    if ptr[rows] != total {
+        return Err(SparseError::InvalidStructure {
+            op,
+            what,
+            position: rows,
+            reason: format!(
+                "the last offset is {}, but {total_what} has {total} entries",
+                ptr[rows]
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Checks that each row's indices `idx[ptr[i]..ptr[i+1]]` are `< bound` and strictly
+/// increasing.
+pub(crate) fn check_rows_sorted(
+    op: &'static str,
+    what: &'static str,
+    ptr: &[usize],
+    idx: &[Index],
+    bound: usize,
+) -> Result<(), SparseError> {
+    for w in ptr.windows(2) {
+        let mut prev: Option<Index> = None;
+        for (k, &c) in idx.iter().enumerate().take(w[1]).skip(w[0]) {
+            if c as usize >= bound {
+                return Err(SparseError::IndexOutOfRange {
+                    op,
+                    what,
+                    position: k,
+                    value: c as usize,
+                    bound,
+                });
+            }
+            if let Some(p) = prev
+                && c <= p
+            {
+                return Err(SparseError::InvalidStructure {
+                    op,
+                    what,
+                    position: k,
+                    reason: format!(
+                        "index {c} does not increase over the previous {p} in its row (rows must be sorted, without duplicates)"
+                    ),
+                });
+            }
+            prev = Some(c);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,618 @@
+//! Sparse formats, converters, Matrix Market I/O, generator and CPU SpMV against the serial
+//! f64 reference.
+
+mod common;
+
+use common::{random_scalar_from, random_vec};
+use ferrocuda::blas1::{Element, reference as bref};
+use ferrocuda::sparse::generate::{self, TraceSpec};
+use ferrocuda::sparse::{
+    Bcsr, BcsrParts, Bdia, BdiaOptions, Bell, BellOptions, BlockFit, BlockLayout, Coo, Csr, Ell,
+    EllOptions, SparseError, cpu, mm, reference,
+};
+use ferrocuda::{Complex, RealScalar};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+/// Random `m x n` COO with density `p`, some empty rows, and a few duplicates.
+fn random_coo<T: Element>(m: usize, n: usize, p: f64, seed: u64) -> Coo<T> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut a = Coo::empty(m, n).unwrap();
+    for i in 0..m {
+        if rng.random_bool(0.2) {
+            continue; // empty row
+        }
+        for j in 0..n {
+            if rng.random_bool(p) {
+                a.push(i, j, random_scalar_from::<T>(&mut rng)).unwrap();
+                if rng.random_bool(0.05) {
+                    a.push(i, j, random_scalar_from::<T>(&mut rng)).unwrap();
+                }
+            }
+        }
+    }
+    a
+}
+
+fn dense_of<T: Element>(a: &Csr<T>) -> Vec<Complex<f64>> {
+    reference::dense(&Coo::from(a))
+}
+
+const SIZES: [usize; 6] = [1, 2, 3, 31, 32, 33];
+
+fn round_trips<T: Element>() {
+    for (t, &m) in SIZES.iter().enumerate() {
+        for &n in &[1usize, 3, 32, 33] {
+            let coo = random_coo::<T>(m, n, 0.15, (m * 100 + n + t) as u64);
+            let exact = reference::dense(&coo);
+            let csr = Csr::from(&coo);
+            let want = dense_of(&csr);
+            // Duplicates are summed in T: within one rounding of the f64 sum.
+            for (g, w) in want.iter().zip(&exact) {
+                assert!(
+                    (g - w).norm() <= 4.0 * bref::eps::<T>() * (1.0 + w.norm()),
+                    "{m}x{n} coo->csr: {g} vs {w}"
+                );
+            }
+            assert_eq!(
+                dense_of(&Csr::from(&Coo::from(&csr))),
+                want,
+                "csr->coo->csr"
+            );
+            for b in [1usize, 2, 3, 5] {
+                for layout in [BlockLayout::RowMajor, BlockLayout::ColMajor] {
+                    let fit = if m % b == 0 && n % b == 0 {
+                        BlockFit::Exact
+                    } else {
+                        BlockFit::Pad
+                    };
+                    let bc = Bcsr::from_csr(&csr, b, layout, fit).unwrap();
+                    let back = bc.to_csr();
+                    assert_eq!(back.n_rows(), m.div_ceil(b) * b);
+                    let d = dense_of(&back);
+                    let n2 = back.n_cols();
+                    for i in 0..back.n_rows() {
+                        for j in 0..n2 {
+                            let w = if i < m && j < n {
+                                want[i * n + j]
+                            } else {
+                                Complex::new(0.0, 0.0)
+                            };
+                            assert_eq!(d[i * n2 + j], w, "{m}x{n} b={b} {layout:?} ({i},{j})");
+                        }
+                    }
+                    assert_eq!(dense_of(&bc.with_layout(BlockLayout::ColMajor).to_csr()), d);
+                    let ell = Ell::from_bcsr(&bc, &EllOptions::default().subsection(4)).unwrap();
+                    assert_eq!(ell.width() % 4, 0);
+                    assert_eq!(dense_of(&ell.to_csr()), d, "ell b={b}");
+                    let bell =
+                        Bell::from_bcsr(&bc, &BellOptions::default().block_row_align(4)).unwrap();
+                    assert_eq!(dense_of(&bell.to_csr()), d, "bell b={b}");
+                    let bdia = Bdia::from_bcsr(
+                        &bc,
+                        &BdiaOptions::default().max_diagonals(1000).min_fill(0.0),
+                    )
+                    .unwrap();
+                    assert_eq!(dense_of(&bdia.to_csr()), d, "bdia b={b}");
+                }
+            }
+            let ell = Ell::from_csr(&csr, &EllOptions::default().drop_zeros(false)).unwrap();
+            assert_eq!(ell.to_csr(), csr);
+        }
+    }
+}
+
+#[test]
+fn round_trips_f32() {
+    round_trips::<f32>()
+}
+#[test]
+fn round_trips_f64() {
+    round_trips::<f64>()
+}
+#[test]
+fn round_trips_c32() {
+    round_trips::<Complex<f32>>()
+}
+#[test]
+fn round_trips_c64() {
+    round_trips::<Complex<f64>>()
+}
+
+fn assert_close<V: Element>(
+    what: &str,
+    got: &[V],
+    want: &[Complex<f64>],
+    scale: &[f64],
+    terms: usize,
+) {
+    let tol = (terms as f64 + 4.0) * 2.0 * bref::eps::<V>();
+    for (i, ((&g, w), &s)) in got.iter().zip(want).zip(scale).enumerate() {
+        let g = bref::widen(g);
+        assert!(
+            (g.re - w.re).abs() <= tol * s + 1e-300 && (g.im - w.im).abs() <= tol * s + 1e-300,
+            "{what}: row {i}: got {g}, want {w} (scale {s})"
+        );
+    }
+}
+
+/// Every format's SpMV against the reference, for matrix scalar `A` and vector scalar `V`.
+fn spmv_all<A: Element + ferrocuda::sparse::MatrixScalar<V>, V: Element>() {
+    for &m in &SIZES {
+        for b in [1usize, 3, 5] {
+            let (mb, nb) = (m.div_ceil(b) * b, (m + 2).div_ceil(b) * b);
+            let coo = random_coo::<A>(mb, nb, 0.2, (m * 7 + b) as u64);
+            let csr = Csr::from(&coo);
+            let x: Vec<V> = random_vec(nb, 11 + m as u64);
+            let y0: Vec<V> = random_vec(mb, 13 + m as u64);
+            let (alpha, beta) = (common::random_scalar::<V>(3), common::random_scalar::<V>(4));
+            for beta in [beta, V::ZERO] {
+                let want = reference::spmv(alpha, &csr, &x, beta, &y0);
+                let scale = reference::spmv_magnitude(alpha, &csr, &x, beta, &y0);
+                let terms = nb + 2;
+                let run = |name: &str, f: &dyn Fn(&mut [V]) -> Result<(), SparseError>| {
+                    let mut y = if beta == V::ZERO {
+                        common::poison::<V>(mb)
+                    } else {
+                        y0.clone()
+                    };
+                    f(&mut y).unwrap();
+                    assert_close(
+                        &format!("{name} {m} b={b} {}x{}", A::SUFFIX, V::SUFFIX),
+                        &y,
+                        &want,
+                        &scale,
+                        terms,
+                    );
+                };
+                run("coo", &|y| cpu::spmv_coo(alpha, &coo, &x, beta, y));
+                run("csr", &|y| cpu::spmv_csr(alpha, &csr, &x, beta, y));
+                for layout in [BlockLayout::RowMajor, BlockLayout::ColMajor] {
+                    let bc = Bcsr::from_csr(&csr, b, layout, BlockFit::Exact).unwrap();
+                    run("bcsr", &|y| cpu::spmv_bcsr(alpha, &bc, &x, beta, y));
+                    let ell = Ell::from_bcsr(&bc, &EllOptions::default().subsection(3)).unwrap();
+                    run("ell", &|y| cpu::spmv_ell(alpha, &ell, &x, beta, y));
+                    let bell = Bell::from_bcsr(&bc, &BellOptions::default()).unwrap();
+                    run("bell", &|y| cpu::spmv_bell(alpha, &bell, &x, beta, y));
+                    let bdia = Bdia::from_bcsr(
+                        &bc,
+                        &BdiaOptions::default().max_diagonals(100).min_fill(0.0),
+                    )
+                    .unwrap();
+                    run("bdia", &|y| cpu::spmv_bdia(alpha, &bdia, &x, beta, y));
+                    let (cb, map) = bc.compact_empty_block_rows();
+                    run("bcsr_mapped", &|y| {
+                        // Rows not in the map are not written: give them the expected value.
+                        for i in 0..mb / b {
+                            if map.binary_search(&(i as u32)).is_err() {
+                                for r in 0..b {
+                                    let w = want[i * b + r];
+                                    y[i * b + r] = V::from_parts(
+                                        <V::Real as RealScalar>::from_f64(w.re),
+                                        <V::Real as RealScalar>::from_f64(w.im),
+                                    );
+                                }
+                            }
+                        }
+                        cpu::spmv_bcsr_mapped(alpha, &cb, &map, &x, beta, y)
+                    });
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn spmv_every_format_matches_reference_f32() {
+    spmv_all::<f32, f32>()
+}
+#[test]
+fn spmv_every_format_matches_reference_f64() {
+    spmv_all::<f64, f64>()
+}
+#[test]
+fn spmv_every_format_matches_reference_c32() {
+    spmv_all::<Complex<f32>, Complex<f32>>()
+}
+#[test]
+fn spmv_every_format_matches_reference_c64() {
+    spmv_all::<Complex<f64>, Complex<f64>>()
+}
+#[test]
+fn spmv_real_matrix_complex_vector() {
+    spmv_all::<f64, Complex<f64>>();
+    spmv_all::<f32, Complex<f32>>();
+}
+
+#[test]
+fn block_formats_give_the_same_bits_as_bcsr() {
+    let spec = TraceSpec::new(3, 4, 3, 2).seed(5);
+    let a = generate::trace_like::<Complex<f64>>(&spec).unwrap();
+    let x: Vec<Complex<f64>> = random_vec(a.n_cols(), 1);
+    let mut want = vec![Complex::new(0.0, 0.0); a.n_rows()];
+    cpu::spmv_bcsr(
+        Complex::new(1.0, 0.0),
+        &a,
+        &x,
+        Complex::new(0.0, 0.0),
+        &mut want,
+    )
+    .unwrap();
+    let mut y = want.clone();
+    cpu::spmv_bcsr(
+        Complex::new(1.0, 0.0),
+        &a.with_layout(BlockLayout::ColMajor),
+        &x,
+        Complex::new(0.0, 0.0),
+        &mut y,
+    )
+    .unwrap();
+    common::assert_bits_eq("col-major", &y, &want);
+    let bell = Bell::from_bcsr(&a, &BellOptions::default()).unwrap();
+    cpu::spmv_bell(
+        Complex::new(1.0, 0.0),
+        &bell,
+        &x,
+        Complex::new(0.0, 0.0),
+        &mut y,
+    )
+    .unwrap();
+    common::assert_bits_eq("bell", &y, &want);
+}
+
+#[test]
+fn matrix_market_round_trip() {
+    let coo = random_coo::<Complex<f64>>(33, 31, 0.2, 9);
+    let mut buf = Vec::new();
+    mm::write_coo(&mut buf, &coo).unwrap();
+    let back = mm::read_coo::<Complex<f64>, _>(buf.as_slice()).unwrap();
+    assert_eq!(back, coo);
+    let coo32 = random_coo::<f32>(3, 32, 0.3, 10);
+    let mut buf = Vec::new();
+    mm::write_csr(&mut buf, &Csr::from(&coo32)).unwrap();
+    let back = mm::read_csr::<f32, _>(buf.as_slice()).unwrap();
+    assert_eq!(back, Csr::from(&coo32));
+    let v: Vec<f64> = random_vec(17, 3);
+    let mut buf = Vec::new();
+    mm::write_dense(&mut buf, 17, 1, &v).unwrap();
+    assert_eq!(
+        mm::read_dense::<f64, _>(buf.as_slice()).unwrap(),
+        (17, 1, v)
+    );
+}
+
+fn parse_err(text: &str) -> (usize, String) {
+    match mm::read_coo::<f64, _>(text.as_bytes()) {
+        Err(SparseError::Parse { line, reason }) => (line, reason),
+        other => panic!("expected a parse error for {text:?}, got {other:?}"),
+    }
+}
+
+#[test]
+fn mm_malformed_line_names_the_line() {
+    let (line, why) =
+        parse_err("%%MatrixMarket matrix coordinate real general\n% c\n2 2 2\n1 1 1.0\n2 x 3.0\n");
+    assert_eq!(line, 5, "{why}");
+    assert!(why.contains("\"x\""), "{why}");
+    let (line, _) = parse_err("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 abc\n");
+    assert_eq!(line, 3);
+    let (line, _) = parse_err("%%MatrixMarket matrix coordinate sparkly general\n");
+    assert_eq!(line, 1);
+    let (line, _) = parse_err("hello\n");
+    assert_eq!(line, 1);
+    let (line, _) = parse_err("%%MatrixMarket matrix coordinate real general\n2 2\n");
+    assert_eq!(line, 2);
+    let (line, _) =
+        parse_err("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 1.0 2.0\n");
+    assert_eq!(line, 3);
+}
+
+#[test]
+fn mm_index_out_of_range() {
+    let (line, why) =
+        parse_err("%%MatrixMarket matrix coordinate real general\n2 3 2\n1 1 1\n3 1 1\n");
+    assert_eq!(line, 4);
+    assert!(why.contains("row index 3"), "{why}");
+    let (line, why) = parse_err("%%MatrixMarket matrix coordinate real general\n2 3 1\n1 0 1\n");
+    assert_eq!(line, 3);
+    assert!(why.contains("column index 0"), "{why}");
+}
+
+#[test]
+fn mm_wrong_entry_count() {
+    let (line, why) =
+        parse_err("%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n2 2 1\n");
+    assert_eq!(line, 0);
+    assert!(why.contains("after 2 entries"), "{why}");
+    let (line, _) =
+        parse_err("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 1\n2 2 1\n");
+    assert_eq!(line, 4);
+}
+
+#[test]
+fn mm_complex_file_into_real_type_is_an_error() {
+    let (line, _) = parse_err("%%MatrixMarket matrix coordinate complex general\n1 1 1\n1 1 1 2\n");
+    assert_eq!(line, 1);
+}
+
+#[test]
+fn mm_duplicates_are_summed() {
+    let a = mm::read_csr::<f64, _>(
+        "%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1.5\n2 2 1\n1 1 2.25\n"
+            .as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(a.nnz(), 2);
+    assert_eq!(a.values(), [3.75, 1.0]);
+}
+
+#[test]
+fn mm_nan_propagates() {
+    let a = mm::read_csr::<f64, _>(
+        "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 NaN\n2 2 1\n".as_bytes(),
+    )
+    .unwrap();
+    let mut y = vec![0.0; 2];
+    cpu::spmv_csr(1.0, &a, &[1.0, 2.0], 0.0, &mut y).unwrap();
+    assert!(y[0].is_nan());
+    assert_eq!(y[1], 2.0);
+}
+
+#[test]
+fn mm_empty_matrix_is_valid() {
+    let a =
+        mm::read_csr::<f64, _>("%%MatrixMarket matrix coordinate real general\n0 0 0\n".as_bytes())
+            .unwrap();
+    assert_eq!((a.n_rows(), a.n_cols(), a.nnz()), (0, 0, 0));
+    let a =
+        mm::read_csr::<f64, _>("%%MatrixMarket matrix coordinate real general\n3 2 0\n".as_bytes())
+            .unwrap();
+    let mut y = vec![5.0; 3];
+    cpu::spmv_csr(1.0, &a, &[1.0, 1.0], 2.0, &mut y).unwrap();
+    assert_eq!(y, [10.0; 3]);
+}
+
+#[test]
+fn mm_symmetric_pattern_and_hermitian_are_expanded() {
+    let a = mm::read_csr::<f64, _>(
+        "%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n2 1\n3 3\n".as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(
+        a.to_dense().unwrap(),
+        [0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+    );
+    let h = mm::read_csr::<Complex<f64>, _>(
+        "%%MatrixMarket matrix coordinate complex hermitian\n2 2 1\n2 1 1 2\n".as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(h.to_dense().unwrap()[1], Complex::new(1.0, -2.0));
+    let s = mm::read_csr::<f64, _>(
+        "%%MatrixMarket matrix coordinate integer skew-symmetric\n2 2 1\n2 1 3\n".as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(s.to_dense().unwrap(), [0.0, -3.0, 3.0, 0.0]);
+}
+
+#[test]
+fn spmv_dimension_mismatch_leaves_y_unchanged() {
+    let a = Csr::from(&random_coo::<f64>(4, 3, 0.5, 1));
+    let mut y = vec![7.0; 4];
+    let e = cpu::spmv_csr(1.0, &a, &[1.0; 4], 1.0, &mut y).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SparseError::DimensionMismatch {
+                expected: 3,
+                found: 4,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(cpu::spmv_csr(1.0, &a, &[1.0; 3], 1.0, &mut y[..3]).is_err());
+    assert_eq!(y, [7.0; 4]);
+}
+
+#[test]
+fn constructors_reject_bad_arrays_and_hand_them_back() {
+    // row_ptr decreasing
+    let r = Csr::<f64>::try_new(2, 2, vec![0, 2, 1], vec![0, 1], vec![1.0, 2.0]).unwrap_err();
+    assert!(
+        matches!(
+            r.error,
+            SparseError::InvalidStructure {
+                what: "row_ptr",
+                position: 2,
+                ..
+            }
+        ),
+        "{}",
+        r.error
+    );
+    assert_eq!(r.parts.row_ptr, [0, 2, 1]);
+    // column out of range
+    let r = Csr::<f64>::try_new(1, 2, vec![0, 1], vec![2], vec![1.0]).unwrap_err();
+    assert!(
+        matches!(
+            r.error,
+            SparseError::IndexOutOfRange {
+                value: 2,
+                bound: 2,
+                ..
+            }
+        ),
+        "{}",
+        r.error
+    );
+    // unsorted columns
+    let r = Csr::<f64>::try_new(1, 3, vec![0, 2], vec![2, 1], vec![1.0, 1.0]).unwrap_err();
+    assert!(
+        r.error.to_string().contains("does not increase"),
+        "{}",
+        r.error
+    );
+    // length mismatch
+    let r = Csr::<f64>::try_new(1, 3, vec![0, 1], vec![1], vec![]).unwrap_err();
+    assert!(matches!(r.error, SparseError::DimensionMismatch { .. }));
+    let r = Coo::<f64>::try_new(2, 2, vec![0, 5], vec![0, 0], vec![1.0, 1.0]).unwrap_err();
+    assert!(matches!(
+        r.error,
+        SparseError::IndexOutOfRange {
+            what: "rows",
+            position: 1,
+            value: 5,
+            ..
+        }
+    ));
+    let r = Bcsr::<f64>::from_parts(BcsrParts {
+        b: 2,
+        layout: BlockLayout::RowMajor,
+        n_block_rows: 1,
+        n_block_cols: 1,
+        row_ptr: vec![0, 1],
+        col_idx: vec![0],
+        values: vec![1.0; 3],
+    })
+    .unwrap_err();
+    assert!(matches!(
+        r.error,
+        SparseError::DimensionMismatch {
+            expected: 4,
+            found: 3,
+            ..
+        }
+    ));
+    // BCSR not divisible
+    let a = Csr::from(&random_coo::<f64>(5, 4, 0.5, 1));
+    let e = Bcsr::from_csr(&a, 2, BlockLayout::RowMajor, BlockFit::Exact).unwrap_err();
+    assert!(e.to_string().contains("n_rows = 5"), "{e}");
+    assert!(Bcsr::from_csr(&a, 0, BlockLayout::RowMajor, BlockFit::Pad).is_err());
+}
+
+#[test]
+fn bdia_rejects_non_stencil_matrices() {
+    let a = Csr::from(&random_coo::<f64>(64, 64, 0.3, 2));
+    let bc = Bcsr::from_csr(&a, 1, BlockLayout::RowMajor, BlockFit::Exact).unwrap();
+    match Bdia::from_bcsr(&bc, &BdiaOptions::default()) {
+        Err(SparseError::NotStencil { reason, .. }) => {
+            assert!(reason.contains("max_diagonals"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    match Bdia::from_bcsr(&bc, &BdiaOptions::default().max_diagonals(200)) {
+        Err(SparseError::NotStencil { reason, .. }) => {
+            assert!(reason.contains("min_fill"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn generator_properties() {
+    for spec in [
+        TraceSpec::new(3, 4, 5, 2),
+        TraceSpec::new(1, 2, 1, 3),
+        TraceSpec::new(4, 3, 2, 2).connect_grid_blocks(false),
+    ] {
+        let a = generate::trace_like::<Complex<f64>>(&spec.seed(7)).unwrap();
+        assert_eq!(a.b(), 5);
+        assert_eq!(a.n_block_rows(), spec.block_rows());
+        assert_eq!(a.nnz_blocks(), spec.nonzero_blocks(), "{spec:?}");
+        let (mut zeros, mut off_entries) = (0usize, 0usize);
+        for bi in 0..a.n_block_rows() {
+            let blocks = a.row_ptr()[bi]..a.row_ptr()[bi + 1];
+            assert_eq!(blocks.is_empty(), spec.is_ghost_block_row(bi), "row {bi}");
+            for k in blocks.clone() {
+                let bj = a.col_idx()[k] as usize;
+                assert!(!spec.is_ghost_block_row(bj), "column {bj} is a ghost");
+                if bj != bi {
+                    off_entries += 25;
+                    zeros += a
+                        .block(k)
+                        .iter()
+                        .filter(|v| **v == Complex::new(0.0, 0.0))
+                        .count();
+                }
+            }
+            // strict diagonal dominance of each scalar row
+            for r in 0..5 {
+                let (mut diag, mut off) = (0.0, 0.0);
+                for k in blocks.clone() {
+                    for c in 0..5 {
+                        let v = a.block(k)[r * 5 + c].norm();
+                        if a.col_idx()[k] as usize == bi && c == r {
+                            diag = v
+                        } else {
+                            off += v
+                        }
+                    }
+                }
+                if !blocks.is_empty() {
+                    assert!(diag > off, "row {bi}.{r}: {diag} <= {off}");
+                }
+            }
+        }
+        let frac = zeros as f64 / off_entries.max(1) as f64;
+        assert!(off_entries == 0 || (0.15..0.18).contains(&frac), "{frac}");
+        // the stencil format holds it (13 + 4 offsets with connected grid blocks)
+        let d = Bdia::from_bcsr(&a, &BdiaOptions::default().min_fill(0.3)).unwrap();
+        assert!(d.offsets().len() <= 17, "{:?}", d.offsets());
+        assert_eq!(dense_of(&d.to_csr()), dense_of(&a.to_csr()));
+    }
+    assert_eq!(generate::case(1).unwrap().cells(), 64_000);
+    assert_eq!(generate::case(6).unwrap().cells(), 1_024_000);
+    assert!(generate::case(7).is_err());
+    assert!(generate::large().nonzero_entries() >= 100_000_000);
+}
+
+#[test]
+fn generator_is_deterministic_and_real_takes_real_parts() {
+    let spec = TraceSpec::new(3, 3, 3, 2).seed(1);
+    let a = generate::trace_like::<f64>(&spec).unwrap();
+    assert_eq!(a, generate::trace_like::<f64>(&spec).unwrap());
+    let c = generate::trace_like::<Complex<f64>>(&spec).unwrap();
+    assert_eq!(a.col_idx(), c.col_idx());
+    for bi in 0..a.n_block_rows() {
+        for k in a.row_ptr()[bi]..a.row_ptr()[bi + 1] {
+            for e in 0..25 {
+                // diagonal entries are set from the row sums of moduli; all others are draws
+                if a.col_idx()[k] as usize != bi || e / 5 != e % 5 {
+                    assert_eq!(a.block(k)[e], c.block(k)[e].re);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn ghost_compaction_and_map() {
+    let spec = TraceSpec::new(2, 3, 2, 2).seed(3);
+    let a = generate::trace_like::<f64>(&spec).unwrap();
+    let (c, map) = a.compact_empty_block_rows();
+    assert_eq!(map.len(), spec.cells());
+    assert_eq!(c.n_block_rows(), spec.cells());
+    assert_eq!(a.empty_block_rows(), spec.block_rows() - spec.cells());
+    assert!(map.iter().all(|&m| !spec.is_ghost_block_row(m as usize)));
+    let x: Vec<f64> = random_vec(a.n_cols(), 4);
+    let mut want = vec![0.0; a.n_rows()];
+    cpu::spmv_bcsr(2.0, &a, &x, 0.0, &mut want).unwrap();
+    let mut y = vec![f64::NAN; a.n_rows()];
+    cpu::spmv_bcsr_mapped(2.0, &c, &map, &x, 0.0, &mut y).unwrap();
+    for (i, (&g, &w)) in y.iter().zip(&want).enumerate() {
+        if spec.is_ghost_block_row(i / 5) {
+            assert!(g.is_nan(), "ghost row {i} was written");
+        } else {
+            assert_eq!(g.to_bits(), w.to_bits(), "row {i}");
+        }
+    }
+    // a bad map is rejected and y unchanged
+    let mut bad = map.clone();
+    bad.swap(0, 1);
+    let before = y.clone();
+    assert!(cpu::spmv_bcsr_mapped(2.0, &c, &bad, &x, 0.0, &mut y).is_err());
+    assert_eq!(
+        y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        before.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+}
