@@ -43,6 +43,7 @@ pub struct TourReport {
 pub fn run(gpu: Option<&Gpu>, gpu_skipped: Option<String>) -> Result<TourReport> {
     let mut rows = Vec::new();
     blas1_steps(gpu, &mut rows)?;
+    spmv_steps(gpu, &mut rows)?;
     Ok(TourReport {
         device: gpu.map(|g| g.name()).transpose()?,
         gpu_skipped,
@@ -103,6 +104,43 @@ fn blas1_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
         gpu_dot,
         dot_diff,
     ));
+    Ok(())
+}
+
+fn spmv_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
+    use crate::sparse::generate::{self, TraceSpec};
+    use crate::sparse::gpu::{DeviceBcsr, spmv_bcsr};
+    // Thesis case 1 geometry with 2 grid blocks: 16,000 cells, about 0.2 M 5x5 blocks.
+    let spec = TraceSpec::new(10, 40, 20, 2);
+    let a = generate::trace_like::<f64>(&spec)?;
+    let x = random_vector::<f64>(a.n_cols(), 13);
+    let mut y = vec![0.0; a.n_rows()];
+    let cpu_ms = time_cpu(1, 10, || {
+        crate::sparse::cpu::spmv_bcsr(1.0, &a, &x, 0.0, &mut y)
+    })
+    .median_ms;
+    let (mut gpu_ms, mut diff) = (None, None);
+    if let Some(gpu) = gpu {
+        let da = DeviceBcsr::upload(gpu, &a)?;
+        let dx = gpu.upload(&x)?;
+        let mut dy = gpu.alloc::<f64>(a.n_rows())?;
+        gpu_ms = Some(time_gpu(gpu, 2, 10, || spmv_bcsr(1.0, &da, &dx, 0.0, &mut dy))?.median_ms);
+        let g = dy.download()?;
+        diff = Some(
+            g.iter()
+                .zip(&y)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max),
+        );
+    }
+    rows.push(TourRow {
+        module: "sparse",
+        problem: format!("SpMV BCSR 5x5 f64, {} blocks", a.nnz_blocks()),
+        cpu_ms,
+        gpu_ms,
+        speedup: gpu_ms.map(|g| cpu_ms / g),
+        gpu_vs_cpu: diff,
+    });
     Ok(())
 }
 

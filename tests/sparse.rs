@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{random_scalar_from, random_vec};
+use common::{random_coo, random_vec};
 use ferrocuda::blas1::{Element, reference as bref};
 use ferrocuda::sparse::generate::{self, TraceSpec};
 use ferrocuda::sparse::{
@@ -11,29 +11,8 @@ use ferrocuda::sparse::{
     EllOptions, SparseError, cpu, mm, reference,
 };
 use ferrocuda::{Complex, RealScalar};
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
 
 /// Random `m x n` COO with density `p`, some empty rows, and a few duplicates.
-fn random_coo<T: Element>(m: usize, n: usize, p: f64, seed: u64) -> Coo<T> {
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let mut a = Coo::empty(m, n).unwrap();
-    for i in 0..m {
-        if rng.random_bool(0.2) {
-            continue; // empty row
-        }
-        for j in 0..n {
-            if rng.random_bool(p) {
-                a.push(i, j, random_scalar_from::<T>(&mut rng)).unwrap();
-                if rng.random_bool(0.05) {
-                    a.push(i, j, random_scalar_from::<T>(&mut rng)).unwrap();
-                }
-            }
-        }
-    }
-    a
-}
-
 fn dense_of<T: Element>(a: &Csr<T>) -> Vec<Complex<f64>> {
     reference::dense(&Coo::from(a))
 }

@@ -2,6 +2,8 @@
 //! and plain-text tables. Reports are `serde` types so every benchmark can print JSON.
 
 pub mod blas1;
+pub mod plot;
+pub mod spmv;
 
 use std::time::Instant;
 

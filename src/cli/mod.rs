@@ -49,6 +49,28 @@ pub enum Command {
 /// Benchmarks.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
+    /// SpMV on a TRACE-like matrix (thesis Table 4.1): ferrocuda's kernels, cuSPARSE,
+    /// the copy ceiling and the CPU in one run; writes <results-dir>/spmv.md.
+    Spmv {
+        /// Test case: 1..6 (thesis Table 4.1) or `large` (over 1e8 nonzeros).
+        #[arg(long, default_value = "4")]
+        case: String,
+        /// Floating-point precision.
+        #[arg(long, value_enum, default_value_t = Precision::F64)]
+        precision: Precision,
+        /// Complex matrix and vectors.
+        #[arg(long)]
+        complex: bool,
+        /// Timed repetitions per measurement.
+        #[arg(long, default_value_t = 20)]
+        reps: usize,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Where the Markdown results go (only when a GPU ran).
+        #[arg(long, default_value = "docs/results")]
+        results_dir: PathBuf,
+    },
     /// axpy, dot and nrm2 (f64, c64) against the device copy bandwidth and the CPU.
     Blas1 {
         /// Print JSON instead of a table.
@@ -64,6 +86,15 @@ pub enum BenchCommand {
         #[arg(long)]
         markdown: Option<PathBuf>,
     },
+}
+
+/// Floating-point precision of a benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Precision {
+    /// Single precision.
+    F32,
+    /// Double precision.
+    F64,
 }
 
 /// Opens the GPU, or returns why there is none (other errors are real errors).
@@ -110,6 +141,39 @@ pub fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Info { json } => info(json),
+        Command::Bench {
+            which:
+                BenchCommand::Spmv {
+                    case,
+                    precision,
+                    complex,
+                    reps,
+                    json,
+                    results_dir,
+                },
+        } => {
+            let opts = crate::bench::spmv::SpmvBenchOptions {
+                case: crate::bench::spmv::SpmvCase::parse(&case)?,
+                double: precision == Precision::F64,
+                complex,
+                reps,
+                ..Default::default()
+            };
+            let (gpu, skipped) = open_gpu(cli.device)?;
+            let report = crate::bench::spmv::run(gpu.as_ref(), skipped, &opts)?;
+            if gpu.is_some() {
+                let path = crate::bench::spmv::write_results(&report, &results_dir)?;
+                eprintln!("[bench spmv] wrote {}", path.display());
+            } else {
+                eprintln!("[bench spmv] no GPU: results not written");
+            }
+            if json {
+                print_json(&report)
+            } else {
+                print!("{}", report.to_text());
+                Ok(())
+            }
+        }
         Command::Bench {
             which:
                 BenchCommand::Blas1 {

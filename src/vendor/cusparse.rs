@@ -16,6 +16,12 @@ use crate::sparse::{Bcsr, BlockLayout, Csr};
 
 const LIB: &str = "cuSPARSE";
 
+/// Host scalars handed to cuSPARSE by pointer. `cuDoubleComplex` is CUDA's `double2`,
+/// 16-byte aligned, and cuSPARSE's host code loads it with aligned instructions: a
+/// `Complex<f64>` on the stack (8-byte aligned) crashed `cusparseSpMV` with SIGSEGV.
+#[repr(C, align(16))]
+struct Aligned<T>(T);
+
 fn check(call: &'static str, status: cs::cusparseStatus_t) -> Result<()> {
     if status == cs::cusparseStatus_t::CUSPARSE_STATUS_SUCCESS {
         Ok(())
@@ -239,9 +245,10 @@ impl Cusparse {
     ) -> Result<()> {
         let op = cs::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
         let alg = cs::cusparseSpMVAlg_t::CUSPARSE_SPMV_ALG_DEFAULT;
+        let (alpha, beta) = (Aligned(alpha), Aligned(beta));
         let (ap, bp) = (
-            &alpha as *const T as *const c_void,
-            &beta as *const T as *const c_void,
+            &alpha.0 as *const T as *const c_void,
+            &beta.0 as *const T as *const c_void,
         );
         if a.workspace.is_none() {
             let mut bytes = 0usize;
@@ -323,6 +330,7 @@ impl Cusparse {
             BlockLayout::ColMajor => cs::cusparseDirection_t::CUSPARSE_DIRECTION_COLUMN,
         };
         self.gpu.bind_to_thread()?;
+        let (alpha, beta) = (Aligned(alpha), Aligned(beta));
         // SAFETY: arrays of the sizes cuSPARSE reads (checked above and at upload).
         check("cusparse<t>bsrmv", unsafe {
             T::bsrmv(
@@ -331,14 +339,14 @@ impl Cusparse {
                 a.n_block_rows as i32,
                 a.n_block_cols as i32,
                 a.nnzb as i32,
-                &alpha,
+                &alpha.0,
                 a.descr,
                 a.values.device_ptr(),
                 a.row_ptr.device_ptr(),
                 a.col_idx.device_ptr(),
                 a.b as i32,
                 x.device_ptr(),
-                &beta,
+                &beta.0,
                 y.device_ptr(),
             )
         })

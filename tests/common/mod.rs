@@ -287,3 +287,26 @@ pub fn exact_nrm2<T: Element>(x: &[T]) -> T::Real {
         .reduce(|| 0.0, |a, b| a + b);
     <T::Real as RealScalar>::from_f64(s).sqrt()
 }
+
+/// A random `m x n` COO matrix: about 20% empty rows, entry probability `p` elsewhere,
+/// and about 5% duplicate entries (summed by the formats).
+pub fn random_coo<T: Element>(m: usize, n: usize, p: f64, seed: u64) -> ferrocuda::sparse::Coo<T> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut a = ferrocuda::sparse::Coo::empty(m, n).expect("empty COO");
+    for i in 0..m {
+        if rng.random_bool(0.2) {
+            continue; // empty row
+        }
+        for j in 0..n {
+            if rng.random_bool(p) {
+                a.push(i, j, random_scalar_from::<T>(&mut rng))
+                    .expect("push");
+                if rng.random_bool(0.05) {
+                    a.push(i, j, random_scalar_from::<T>(&mut rng))
+                        .expect("push");
+                }
+            }
+        }
+    }
+    a
+}

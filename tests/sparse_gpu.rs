@@ -1,0 +1,229 @@
+//! GPU SpMV against the CPU path (bit for bit: same fused chain per row) and the
+//! vendor baseline (cuSPARSE CSR and BSR) against the serial f64 reference.
+
+mod common;
+
+use common::*;
+use ferrocuda::blas1::{Element, reference as bref};
+use ferrocuda::gpu::{DeviceSlice, Gpu};
+use ferrocuda::sparse::generate::{self, TraceSpec};
+use ferrocuda::sparse::gpu::{DeviceBcsr, spmv_bcsr};
+use ferrocuda::sparse::{Bcsr, BlockFit, BlockLayout, Csr, MatrixScalar, cpu, reference};
+use ferrocuda::vendor::cusparse::Cusparse;
+use ferrocuda::{Complex, Error};
+use ferrocuda_kernels::names::SpmvKernels;
+
+/// GPU `y <- alpha A x + beta y` for `a`, checked bit for bit against the CPU, with `y`
+/// poisoned when `beta == 0` (the kernel must write every row and not read `y`).
+fn check_bcsr<A, V>(gpu: &Gpu, what: &str, a: &Bcsr<A>, seed: u64)
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: Element,
+{
+    let x = random_vec::<V>(a.n_cols(), seed);
+    let y0 = random_vec::<V>(a.n_rows(), seed + 1);
+    let alpha = random_scalar::<V>(seed + 2);
+    let da = DeviceBcsr::upload(gpu, a).unwrap_or_else(|e| panic!("{what}: upload: {e}"));
+    let dx = gpu.upload(&x).expect("upload x");
+    for beta in [V::ZERO, random_scalar::<V>(seed + 3)] {
+        let start = if beta == V::ZERO {
+            poison::<V>(a.n_rows())
+        } else {
+            y0.clone()
+        };
+        let mut want = start.clone();
+        cpu::spmv_bcsr(alpha, a, &x, beta, &mut want)
+            .unwrap_or_else(|e| panic!("{what}: cpu: {e}"));
+        let mut dy = gpu.upload(&start).expect("upload y");
+        spmv_bcsr(alpha, &da, &dx, beta, &mut dy).unwrap_or_else(|e| panic!("{what}: gpu: {e}"));
+        let got = dy.download().expect("download y");
+        let case = format!("{what} ({}x{}, beta {beta:?})", a.n_rows(), a.n_cols());
+        assert_bits_eq(&case, &got, &want);
+    }
+}
+
+fn random_bcsr<A: Element>(
+    nbr: usize,
+    nbc: usize,
+    b: usize,
+    layout: BlockLayout,
+    seed: u64,
+) -> Bcsr<A> {
+    let p = (2.0 / (nbc * b) as f64).clamp(0.05, 1.0);
+    let coo = random_coo::<A>(nbr * b, nbc * b, p, seed);
+    Bcsr::from_csr(&Csr::from(&coo), b, layout, BlockFit::Exact).expect("bcsr")
+}
+
+fn bcsr_pair<A, V>(gpu: &Gpu)
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: Element,
+{
+    let name = format!("{} x {}", tname::<A>(), tname::<V>());
+    for layout in [BlockLayout::RowMajor, BlockLayout::ColMajor] {
+        for b in [1, 2, 3, 5, 7] {
+            for (nbr, nbc) in [(1, 1), (31, 17), (33, 40), (257, 256)] {
+                let a = random_bcsr::<A>(nbr, nbc, b, layout, (b * 1000 + nbr) as u64);
+                check_bcsr::<A, V>(
+                    gpu,
+                    &format!("bcsr {name} {layout:?} b={b}"),
+                    &a,
+                    nbr as u64,
+                );
+            }
+        }
+        // The TRACE-like structure: ghost rows empty, 13-point stencil, 5x5 blocks.
+        let spec = TraceSpec::new(4, 6, 5, 3).seed(7);
+        let a = generate::trace_like::<A>(&spec)
+            .expect("generate")
+            .with_layout(layout);
+        check_bcsr::<A, V>(gpu, &format!("trace-like {name} {layout:?}"), &a, 99);
+    }
+}
+
+#[test]
+fn bcsr_spmv_gpu_matches_cpu_bit_for_bit() {
+    let Some(gpu) = gpu_or_skip("bcsr_spmv_gpu_matches_cpu_bit_for_bit") else {
+        return;
+    };
+    bcsr_pair::<f32, f32>(&gpu);
+    bcsr_pair::<f64, f64>(&gpu);
+    bcsr_pair::<Complex<f32>, Complex<f32>>(&gpu);
+    bcsr_pair::<Complex<f64>, Complex<f64>>(&gpu);
+    bcsr_pair::<f32, Complex<f32>>(&gpu);
+    bcsr_pair::<f64, Complex<f64>>(&gpu);
+}
+
+#[test]
+fn bcsr_spmv_gpu_rejects_wrong_lengths_and_leaves_y_unchanged() {
+    let Some(gpu) = gpu_or_skip("bcsr_spmv_gpu_rejects_wrong_lengths_and_leaves_y_unchanged")
+    else {
+        return;
+    };
+    let a = random_bcsr::<f64>(4, 3, 5, BlockLayout::RowMajor, 1);
+    let da = DeviceBcsr::upload(&gpu, &a).expect("upload");
+    let x_bad = gpu.upload(&vec![1.0f64; a.n_cols() + 1]).expect("upload");
+    let x = gpu.upload(&vec![1.0f64; a.n_cols()]).expect("upload");
+    let y0 = vec![3.0f64; a.n_rows()];
+    let mut y = gpu.upload(&y0).expect("upload");
+    match spmv_bcsr(1.0, &da, &x_bad, 0.0, &mut y) {
+        Err(Error::DimensionMismatch {
+            what: "x",
+            expected,
+            found,
+            ..
+        }) => {
+            assert_eq!((expected, found), (a.n_cols(), a.n_cols() + 1))
+        }
+        other => panic!("expected a dimension mismatch for x, got {other:?}"),
+    }
+    let mut y_bad = gpu.upload(&vec![0.0f64; a.n_rows() - 1]).expect("upload");
+    assert!(matches!(
+        spmv_bcsr(1.0, &da, &x, 0.0, &mut y_bad),
+        Err(Error::DimensionMismatch { what: "y", .. })
+    ));
+    assert_eq!(
+        y.download().expect("download"),
+        y0,
+        "y changed by a failed call"
+    );
+    assert_eq!(y.len(), a.n_rows());
+}
+
+/// cuSPARSE must be present on a GPU machine; it is the baseline of `bench spmv`.
+fn cusparse_or_skip(gpu: &Gpu, test: &str) -> Option<Cusparse> {
+    match Cusparse::new(gpu) {
+        Ok(c) => Some(c),
+        Err(e) if std::env::var("FERROCUDA_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
+            panic!("{test}: FERROCUDA_REQUIRE_GPU=1 but cuSPARSE is unavailable: {e}")
+        }
+        Err(e) => {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED {test}: cuSPARSE part skipped ({e})"
+            );
+            None
+        }
+    }
+}
+
+/// cuSPARSE CSR (`csr = true`) or BSR in both block layouts against the reference.
+fn cusparse_matches_reference<T: ferrocuda::vendor::cusparse::CusparseScalar + MatrixScalar<T>>(
+    test: &str,
+    csr_path: bool,
+    beta_zero: bool,
+) {
+    let Some(gpu) = gpu_or_skip(test) else {
+        return;
+    };
+    let Some(cs) = cusparse_or_skip(&gpu, test) else {
+        return;
+    };
+    let spec = TraceSpec::new(4, 6, 5, 3).seed(3);
+    let a = generate::trace_like::<T>(&spec).expect("generate");
+    let csr = a.to_csr().without_zeros();
+    let x = random_vec::<T>(a.n_cols(), 5);
+    let y0 = random_vec::<T>(a.n_rows(), 6);
+    let alpha = random_scalar::<T>(7);
+    let beta = if beta_zero {
+        T::ZERO
+    } else {
+        random_scalar::<T>(8)
+    };
+    let want = reference::spmv(alpha, &csr, &x, beta, &y0);
+    let scale = reference::spmv_magnitude(alpha, &csr, &x, beta, &y0);
+    let tol = 70.0 * 2.0 * bref::eps::<T>();
+    let check = |what: &str, got: Vec<T>| {
+        for (i, ((&g, w), &s)) in got.iter().zip(&want).zip(&scale).enumerate() {
+            let g = bref::widen(g);
+            assert!(
+                (g - w).norm() <= tol * s + 1e-300,
+                "{what} {}: row {i}: {g} vs {w}",
+                tname::<T>()
+            );
+        }
+    };
+    let dx = gpu.upload(&x).expect("upload");
+    if csr_path {
+        let mut m = cs.upload_csr(&csr).expect("upload csr");
+        let mut dy = gpu.upload(&y0).expect("upload");
+        cs.spmv_csr(alpha, &mut m, &dx, beta, &mut dy)
+            .expect("cusparse csr");
+        check("cuSPARSE CSR", dy.download().expect("download"));
+    } else {
+        for layout in [BlockLayout::RowMajor, BlockLayout::ColMajor] {
+            let bsr = cs.upload_bsr(&a.with_layout(layout)).expect("upload bsr");
+            let mut dy = gpu.upload(&y0).expect("upload");
+            cs.spmv_bsr(alpha, &bsr, &dx, beta, &mut dy)
+                .expect("cusparse bsr");
+            check(
+                &format!("cuSPARSE BSR {layout:?}"),
+                dy.download().expect("download"),
+            );
+        }
+    }
+}
+
+macro_rules! cusparse_tests {
+    ($($name:ident: $t:ty, $csr:expr, $beta_zero:expr;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                cusparse_matches_reference::<$t>(stringify!($name), $csr, $beta_zero);
+            }
+        )*
+    };
+}
+
+cusparse_tests! {
+    cusparse_csr_f32_matches_reference: f32, true, false;
+    cusparse_csr_f64_matches_reference: f64, true, false;
+    cusparse_csr_c32_matches_reference: Complex<f32>, true, false;
+    cusparse_csr_c64_matches_reference: Complex<f64>, true, false;
+    cusparse_csr_c64_beta0_matches_reference: Complex<f64>, true, true;
+    cusparse_bsr_f32_matches_reference: f32, false, false;
+    cusparse_bsr_f64_matches_reference: f64, false, false;
+    cusparse_bsr_c32_matches_reference: Complex<f32>, false, false;
+    cusparse_bsr_c64_matches_reference: Complex<f64>, false, false;
+}
