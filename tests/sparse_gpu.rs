@@ -7,8 +7,10 @@ use common::*;
 use ferrocuda::blas1::{Element, reference as bref};
 use ferrocuda::gpu::{DeviceSlice, Gpu};
 use ferrocuda::sparse::generate::{self, TraceSpec};
-use ferrocuda::sparse::gpu::{DeviceBcsr, spmv_bcsr};
-use ferrocuda::sparse::{Bcsr, BlockFit, BlockLayout, Csr, MatrixScalar, cpu, reference};
+use ferrocuda::sparse::gpu::{DeviceBcsr, DeviceBell, spmv_bcsr, spmv_bell};
+use ferrocuda::sparse::{
+    Bcsr, Bell, BellOptions, BlockFit, BlockLayout, Csr, MatrixScalar, cpu, reference,
+};
 use ferrocuda::vendor::cusparse::Cusparse;
 use ferrocuda::{Complex, Error};
 use ferrocuda_kernels::names::SpmvKernels;
@@ -39,6 +41,35 @@ where
         let got = dy.download().expect("download y");
         let case = format!("{what} ({}x{}, beta {beta:?})", a.n_rows(), a.n_cols());
         assert_bits_eq(&case, &got, &want);
+    }
+}
+
+/// The same check for the blocked-ELL kernels (built from `a`), against `cpu::spmv_bell`.
+fn check_bell<A, V>(gpu: &Gpu, what: &str, a: &Bcsr<A>, seed: u64)
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: Element,
+{
+    let m =
+        Bell::from_bcsr(a, &BellOptions::default()).unwrap_or_else(|e| panic!("{what}: bell: {e}"));
+    let x = random_vec::<V>(m.n_cols(), seed);
+    let y0 = random_vec::<V>(m.n_rows(), seed + 1);
+    let alpha = random_scalar::<V>(seed + 2);
+    let dm = DeviceBell::upload(gpu, &m).unwrap_or_else(|e| panic!("{what}: upload: {e}"));
+    let dx = gpu.upload(&x).expect("upload x");
+    for beta in [V::ZERO, random_scalar::<V>(seed + 3)] {
+        let start = if beta == V::ZERO {
+            poison::<V>(m.n_rows())
+        } else {
+            y0.clone()
+        };
+        let mut want = start.clone();
+        cpu::spmv_bell(alpha, &m, &x, beta, &mut want)
+            .unwrap_or_else(|e| panic!("{what}: cpu: {e}"));
+        let mut dy = gpu.upload(&start).expect("upload y");
+        spmv_bell(alpha, &dm, &dx, beta, &mut dy).unwrap_or_else(|e| panic!("{what}: gpu: {e}"));
+        let case = format!("{what} ({}x{}, beta {beta:?})", m.n_rows(), m.n_cols());
+        assert_bits_eq(&case, &dy.download().expect("download y"), &want);
     }
 }
 
@@ -78,6 +109,7 @@ where
             .expect("generate")
             .with_layout(layout);
         check_bcsr::<A, V>(gpu, &format!("trace-like {name} {layout:?}"), &a, 99);
+        check_bell::<A, V>(gpu, &format!("trace-like bell {name}"), &a, 99);
     }
 }
 

@@ -86,6 +86,11 @@ pub struct SpmvNames {
     pub bcsr_rm: &'static str,
     /// BCSR, `b x b` column-major blocks; same arguments.
     pub bcsr_cm: &'static str,
+    /// Blocked ELL, 5x5 blocks: `(n_block_rows, n_block_rows_pad, b, alpha, row_len,
+    /// block_col, values, x, beta, y)`.
+    pub bell5: &'static str,
+    /// Blocked ELL, `b` at run time; same arguments.
+    pub bell: &'static str,
 }
 
 /// Matrix scalars with SpMV kernels for vectors of `V`.
@@ -102,6 +107,8 @@ macro_rules! spmv_names {
                 bcsr5_cm: concat!("spmv_bcsr5_cm_", $sfx),
                 bcsr_rm: concat!("spmv_bcsr_rm_", $sfx),
                 bcsr_cm: concat!("spmv_bcsr_cm_", $sfx),
+                bell5: concat!("spmv_bell5_", $sfx),
+                bell: concat!("spmv_bell_", $sfx),
             };
         }
     };
@@ -114,8 +121,10 @@ spmv_names!(Complex<f64>, Complex<f64>, "c64");
 spmv_names!(f32, Complex<f32>, "f32_c32");
 spmv_names!(f64, Complex<f64>, "f64_c64");
 
-const fn spmv_list(n: SpmvNames) -> [&'static str; 4] {
-    [n.bcsr5_rm, n.bcsr5_cm, n.bcsr_rm, n.bcsr_cm]
+const fn spmv_list(n: SpmvNames) -> [&'static str; 6] {
+    [
+        n.bcsr5_rm, n.bcsr5_cm, n.bcsr_rm, n.bcsr_cm, n.bell5, n.bell,
+    ]
 }
 
 /// Every kernel name the host may ask for, in groups (BLAS-1 per scalar type, then SpMV

@@ -73,6 +73,58 @@ mod kernels {
     }
 }
 
+#[cfg(target_arch = "nvptx64")]
+mod bell_kernels {
+    use super::*;
+    use crate::device::{global_index, grid_stride};
+
+    /// `y[i] <- alpha (A x)_i + beta y[i]` for blocked ELL (`crate::sparse` layout):
+    /// entry `(r, c)` of slot `k` of block row `I` at `(k b + c) n_pad + I b + r`, so
+    /// consecutive threads (rows) read consecutive addresses. Slots run in the same order
+    /// as BCSR's blocks: the same chain, the same bits.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn bell<A: MatrixScalar<V>, V: Scalar, const B: usize>(
+        n_block_rows: usize,
+        n_block_rows_pad: usize,
+        b: usize,
+        alpha: V,
+        row_len: *const u32,
+        block_col: *const u32,
+        values: *const A,
+        x: *const V,
+        beta: V,
+        y: *mut V,
+    ) {
+        let b = if B > 0 { B } else { b };
+        let n_pad = n_block_rows_pad * b;
+        let n_rows = n_block_rows * b;
+        let mut i = global_index();
+        while i < n_rows {
+            let bi = i / b;
+            let len = unsafe { *row_len.add(bi) } as usize;
+            let mut acc = V::ZERO;
+            for k in 0..len {
+                let col = unsafe { *block_col.add(k * n_block_rows_pad + bi) } as usize;
+                let xs = unsafe { x.add(col * b) };
+                let slot = unsafe { values.add(k * b * n_pad + i) };
+                for c in 0..b {
+                    let m = unsafe { *slot.add(c * n_pad) };
+                    acc = m.mul_add_vec(unsafe { *xs.add(c) }, acc);
+                }
+            }
+            let yi = unsafe { y.add(i) };
+            let old = if beta == V::ZERO {
+                V::ZERO
+            } else {
+                unsafe { *yi }
+            };
+            unsafe { *yi = finish(alpha, acc, beta, old) };
+            i += grid_stride();
+        }
+    }
+}
+
 /// Instantiates the BCSR SpMV entry points of one (matrix scalar, vector scalar) pair.
 #[cfg(target_arch = "nvptx64")]
 macro_rules! spmv_entries {
@@ -128,6 +180,47 @@ macro_rules! spmv_entries {
             mod bcsr_cm {
                 use super::*;
                 bcsr_entry!("spmv_bcsr_cm_", 0, true);
+            }
+            macro_rules! bell_entry {
+                ($name:literal, $b:literal) => {
+                    #[unsafe(export_name = concat!($name, $sfx))]
+                    #[allow(clippy::too_many_arguments)]
+                    pub unsafe extern "ptx-kernel" fn entry(
+                        n_block_rows: usize,
+                        n_block_rows_pad: usize,
+                        b: usize,
+                        alpha: $v,
+                        row_len: *const u32,
+                        block_col: *const u32,
+                        values: *const $a,
+                        x: *const $v,
+                        beta: $v,
+                        y: *mut $v,
+                    ) {
+                        unsafe {
+                            super::super::bell_kernels::bell::<$a, $v, $b>(
+                                n_block_rows,
+                                n_block_rows_pad,
+                                b,
+                                alpha,
+                                row_len,
+                                block_col,
+                                values,
+                                x,
+                                beta,
+                                y,
+                            )
+                        }
+                    }
+                };
+            }
+            mod bell5 {
+                use super::*;
+                bell_entry!("spmv_bell5_", 5);
+            }
+            mod bell {
+                use super::*;
+                bell_entry!("spmv_bell_", 0);
             }
         }
     };

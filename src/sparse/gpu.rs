@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | BCSR, `b = 5`, row- or column-major blocks | `spmv_bcsr5_{rm,cm}_<t>` | one thread per matrix row |
 //! | BCSR, any `b` | `spmv_bcsr_{rm,cm}_<t>` | one thread per matrix row |
+//! | BELL (blocked ELL), `b = 5` or any `b` | `spmv_bell5_<t>`, `spmv_bell_<t>` | one thread per matrix row, coalesced |
 //!
 //! The per-row sum is the CPU path's fused multiply-add chain in the same order, so GPU
 //! and CPU results agree bit for bit. Where `beta` is exactly zero the old `y` is not read.
@@ -14,7 +15,7 @@ use ferrocuda_kernels::names::SpmvKernels;
 use ferrocuda_kernels::sparse::MatrixScalar;
 use ferrocuda_kernels::spmv::SPMV_ROW_BLOCK;
 
-use super::{Bcsr, BlockLayout, Element};
+use super::{Bcsr, Bell, BlockLayout, Element};
 use crate::error::{Error, Result, check_len};
 
 /// A [`Bcsr`] matrix resident on one GPU (same arrays, same layout).
@@ -65,6 +66,117 @@ impl<A: Element> DeviceBcsr<A> {
     }
 }
 
+/// A [`Bell`] matrix resident on one GPU (same arrays, same layout).
+pub struct DeviceBell<A> {
+    b: usize,
+    n_block_rows: usize,
+    n_block_cols: usize,
+    n_block_rows_pad: usize,
+    row_len: DeviceBuffer<u32>,
+    block_col: DeviceBuffer<u32>,
+    values: DeviceBuffer<A>,
+}
+
+impl<A: Element> DeviceBell<A> {
+    /// Copies `a`'s arrays to the device of `gpu`.
+    pub fn upload(gpu: &Gpu, a: &Bell<A>) -> Result<Self> {
+        Ok(DeviceBell {
+            b: a.b(),
+            n_block_rows: a.n_block_rows(),
+            n_block_cols: a.n_block_cols(),
+            n_block_rows_pad: a.n_block_rows_pad(),
+            row_len: gpu.upload(a.row_len())?,
+            block_col: gpu.upload(a.block_col())?,
+            values: gpu.upload(a.values())?,
+        })
+    }
+
+    /// Rows.
+    pub fn n_rows(&self) -> usize {
+        self.n_block_rows * self.b
+    }
+
+    /// Columns.
+    pub fn n_cols(&self) -> usize {
+        self.n_block_cols * self.b
+    }
+}
+
+fn check_operands<V, M>(
+    op: &'static str,
+    n_rows: usize,
+    n_cols: usize,
+    matrix: &DeviceBuffer<M>,
+    x: &impl DeviceSlice<V>,
+    y: &impl DeviceSlice<V>,
+) -> Result<()> {
+    check_len(op, "x", n_cols, x.len())?;
+    check_len(op, "y", n_rows, y.len())?;
+    for (what, gpu) in [("x", x.gpu()), ("matrix", matrix.gpu())] {
+        if !y.gpu().same_device(gpu) {
+            return Err(Error::WrongDevice {
+                op,
+                what,
+                expected: y.gpu().ordinal(),
+                found: gpu.ordinal(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `y <- alpha A x + beta y` for a device blocked-ELL matrix; same contract as
+/// [`spmv_bcsr`], and the same bits.
+pub fn spmv_bell<A, V>(
+    alpha: V,
+    a: &DeviceBell<A>,
+    x: &impl DeviceSlice<V>,
+    beta: V,
+    y: &mut impl DeviceSliceMut<V>,
+) -> Result<()>
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: Element,
+{
+    check_operands("spmv_bell", a.n_rows(), a.n_cols(), &a.values, x, y)?;
+    let n_rows = a.n_rows();
+    if n_rows == 0 {
+        return Ok(());
+    }
+    let names = <A as SpmvKernels<V>>::SPMV;
+    let kernel = if a.b == 5 { names.bell5 } else { names.bell };
+    let (nbr, nbr_pad, b) = (a.n_block_rows, a.n_block_rows_pad, a.b);
+    let (rl, bc, va) = (
+        a.row_len.device_ptr(),
+        a.block_col.device_ptr(),
+        a.values.device_ptr(),
+    );
+    let (xp, yp) = (x.device_ptr(), y.device_ptr());
+    let cfg = LaunchConfig::for_elements(n_rows, SPMV_ROW_BLOCK as u32);
+    // SAFETY: spmv_bell*_<a>_<v>(n_block_rows, n_block_rows_pad, b, alpha, row_len,
+    // block_col, values, x, beta, y) reads the arrays validated by `Bell` (row_len <= width,
+    // block columns < n_block_cols), x[0..n_cols], writes y[0..n_rows]; lengths checked.
+    unsafe {
+        y.gpu().launch(
+            kernel,
+            cfg,
+            &mut [
+                arg(&nbr),
+                arg(&nbr_pad),
+                arg(&b),
+                arg(&alpha),
+                arg(&rl),
+                arg(&bc),
+                arg(&va),
+                arg(&xp),
+                arg(&beta),
+                arg(&yp),
+            ],
+        )?
+    };
+    Ok(())
+}
+
 /// `y <- alpha A x + beta y` for a device BCSR matrix. `A` and `V` may be the same
 /// scalar, or a real matrix with complex vectors. Errors: `x.len() != A.n_cols()`,
 /// `y.len() != A.n_rows()`, operands on different devices.
@@ -79,18 +191,7 @@ where
     A: Element + MatrixScalar<V> + SpmvKernels<V>,
     V: Element,
 {
-    check_len("spmv_bcsr", "x", a.n_cols(), x.len())?;
-    check_len("spmv_bcsr", "y", a.n_rows(), y.len())?;
-    for (what, gpu) in [("x", x.gpu()), ("matrix", a.values.gpu())] {
-        if !y.gpu().same_device(gpu) {
-            return Err(Error::WrongDevice {
-                op: "spmv_bcsr",
-                what,
-                expected: y.gpu().ordinal(),
-                found: gpu.ordinal(),
-            });
-        }
-    }
+    check_operands("spmv_bcsr", a.n_rows(), a.n_cols(), &a.values, x, y)?;
     let n_rows = a.n_rows();
     if n_rows == 0 {
         return Ok(());
