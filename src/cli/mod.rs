@@ -1,4 +1,6 @@
-//! The `ferrocuda` command line: `info`, `bench <name>`, and the tour (no arguments).
+//! The `ferrocuda` command line: `info`, `bench <name>`, `spmv`, and the tour (no arguments).
+
+pub mod spmv;
 
 use std::path::PathBuf;
 
@@ -38,6 +40,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// y = A x for Matrix Market files, in a chosen format, on the CPU or the GPU.
+    Spmv(spmv::SpmvArgs),
     /// Benchmarks against the hardware's ceilings and the CPU.
     Bench {
         /// Which benchmark.
@@ -141,6 +145,10 @@ pub fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Info { json } => info(json),
+        Command::Spmv(args) => {
+            println!("{}", spmv::run(&args, cli.device)?);
+            Ok(())
+        }
         Command::Bench {
             which:
                 BenchCommand::Spmv {
