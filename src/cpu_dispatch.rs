@@ -35,20 +35,24 @@ pub fn fma_allowed() -> bool {
     }
 }
 
-/// Defines `fn name<T: Bound>(args) -> Ret { body }` so that the body runs in a frame
-/// compiled with FMA and AVX2 where the CPU supports them. (A closure passed to a
-/// feature-enabled function is not reliably inlined into it, so the body is a real
-/// `#[inline(always)]` function that both frames call.)
+/// Defines `fn name<generics>(args) -> Ret { body }` so that the body runs in a frame
+/// compiled with FMA and AVX2 where the CPU supports them. The generic parameters go in
+/// brackets: `fma_kernel! { fn axpy_chunk[T: Element](alpha: T, x: &[T], y: &mut [T]) { .. } }`.
+/// (A closure passed to a feature-enabled function is not reliably inlined into it, so
+/// the body is a real `#[inline(always)]` function that both frames call.)
 macro_rules! fma_kernel {
-    ($(#[$meta:meta])* fn $name:ident<$t:ident: $bound:path>($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
+    ($(#[$meta:meta])* fn $name:ident [$($gen:tt)*] ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
         $(#[$meta])*
-        fn $name<$t: $bound>($($arg: $ty),*) -> $ret {
+        #[allow(clippy::too_many_arguments)]
+        fn $name<$($gen)*>($($arg: $ty),*) $(-> $ret)? {
             #[inline(always)]
-            fn body<$t: $bound>($($arg: $ty),*) -> $ret $body
+            #[allow(clippy::too_many_arguments)]
+            fn body<$($gen)*>($($arg: $ty),*) $(-> $ret)? $body
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "fma,avx2")]
-                fn with_fma<$t: $bound>($($arg: $ty),*) -> $ret {
+                #[allow(clippy::too_many_arguments)]
+                fn with_fma<$($gen)*>($($arg: $ty),*) $(-> $ret)? {
                     body($($arg),*)
                 }
                 if $crate::cpu_dispatch::fma_allowed() {

@@ -20,19 +20,19 @@ pub const CHUNK: usize = 1 << 14;
 const LANES: usize = 8;
 
 fma_kernel! {
-fn scal_chunk<T: Element>(alpha: T, x: &mut [T]) -> () {
+fn scal_chunk[T: Element](alpha: T, x: &mut [T]) {
     x.iter_mut().for_each(|v| *v = k::scal(alpha, *v));
 }
 }
 
 fma_kernel! {
-fn axpy_chunk<T: Element>(alpha: T, x: &[T], y: &mut [T]) -> () {
+fn axpy_chunk[T: Element](alpha: T, x: &[T], y: &mut [T]) {
     y.iter_mut().zip(x).for_each(|(yi, &xi)| *yi = k::axpy(alpha, xi, *yi));
 }
 }
 
 fma_kernel! {
-fn axpby_chunk<T: Element>(alpha: T, x: &[T], beta: T, y: &mut [T]) -> () {
+fn axpby_chunk[T: Element](alpha: T, x: &[T], beta: T, y: &mut [T]) {
     y.iter_mut().zip(x).for_each(|(yi, &xi)| *yi = k::axpby(alpha, xi, beta, *yi));
 }
 }
@@ -98,7 +98,7 @@ fn tree_sum<S: Scalar>(a: [S; LANES]) -> S {
 
 fma_kernel! {
 /// `sum conj(x_i) y_i` over one chunk, [`LANES`] interleaved accumulators.
-fn dot_chunk<T: Element>(x: &[T], y: &[T]) -> T {
+fn dot_chunk[T: Element](x: &[T], y: &[T]) -> T {
     let mut acc = [T::ZERO; LANES];
     let (xb, yb) = (x.chunks_exact(LANES), y.chunks_exact(LANES));
     let (xr, yr) = (xb.remainder(), yb.remainder());
@@ -116,7 +116,7 @@ fn dot_chunk<T: Element>(x: &[T], y: &[T]) -> T {
 
 fma_kernel! {
 /// `sum |x_i|^2` over one chunk.
-fn nrm2_chunk<T: Element>(x: &[T]) -> T::Real {
+fn nrm2_chunk[T: Element](x: &[T]) -> T::Real {
     lane_sum(x, |acc: T::Real, v: T| k::nrm2_step(acc, v))
 }
 }

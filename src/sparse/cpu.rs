@@ -28,32 +28,6 @@ const ROWS_PER_TASK: usize = 512;
 /// Block rows per rayon task.
 const BLOCK_ROWS_PER_TASK: usize = 128;
 
-/// Defines `fn name<A, V>(args) { body }` so that the body runs in a frame compiled with
-/// FMA and AVX2 where the CPU has them (the two-type twin of `cpu_dispatch::fma_kernel!`).
-macro_rules! fma2 {
-    (fn $name:ident<$a:ident, $v:ident>($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
-        #[allow(clippy::too_many_arguments)]
-        fn $name<$a: Element + MatrixScalar<$v>, $v: Element>($($arg: $ty),*) {
-            #[inline(always)]
-            #[allow(clippy::too_many_arguments)]
-            fn body<$a: Element + MatrixScalar<$v>, $v: Element>($($arg: $ty),*) $body
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "fma,avx2")]
-                #[allow(clippy::too_many_arguments)]
-                fn with_fma<$a: Element + MatrixScalar<$v>, $v: Element>($($arg: $ty),*) {
-                    body($($arg),*)
-                }
-                if crate::cpu_dispatch::fma_allowed() {
-                    // SAFETY: the features were just detected on this CPU.
-                    return unsafe { with_fma($($arg),*) };
-                }
-            }
-            body($($arg),*)
-        }
-    };
-}
-
 fn check_xy(
     op: &'static str,
     n_rows: usize,
@@ -65,8 +39,8 @@ fn check_xy(
     check_len(op, "y (one per matrix row)", n_rows, y)
 }
 
-fma2! {
-fn csr_rows<A, V>(alpha: V, row_ptr: &[usize], col_idx: &[Index], values: &[A], x: &[V], beta: V, y: &mut [V]) {
+crate::cpu_dispatch::fma_kernel! {
+fn csr_rows[A: Element + MatrixScalar<V>, V: Element](alpha: V, row_ptr: &[usize], col_idx: &[Index], values: &[A], x: &[V], beta: V, y: &mut [V]) {
     for (i, yi) in y.iter_mut().enumerate() {
         let mut acc = V::ZERO;
         for kk in row_ptr[i]..row_ptr[i + 1] {
@@ -160,8 +134,8 @@ fn bcsr_block_row<A: Element + MatrixScalar<V>, V: Element>(
     }
 }
 
-fma2! {
-fn bcsr_rows<A, V>(alpha: V, a: &Bcsr<A>, first: usize, x: &[V], beta: V, y: &mut [V]) {
+crate::cpu_dispatch::fma_kernel! {
+fn bcsr_rows[A: Element + MatrixScalar<V>, V: Element](alpha: V, a: &Bcsr<A>, first: usize, x: &[V], beta: V, y: &mut [V]) {
     let b = a.b();
     let mut acc = vec![V::ZERO; b];
     for (t, yb) in y.chunks_exact_mut(b).enumerate() {
@@ -189,8 +163,8 @@ pub fn spmv_bcsr<A: Element + MatrixScalar<V>, V: Element>(
     Ok(())
 }
 
-fma2! {
-fn bcsr_mapped_rows<A, V>(alpha: V, a: &Bcsr<A>, map: &[Index], first_out: usize, x: &[V], beta: V, y: &mut [V]) {
+crate::cpu_dispatch::fma_kernel! {
+fn bcsr_mapped_rows[A: Element + MatrixScalar<V>, V: Element](alpha: V, a: &Bcsr<A>, map: &[Index], first_out: usize, x: &[V], beta: V, y: &mut [V]) {
     let b = a.b();
     let end_out = first_out + y.len() / b;
     let s0 = map.partition_point(|&m| (m as usize) < first_out);
@@ -261,8 +235,8 @@ pub fn spmv_bcsr_mapped<A: Element + MatrixScalar<V>, V: Element>(
     Ok(())
 }
 
-fma2! {
-fn ell_rows<A, V>(alpha: V, a: &Ell<A>, first: usize, x: &[V], beta: V, y: &mut [V]) {
+crate::cpu_dispatch::fma_kernel! {
+fn ell_rows[A: Element + MatrixScalar<V>, V: Element](alpha: V, a: &Ell<A>, first: usize, x: &[V], beta: V, y: &mut [V]) {
     let np = a.n_rows_pad();
     let len = &a.row_len()[first..first + y.len()];
     let width = len.iter().map(|&l| l as usize).max().unwrap_or(0);
@@ -300,8 +274,8 @@ pub fn spmv_ell<A: Element + MatrixScalar<V>, V: Element>(
     Ok(())
 }
 
-fma2! {
-fn bell_rows<A, V>(alpha: V, a: &Bell<A>, first: usize, x: &[V], beta: V, y: &mut [V]) {
+crate::cpu_dispatch::fma_kernel! {
+fn bell_rows[A: Element + MatrixScalar<V>, V: Element](alpha: V, a: &Bell<A>, first: usize, x: &[V], beta: V, y: &mut [V]) {
     let (b, nbp) = (a.b(), a.n_block_rows_pad());
     let mut acc = vec![V::ZERO; b];
     for (t, yb) in y.chunks_exact_mut(b).enumerate() {
@@ -341,8 +315,8 @@ pub fn spmv_bell<A: Element + MatrixScalar<V>, V: Element>(
     Ok(())
 }
 
-fma2! {
-fn bdia_rows<A, V>(alpha: V, a: &Bdia<A>, first: usize, x: &[V], beta: V, y: &mut [V]) {
+crate::cpu_dispatch::fma_kernel! {
+fn bdia_rows[A: Element + MatrixScalar<V>, V: Element](alpha: V, a: &Bdia<A>, first: usize, x: &[V], beta: V, y: &mut [V]) {
     let b = a.b();
     let rows = a.row_index();
     let mut s = rows.partition_point(|&r| (r as usize) < first);
