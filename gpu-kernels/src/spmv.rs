@@ -18,6 +18,20 @@ use num_complex::Complex;
 /// Threads per block of the row-per-thread SpMV kernels (a multiple of 5 and of 32).
 pub const SPMV_ROW_BLOCK: usize = 160;
 
+/// `y[i] <- finish(alpha, acc, beta, y[i])`, not reading `y[i]` where `beta == 0` (`y`
+/// may be uninitialised then).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn write_row<V: Scalar>(y: *mut V, i: usize, alpha: V, acc: V, beta: V) {
+    let yi = unsafe { y.add(i) };
+    let old = if beta == V::ZERO {
+        V::ZERO
+    } else {
+        unsafe { *yi }
+    };
+    unsafe { *yi = finish(alpha, acc, beta, old) };
+}
+
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use super::*;
@@ -60,14 +74,7 @@ mod kernels {
                     acc = m.mul_add_vec(unsafe { *xs.add(c) }, acc);
                 }
             }
-            let yi = unsafe { y.add(i) };
-            // `finish` does not read y where beta == 0 (y may be uninitialised).
-            let old = if beta == V::ZERO {
-                V::ZERO
-            } else {
-                unsafe { *yi }
-            };
-            unsafe { *yi = finish(alpha, acc, beta, old) };
+            unsafe { write_row(y, i, alpha, acc, beta) };
             i += grid_stride();
         }
     }
@@ -113,13 +120,7 @@ mod bell_kernels {
                     acc = m.mul_add_vec(unsafe { *xs.add(c) }, acc);
                 }
             }
-            let yi = unsafe { y.add(i) };
-            let old = if beta == V::ZERO {
-                V::ZERO
-            } else {
-                unsafe { *yi }
-            };
-            unsafe { *yi = finish(alpha, acc, beta, old) };
+            unsafe { write_row(y, i, alpha, acc, beta) };
             i += grid_stride();
         }
     }
