@@ -595,3 +595,38 @@ fn ghost_compaction_and_map() {
         before.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
     );
 }
+
+/// Round trips through nalgebra-sparse, and our SpMV against nalgebra-sparse's own
+/// sparse x dense product (an independent implementation).
+fn nalgebra_interop<T: Element + nalgebra::Scalar>()
+where
+    for<'a> &'a nalgebra_sparse::CsrMatrix<T>:
+        std::ops::Mul<&'a nalgebra::DVector<T>, Output = nalgebra::DVector<T>>,
+{
+    let coo = random_coo::<T>(37, 29, 0.2, 77);
+    let a = Csr::from(&coo);
+    let n = nalgebra_sparse::CsrMatrix::try_from(&a).expect("to nalgebra");
+    assert_eq!(
+        Csr::try_from(&n).expect("from nalgebra"),
+        a,
+        "CSR round trip"
+    );
+    let nc = nalgebra_sparse::CooMatrix::try_from(&coo).expect("coo to nalgebra");
+    let back = Coo::try_from(&nc).expect("coo from nalgebra");
+    assert_eq!(Csr::from(&back), a, "COO round trip (as CSR)");
+    let x = random_vec::<T>(a.n_cols(), 78);
+    let mut y = vec![T::ZERO; a.n_rows()];
+    cpu::spmv_csr(T::ONE, &a, &x, T::ZERO, &mut y).expect("spmv");
+    let theirs = &n * &nalgebra::DVector::from_vec(x.clone());
+    let want: Vec<Complex<f64>> = theirs.iter().map(|&v| bref::widen(v)).collect();
+    let scale = reference::spmv_magnitude(T::ONE, &a, &x, T::ZERO, &y);
+    assert_close("spmv vs nalgebra-sparse", &y, &want, &scale, 29);
+}
+
+#[test]
+fn nalgebra_sparse_interop_and_spmv_agree() {
+    nalgebra_interop::<f32>();
+    nalgebra_interop::<f64>();
+    nalgebra_interop::<Complex<f32>>();
+    nalgebra_interop::<Complex<f64>>();
+}
