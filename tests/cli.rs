@@ -61,7 +61,7 @@ fn spmv_writes_a_times_x_in_every_format() {
         .map(|f| (*f, "cpu"))
         .collect();
     if common::gpu_or_skip("spmv_writes_a_times_x_in_every_format (GPU part)").is_some() {
-        runs.extend([("bcsr", "gpu"), ("bell", "gpu")]);
+        runs.extend([("bcsr", "gpu"), ("bell", "gpu"), ("ell", "gpu")]);
     }
     for (format, device) in runs {
         let _ = std::fs::remove_file(&y);

@@ -7,9 +7,10 @@ use common::*;
 use ferrocuda::blas1::{Element, reference as bref};
 use ferrocuda::gpu::{DeviceSlice, Gpu};
 use ferrocuda::sparse::generate::{self, TraceSpec};
-use ferrocuda::sparse::gpu::{DeviceBcsr, DeviceBell, spmv_bcsr, spmv_bell};
+use ferrocuda::sparse::gpu::{DeviceBcsr, DeviceBell, DeviceEll, spmv_bcsr, spmv_bell, spmv_ell};
 use ferrocuda::sparse::{
-    Bcsr, Bell, BellOptions, BlockFit, BlockLayout, Csr, MatrixScalar, cpu, reference,
+    Bcsr, Bell, BellOptions, BlockFit, BlockLayout, Csr, Ell, EllOptions, MatrixScalar, cpu,
+    reference,
 };
 use ferrocuda::vendor::cusparse::Cusparse;
 use ferrocuda::{Complex, Error};
@@ -73,6 +74,32 @@ where
     }
 }
 
+/// The same check for the scalar ELL kernel against `cpu::spmv_ell`.
+fn check_ell<A, V>(gpu: &Gpu, what: &str, m: &Ell<A>, seed: u64)
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: Element,
+{
+    let x = random_vec::<V>(m.n_cols(), seed);
+    let y0 = random_vec::<V>(m.n_rows(), seed + 1);
+    let alpha = random_scalar::<V>(seed + 2);
+    let dm = DeviceEll::upload(gpu, m).unwrap_or_else(|e| panic!("{what}: upload: {e}"));
+    let dx = gpu.upload(&x).expect("upload x");
+    for beta in [V::ZERO, random_scalar::<V>(seed + 3)] {
+        let start = if beta == V::ZERO {
+            poison::<V>(m.n_rows())
+        } else {
+            y0.clone()
+        };
+        let mut want = start.clone();
+        cpu::spmv_ell(alpha, m, &x, beta, &mut want).unwrap_or_else(|e| panic!("{what}: cpu: {e}"));
+        let mut dy = gpu.upload(&start).expect("upload y");
+        spmv_ell(alpha, &dm, &dx, beta, &mut dy).unwrap_or_else(|e| panic!("{what}: gpu: {e}"));
+        let case = format!("{what} ({}x{}, beta {beta:?})", m.n_rows(), m.n_cols());
+        assert_bits_eq(&case, &dy.download().expect("download y"), &want);
+    }
+}
+
 fn random_bcsr<A: Element>(
     nbr: usize,
     nbc: usize,
@@ -110,6 +137,13 @@ where
             .with_layout(layout);
         check_bcsr::<A, V>(gpu, &format!("trace-like {name} {layout:?}"), &a, 99);
         check_bell::<A, V>(gpu, &format!("trace-like bell {name}"), &a, 99);
+        let e = Ell::from_bcsr(&a, &EllOptions::default()).expect("ell");
+        check_ell::<A, V>(
+            gpu,
+            &format!("trace-like ell (in-block zeros dropped) {name}"),
+            &e,
+            99,
+        );
     }
 }
 

@@ -91,6 +91,8 @@ pub struct SpmvNames {
     pub bell5: &'static str,
     /// Blocked ELL, `b` at run time; same arguments.
     pub bell: &'static str,
+    /// Scalar ELL: `(n_rows, n_rows_pad, alpha, row_len, col_idx, values, x, beta, y)`.
+    pub ell: &'static str,
 }
 
 /// Matrix scalars with SpMV kernels for vectors of `V`.
@@ -109,6 +111,7 @@ macro_rules! spmv_names {
                 bcsr_cm: concat!("spmv_bcsr_cm_", $sfx),
                 bell5: concat!("spmv_bell5_", $sfx),
                 bell: concat!("spmv_bell_", $sfx),
+                ell: concat!("spmv_ell_", $sfx),
             };
         }
     };
@@ -121,9 +124,9 @@ spmv_names!(Complex<f64>, Complex<f64>, "c64");
 spmv_names!(f32, Complex<f32>, "f32_c32");
 spmv_names!(f64, Complex<f64>, "f64_c64");
 
-const fn spmv_list(n: SpmvNames) -> [&'static str; 6] {
+const fn spmv_list(n: SpmvNames) -> [&'static str; 7] {
     [
-        n.bcsr5_rm, n.bcsr5_cm, n.bcsr_rm, n.bcsr_cm, n.bell5, n.bell,
+        n.bcsr5_rm, n.bcsr5_cm, n.bcsr_rm, n.bcsr_cm, n.bell5, n.bell, n.ell,
     ]
 }
 

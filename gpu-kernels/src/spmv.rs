@@ -126,6 +126,41 @@ mod bell_kernels {
     }
 }
 
+#[cfg(target_arch = "nvptx64")]
+mod ell_kernels {
+    use super::*;
+    use crate::device::{global_index, grid_stride};
+
+    /// `y[i] <- alpha (A x)_i + beta y[i]` for scalar ELL: slot `k` of row `i` at
+    /// `k n_rows_pad + i` (coalesced across rows), slots in order: the CPU's chain.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn ell<A: MatrixScalar<V>, V: Scalar>(
+        n_rows: usize,
+        n_rows_pad: usize,
+        alpha: V,
+        row_len: *const u32,
+        col_idx: *const u32,
+        values: *const A,
+        x: *const V,
+        beta: V,
+        y: *mut V,
+    ) {
+        let mut i = global_index();
+        while i < n_rows {
+            let len = unsafe { *row_len.add(i) } as usize;
+            let mut acc = V::ZERO;
+            for k in 0..len {
+                let at = k * n_rows_pad + i;
+                let col = unsafe { *col_idx.add(at) } as usize;
+                acc = unsafe { *values.add(at) }.mul_add_vec(unsafe { *x.add(col) }, acc);
+            }
+            unsafe { write_row(y, i, alpha, acc, beta) };
+            i += grid_stride();
+        }
+    }
+}
+
 /// Instantiates the BCSR SpMV entry points of one (matrix scalar, vector scalar) pair.
 #[cfg(target_arch = "nvptx64")]
 macro_rules! spmv_entries {
@@ -222,6 +257,25 @@ macro_rules! spmv_entries {
             mod bell {
                 use super::*;
                 bell_entry!("spmv_bell_", 0);
+            }
+            #[unsafe(export_name = concat!("spmv_ell_", $sfx))]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe extern "ptx-kernel" fn ell(
+                n_rows: usize,
+                n_rows_pad: usize,
+                alpha: $v,
+                row_len: *const u32,
+                col_idx: *const u32,
+                values: *const $a,
+                x: *const $v,
+                beta: $v,
+                y: *mut $v,
+            ) {
+                unsafe {
+                    super::ell_kernels::ell::<$a, $v>(
+                        n_rows, n_rows_pad, alpha, row_len, col_idx, values, x, beta, y,
+                    )
+                }
             }
         }
     };

@@ -16,8 +16,8 @@ use crate::blas1::{Element, reference as bref};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, copy_device};
 use crate::sparse::generate::{self, TraceSpec};
-use crate::sparse::gpu::{DeviceBcsr, DeviceBell, spmv_bcsr, spmv_bell};
-use crate::sparse::{Bcsr, Bell, BellOptions, BlockLayout, MatrixScalar, cpu};
+use crate::sparse::gpu::{DeviceBcsr, DeviceBell, DeviceEll, spmv_bcsr, spmv_bell, spmv_ell};
+use crate::sparse::{Bcsr, Bell, BellOptions, BlockLayout, Ell, EllOptions, MatrixScalar, cpu};
 use crate::vendor::cusparse::{Cusparse, CusparseScalar};
 use ferrocuda_kernels::names::SpmvKernels;
 
@@ -311,6 +311,25 @@ where
                 "GPU",
                 stats,
                 bell_bytes,
+                err,
+            ));
+        }
+        {
+            progress("ferrocuda ELL (scalar, in-block zeros dropped)");
+            let m = Ell::from_bcsr(&a, &EllOptions::default())?;
+            let ell_bytes = nnz as f64 * (size + 4.0) + n as f64 * 4.0 + vectors;
+            let dm = DeviceEll::upload(gpu, &m)?;
+            drop(m);
+            let stats = time_gpu(gpu, 2, opts.reps, || {
+                spmv_ell(alpha, &dm, &dx, beta, &mut dy)
+            })?;
+            let err = max_rel_error(&dy.download()?, &y_cpu, &scale);
+            results.push(row(
+                "ELL",
+                "ferrocuda, thread per row, zeros dropped",
+                "GPU",
+                stats,
+                ell_bytes,
                 err,
             ));
         }

@@ -17,7 +17,7 @@ use crate::Complex;
 use crate::blas1::Element;
 use crate::error::{Error, Result};
 use crate::gpu;
-use crate::sparse::gpu::{DeviceBcsr, DeviceBell, spmv_bcsr, spmv_bell};
+use crate::sparse::gpu::{DeviceBcsr, DeviceBell, DeviceEll, spmv_bcsr, spmv_bell, spmv_ell};
 use crate::sparse::{
     Bcsr, Bdia, BdiaOptions, Bell, BellOptions, BlockFit, BlockLayout, Csr, Ell, EllOptions, cpu,
     mm,
@@ -221,6 +221,15 @@ fn spmv_gpu<T: Element + MatrixScalar<T> + SpmvKernels<T>>(
     args: &SpmvArgs,
     ordinal: usize,
 ) -> Result<Vec<T>> {
+    let (one, zero) = (T::ONE, T::ZERO);
+    if args.format == SpmvFormat::Ell {
+        let g = gpu::open(ordinal)?;
+        let m = Ell::from_csr(a, &EllOptions::default())?;
+        let dx = g.upload(x)?;
+        let mut dy = g.alloc::<T>(a.n_rows())?;
+        spmv_ell(one, &DeviceEll::upload(&g, &m)?, &dx, zero, &mut dy)?;
+        return Ok(dy.download()?);
+    }
     if !matches!(args.format, SpmvFormat::Bcsr | SpmvFormat::Bell) {
         return Err(Error::InvalidArgument {
             op: "spmv",
@@ -234,7 +243,6 @@ fn spmv_gpu<T: Element + MatrixScalar<T> + SpmvKernels<T>>(
     let (m, xp) = blocked(a, x, args.block_size)?;
     let dx = g.upload(&xp)?;
     let mut dy = g.alloc::<T>(m.n_rows())?;
-    let (one, zero) = (T::ONE, T::ZERO);
     if args.format == SpmvFormat::Bcsr {
         spmv_bcsr(one, &DeviceBcsr::upload(&g, &m)?, &dx, zero, &mut dy)?;
     } else {

@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | BCSR, `b = 5`, row- or column-major blocks | `spmv_bcsr5_{rm,cm}_<t>` | one thread per matrix row |
 //! | BCSR, any `b` | `spmv_bcsr_{rm,cm}_<t>` | one thread per matrix row |
+//! | ELL (scalar, column-major) | `spmv_ell_<t>` | one thread per matrix row, coalesced |
 //! | BELL (blocked ELL), `b = 5` or any `b` | `spmv_bell5_<t>`, `spmv_bell_<t>` | one thread per matrix row, coalesced |
 //!
 //! The per-row sum is the CPU path's fused multiply-add chain in the same order, so GPU
@@ -15,7 +16,7 @@ use ferrocuda_kernels::names::SpmvKernels;
 use ferrocuda_kernels::sparse::MatrixScalar;
 use ferrocuda_kernels::spmv::SPMV_ROW_BLOCK;
 
-use super::{Bcsr, Bell, BlockLayout, Element};
+use super::{Bcsr, Bell, BlockLayout, Element, Ell};
 use crate::error::{Error, Result, check_len};
 
 /// A [`Bcsr`] matrix resident on one GPU (same arrays, same layout).
@@ -100,6 +101,78 @@ impl<A: Element> DeviceBell<A> {
     pub fn n_cols(&self) -> usize {
         self.n_block_cols * self.b
     }
+}
+
+/// An [`Ell`] matrix resident on one GPU (same arrays, same layout).
+pub struct DeviceEll<A> {
+    n_rows: usize,
+    n_cols: usize,
+    n_rows_pad: usize,
+    row_len: DeviceBuffer<u32>,
+    col_idx: DeviceBuffer<u32>,
+    values: DeviceBuffer<A>,
+}
+
+impl<A: Element> DeviceEll<A> {
+    /// Copies `a`'s arrays to the device of `gpu`.
+    pub fn upload(gpu: &Gpu, a: &Ell<A>) -> Result<Self> {
+        Ok(DeviceEll {
+            n_rows: a.n_rows(),
+            n_cols: a.n_cols(),
+            n_rows_pad: a.n_rows_pad(),
+            row_len: gpu.upload(a.row_len())?,
+            col_idx: gpu.upload(a.col_idx())?,
+            values: gpu.upload(a.values())?,
+        })
+    }
+}
+
+/// `y <- alpha A x + beta y` for a device ELL matrix; same contract as [`spmv_bcsr`],
+/// and the same bits as `cpu::spmv_ell`.
+pub fn spmv_ell<A, V>(
+    alpha: V,
+    a: &DeviceEll<A>,
+    x: &impl DeviceSlice<V>,
+    beta: V,
+    y: &mut impl DeviceSliceMut<V>,
+) -> Result<()>
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: Element,
+{
+    check_operands("spmv_ell", a.n_rows, a.n_cols, &a.values, x, y)?;
+    if a.n_rows == 0 {
+        return Ok(());
+    }
+    let (n, np) = (a.n_rows, a.n_rows_pad);
+    let (rl, ci, va) = (
+        a.row_len.device_ptr(),
+        a.col_idx.device_ptr(),
+        a.values.device_ptr(),
+    );
+    let (xp, yp) = (x.device_ptr(), y.device_ptr());
+    let cfg = LaunchConfig::for_elements(n, SPMV_ROW_BLOCK as u32);
+    // SAFETY: spmv_ell_<a>_<v>(n_rows, n_rows_pad, alpha, row_len, col_idx, values, x, beta,
+    // y) reads the arrays validated by `Ell` (row_len <= width, columns < n_cols),
+    // x[0..n_cols], writes y[0..n_rows]; lengths checked.
+    unsafe {
+        y.gpu().launch(
+            <A as SpmvKernels<V>>::SPMV.ell,
+            cfg,
+            &mut [
+                arg(&n),
+                arg(&np),
+                arg(&alpha),
+                arg(&rl),
+                arg(&ci),
+                arg(&va),
+                arg(&xp),
+                arg(&beta),
+                arg(&yp),
+            ],
+        )?
+    };
+    Ok(())
 }
 
 fn check_operands<V, M>(
