@@ -234,7 +234,7 @@ fn spmv_gpu<T: Element + MatrixScalar<T> + SpmvKernels<T>>(
         return Err(Error::InvalidArgument {
             op: "spmv",
             reason: format!(
-                "format {:?} has no GPU kernel yet: use --format bcsr or bell, or --device cpu",
+                "format {:?} has no GPU kernel yet: use --format bcsr, bell or ell, or --device cpu",
                 args.format
             ),
         });
