@@ -47,10 +47,42 @@ pub(crate) struct Device {
     modules: Mutex<HashMap<usize, Arc<CudaModule>>>,
     /// Kernels by (PTX address, name).
     functions: Mutex<HashMap<(usize, &'static str), CudaFunction>>,
-    /// Set once a second stream exists: from then on, freeing memory waits for the
-    /// whole device, because a buffer may still be read by a kernel on another stream.
+    /// Set once a second stream exists: from then on, a free is ordered after the work
+    /// issued so far on every other stream (a buffer may still be read there).
     pub(crate) multi_stream: AtomicBool,
     main: Mutex<Weak<StreamState>>,
+    /// Every stream of this device that is still alive.
+    streams: Mutex<Vec<Weak<StreamState>>>,
+}
+
+impl Device {
+    /// Makes `stream` wait for the work issued so far on every other live stream of the
+    /// device, without blocking the host. Streams that are being captured into a graph
+    /// are skipped: their work runs only when the graph is launched, which
+    /// [`Gpu::capture`]'s safety contract covers. (A device-wide synchronisation here
+    /// would invalidate a capture running on another thread.)
+    pub(crate) fn order_after_other_streams(&self, stream: &CudaStream) {
+        let others: Vec<Arc<StreamState>> = lock(&self.streams)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for other in others {
+            if std::ptr::eq(other.stream.as_ref(), stream) {
+                continue;
+            }
+            let capturing = other
+                .stream
+                .capture_status()
+                .map(|s| s != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+                .unwrap_or(true);
+            if capturing {
+                continue;
+            }
+            if let Ok(event) = other.stream.record_event(None) {
+                let _ = stream.wait(&event);
+            }
+        }
+    }
 }
 
 /// One stream with what belongs to it.
@@ -128,6 +160,7 @@ impl Gpu {
                     functions: Mutex::new(HashMap::new()),
                     multi_stream: AtomicBool::new(false),
                     main: Mutex::new(Weak::new()),
+                    streams: Mutex::new(Vec::new()),
                 });
                 registry.push((ordinal, Arc::downgrade(&d)));
                 d
@@ -149,9 +182,9 @@ impl Gpu {
 
     /// A handle to a new stream of the same device (same module cache).
     ///
-    /// From then on, dropping a buffer waits for the whole device before its memory is
-    /// freed (a kernel on another stream may still read it): correct, at the cost of a
-    /// synchronisation per free.
+    /// From then on, freeing a buffer is ordered (on the device, without blocking the
+    /// host) after the work issued so far on every other stream, since a kernel there
+    /// may still read it: correct, at the cost of an event per stream and free.
     pub fn new_stream(&self) -> Result<Gpu> {
         self.device.multi_stream.store(true, Ordering::SeqCst);
         let state = StreamState::new(&self.device)?;
@@ -373,10 +406,14 @@ impl Gpu {
 impl StreamState {
     fn new(device: &Arc<Device>) -> Result<Arc<StreamState>> {
         let stream = check(device.ctx.new_stream(), || "cuStreamCreate".into())?;
-        Ok(Arc::new(StreamState {
+        let state = Arc::new(StreamState {
             stream,
             last_kernel: Mutex::new("(none)"),
             scratch: Mutex::new(None),
-        }))
+        });
+        let mut streams = lock(&device.streams);
+        streams.retain(|s| s.strong_count() > 0);
+        streams.push(Arc::downgrade(&state));
+        Ok(state)
     }
 }

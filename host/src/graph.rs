@@ -26,6 +26,12 @@ impl Gpu {
     /// The graph replays raw device addresses: every buffer the captured work touches
     /// must outlive every [`Graph::launch`], and must not be used concurrently on
     /// another stream while a replay runs. The borrow checker cannot see this.
+    ///
+    /// With several streams, a buffer freed on another thread orders its free after the
+    /// other streams' work by recording events on them; it skips a stream that is
+    /// capturing, but a capture that begins on another thread in the instant between
+    /// that check and the event can still be invalidated (the capture then fails with
+    /// an error; nothing is corrupted).
     pub unsafe fn capture<E: From<Error>>(
         &self,
         f: impl FnOnce(&Gpu) -> std::result::Result<(), E>,

@@ -75,9 +75,9 @@ impl Drop for Allocation {
             return;
         }
         // With several streams, a kernel on another stream may still read this memory:
-        // wait for the whole device first. Errors cannot be reported from drop.
+        // order the free after their work. Errors cannot be reported from drop.
         if self.device.multi_stream.load(Ordering::SeqCst) {
-            let _ = self.device.ctx.synchronize();
+            self.device.order_after_other_streams(&self.stream);
         }
         // SAFETY: allocated by malloc_async on this stream; work queued on it before
         // this free still sees the memory (stream order).
