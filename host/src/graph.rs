@@ -18,7 +18,9 @@ pub struct Graph {
 
 impl Gpu {
     /// Captures the work `f` issues on this stream into a [`Graph`] instead of running
-    /// it. Inside `f`, only issue work: no allocation, no download, no synchronisation
+    /// it. The stream must be this thread's alone meanwhile: every [`Gpu::new`] of a
+    /// device shares its main stream, so capture on a stream from [`Gpu::new_stream`]
+    /// where other threads may issue work. Inside `f`, only issue work: no allocation, no download, no synchronisation
     /// (the driver rejects them during capture; a reduction scratch that would have to
     /// grow is reported as [`Error::Capture`], so run the same work once first).
     ///
