@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, result, sys};
 
@@ -53,6 +53,12 @@ pub(crate) struct Device {
     main: Mutex<Weak<StreamState>>,
     /// Every stream of this device that is still alive.
     streams: Mutex<Vec<Weak<StreamState>>>,
+    /// Frees hold it shared while they look at other streams' capture status and record
+    /// events on them; `capture` holds it exclusively while it begins a capture. So no
+    /// capture can start between that check and the event (the event would join the
+    /// capture, pull the freeing stream into it, and another thread's synchronisation of
+    /// that stream then crashed inside the driver).
+    pub(crate) capture_gate: RwLock<()>,
 }
 
 impl Device {
@@ -62,6 +68,10 @@ impl Device {
     /// [`Gpu::capture`]'s safety contract covers. (A device-wide synchronisation here
     /// would invalidate a capture running on another thread.)
     pub(crate) fn order_after_other_streams(&self, stream: &CudaStream) {
+        let _gate = self
+            .capture_gate
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
         let others: Vec<Arc<StreamState>> = lock(&self.streams)
             .iter()
             .filter_map(Weak::upgrade)
@@ -161,6 +171,7 @@ impl Gpu {
                     multi_stream: AtomicBool::new(false),
                     main: Mutex::new(Weak::new()),
                     streams: Mutex::new(Vec::new()),
+                    capture_gate: RwLock::new(()),
                 });
                 registry.push((ordinal, Arc::downgrade(&d)));
                 d

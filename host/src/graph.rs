@@ -28,21 +28,24 @@ impl Gpu {
     /// The graph replays raw device addresses: every buffer the captured work touches
     /// must outlive every [`Graph::launch`], and must not be used concurrently on
     /// another stream while a replay runs. The borrow checker cannot see this.
-    ///
-    /// With several streams, a buffer freed on another thread orders its free after the
-    /// other streams' work by recording events on them; it skips a stream that is
-    /// capturing, but a capture that begins on another thread in the instant between
-    /// that check and the event can still be invalidated (the capture then fails with
-    /// an error; nothing is corrupted).
     pub unsafe fn capture<E: From<Error>>(
         &self,
         f: impl FnOnce(&Gpu) -> std::result::Result<(), E>,
     ) -> std::result::Result<Graph, E> {
         let stream = self.cuda_stream();
-        check::<()>(
-            stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-            || "cuStreamBeginCapture".into(),
-        )?;
+        {
+            // Exclusive while beginning: no free may be between its capture-status check
+            // of this stream and its event on it (see `Device::capture_gate`).
+            let _gate = self
+                .device()
+                .capture_gate
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            check::<()>(
+                stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                || "cuStreamBeginCapture".into(),
+            )?;
+        }
         let issued = f(self);
         let ended = stream.end_capture(sys::CUgraphInstantiate_flags(0));
         issued?;
