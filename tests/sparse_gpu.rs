@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use ferrocuda::blas1::{Element, reference as bref};
-use ferrocuda::gpu::{DeviceSlice, Gpu};
+use ferrocuda::gpu::{DeviceBuffer, DeviceSlice, Gpu};
 use ferrocuda::sparse::generate::{self, TraceSpec};
 use ferrocuda::sparse::gpu::{DeviceBcsr, DeviceBell, DeviceEll, spmv_bcsr, spmv_bell, spmv_ell};
 use ferrocuda::sparse::{
@@ -16,36 +16,52 @@ use ferrocuda::vendor::cusparse::Cusparse;
 use ferrocuda::{Complex, Error};
 use ferrocuda_kernels::names::SpmvKernels;
 
-/// GPU `y <- alpha A x + beta y` for `a`, checked bit for bit against the CPU, with `y`
-/// poisoned when `beta == 0` (the kernel must write every row and not read `y`).
+/// GPU `y <- alpha A x + beta y` checked bit for bit against the CPU, for both a zero
+/// `beta` (with `y` poisoned: the kernel must write every row and not read `y`) and a
+/// random one. `cpu` and `gpu` run the product of one matrix in one format.
+fn check_gpu_matches_cpu<V: Element>(
+    gpu: &Gpu,
+    what: &str,
+    (n_rows, n_cols): (usize, usize),
+    seed: u64,
+    cpu: impl Fn(V, &[V], V, &mut [V]) -> Result<(), ferrocuda::sparse::SparseError>,
+    gpu_spmv: impl Fn(V, &DeviceBuffer<V>, V, &mut DeviceBuffer<V>) -> Result<(), Error>,
+) {
+    let x = random_vec::<V>(n_cols, seed);
+    let y0 = random_vec::<V>(n_rows, seed + 1);
+    let alpha = random_scalar::<V>(seed + 2);
+    let dx = gpu.upload(&x).expect("upload x");
+    for beta in [V::ZERO, random_scalar::<V>(seed + 3)] {
+        let start = if beta == V::ZERO {
+            poison::<V>(n_rows)
+        } else {
+            y0.clone()
+        };
+        let mut want = start.clone();
+        cpu(alpha, &x, beta, &mut want).unwrap_or_else(|e| panic!("{what}: cpu: {e}"));
+        let mut dy = gpu.upload(&start).expect("upload y");
+        gpu_spmv(alpha, &dx, beta, &mut dy).unwrap_or_else(|e| panic!("{what}: gpu: {e}"));
+        let case = format!("{what} ({n_rows}x{n_cols}, beta {beta:?})");
+        assert_bits_eq(&case, &dy.download().expect("download y"), &want);
+    }
+}
+
 fn check_bcsr<A, V>(gpu: &Gpu, what: &str, a: &Bcsr<A>, seed: u64)
 where
     A: Element + MatrixScalar<V> + SpmvKernels<V>,
     V: Element,
 {
-    let x = random_vec::<V>(a.n_cols(), seed);
-    let y0 = random_vec::<V>(a.n_rows(), seed + 1);
-    let alpha = random_scalar::<V>(seed + 2);
     let da = DeviceBcsr::upload(gpu, a).unwrap_or_else(|e| panic!("{what}: upload: {e}"));
-    let dx = gpu.upload(&x).expect("upload x");
-    for beta in [V::ZERO, random_scalar::<V>(seed + 3)] {
-        let start = if beta == V::ZERO {
-            poison::<V>(a.n_rows())
-        } else {
-            y0.clone()
-        };
-        let mut want = start.clone();
-        cpu::spmv_bcsr(alpha, a, &x, beta, &mut want)
-            .unwrap_or_else(|e| panic!("{what}: cpu: {e}"));
-        let mut dy = gpu.upload(&start).expect("upload y");
-        spmv_bcsr(alpha, &da, &dx, beta, &mut dy).unwrap_or_else(|e| panic!("{what}: gpu: {e}"));
-        let got = dy.download().expect("download y");
-        let case = format!("{what} ({}x{}, beta {beta:?})", a.n_rows(), a.n_cols());
-        assert_bits_eq(&case, &got, &want);
-    }
+    check_gpu_matches_cpu(
+        gpu,
+        what,
+        (a.n_rows(), a.n_cols()),
+        seed,
+        |al, x, be, y| cpu::spmv_bcsr(al, a, x, be, y),
+        |al, x, be, y| spmv_bcsr(al, &da, x, be, y),
+    );
 }
 
-/// The same check for the blocked-ELL kernels (built from `a`), against `cpu::spmv_bell`.
 fn check_bell<A, V>(gpu: &Gpu, what: &str, a: &Bcsr<A>, seed: u64)
 where
     A: Element + MatrixScalar<V> + SpmvKernels<V>,
@@ -53,51 +69,31 @@ where
 {
     let m =
         Bell::from_bcsr(a, &BellOptions::default()).unwrap_or_else(|e| panic!("{what}: bell: {e}"));
-    let x = random_vec::<V>(m.n_cols(), seed);
-    let y0 = random_vec::<V>(m.n_rows(), seed + 1);
-    let alpha = random_scalar::<V>(seed + 2);
     let dm = DeviceBell::upload(gpu, &m).unwrap_or_else(|e| panic!("{what}: upload: {e}"));
-    let dx = gpu.upload(&x).expect("upload x");
-    for beta in [V::ZERO, random_scalar::<V>(seed + 3)] {
-        let start = if beta == V::ZERO {
-            poison::<V>(m.n_rows())
-        } else {
-            y0.clone()
-        };
-        let mut want = start.clone();
-        cpu::spmv_bell(alpha, &m, &x, beta, &mut want)
-            .unwrap_or_else(|e| panic!("{what}: cpu: {e}"));
-        let mut dy = gpu.upload(&start).expect("upload y");
-        spmv_bell(alpha, &dm, &dx, beta, &mut dy).unwrap_or_else(|e| panic!("{what}: gpu: {e}"));
-        let case = format!("{what} ({}x{}, beta {beta:?})", m.n_rows(), m.n_cols());
-        assert_bits_eq(&case, &dy.download().expect("download y"), &want);
-    }
+    check_gpu_matches_cpu(
+        gpu,
+        what,
+        (m.n_rows(), m.n_cols()),
+        seed,
+        |al, x, be, y| cpu::spmv_bell(al, &m, x, be, y),
+        |al, x, be, y| spmv_bell(al, &dm, x, be, y),
+    );
 }
 
-/// The same check for the scalar ELL kernel against `cpu::spmv_ell`.
 fn check_ell<A, V>(gpu: &Gpu, what: &str, m: &Ell<A>, seed: u64)
 where
     A: Element + MatrixScalar<V> + SpmvKernels<V>,
     V: Element,
 {
-    let x = random_vec::<V>(m.n_cols(), seed);
-    let y0 = random_vec::<V>(m.n_rows(), seed + 1);
-    let alpha = random_scalar::<V>(seed + 2);
     let dm = DeviceEll::upload(gpu, m).unwrap_or_else(|e| panic!("{what}: upload: {e}"));
-    let dx = gpu.upload(&x).expect("upload x");
-    for beta in [V::ZERO, random_scalar::<V>(seed + 3)] {
-        let start = if beta == V::ZERO {
-            poison::<V>(m.n_rows())
-        } else {
-            y0.clone()
-        };
-        let mut want = start.clone();
-        cpu::spmv_ell(alpha, m, &x, beta, &mut want).unwrap_or_else(|e| panic!("{what}: cpu: {e}"));
-        let mut dy = gpu.upload(&start).expect("upload y");
-        spmv_ell(alpha, &dm, &dx, beta, &mut dy).unwrap_or_else(|e| panic!("{what}: gpu: {e}"));
-        let case = format!("{what} ({}x{}, beta {beta:?})", m.n_rows(), m.n_cols());
-        assert_bits_eq(&case, &dy.download().expect("download y"), &want);
-    }
+    check_gpu_matches_cpu(
+        gpu,
+        what,
+        (m.n_rows(), m.n_cols()),
+        seed,
+        |al, x, be, y| cpu::spmv_ell(al, m, x, be, y),
+        |al, x, be, y| spmv_ell(al, &dm, x, be, y),
+    );
 }
 
 fn random_bcsr<A: Element>(
