@@ -14,7 +14,7 @@ use super::{Stats, random_vector, time_cpu, time_gpu};
 use crate::Complex;
 use crate::blas1::{Element, reference as bref};
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, copy_device};
+use crate::gpu::{DeviceBuffer, Gpu, copy_device};
 use crate::sparse::generate::{self, TraceSpec};
 use crate::sparse::gpu::{DeviceBcsr, DeviceBell, DeviceEll, spmv_bcsr, spmv_bell, spmv_ell};
 use crate::sparse::{Bcsr, Bell, BellOptions, BlockLayout, Ell, EllOptions, MatrixScalar, cpu};
@@ -168,6 +168,20 @@ fn max_rel_error<T: Element>(got: &[T], want: &[T], scale: &[f64]) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// Times `f` (which writes `dy`) with device events, then checks its result against the
+/// CPU's: `(timing, max_rel_error)`.
+fn measure<T: Element>(
+    gpu: &Gpu,
+    reps: usize,
+    dy: &mut DeviceBuffer<T>,
+    y_cpu: &[T],
+    scale: &[f64],
+    mut f: impl FnMut(&mut DeviceBuffer<T>) -> Result<()>,
+) -> Result<(Stats, f64)> {
+    let stats = time_gpu(gpu, 2, reps, || f(dy))?;
+    Ok((stats, max_rel_error(&dy.download()?, y_cpu, scale)))
+}
+
 fn run_typed<T>(
     gpu: Option<&Gpu>,
     gpu_skipped: Option<String>,
@@ -281,10 +295,9 @@ where
             let m = a.with_layout(layout);
             let dm = DeviceBcsr::upload(gpu, &m)?;
             drop(m);
-            let stats = time_gpu(gpu, 2, opts.reps, || {
-                spmv_bcsr(alpha, &dm, &dx, beta, &mut dy)
+            let (stats, err) = measure(gpu, opts.reps, &mut dy, &y_cpu, &scale, |dy| {
+                spmv_bcsr(alpha, &dm, &dx, beta, dy)
             })?;
-            let err = max_rel_error(&dy.download()?, &y_cpu, &scale);
             results.push(row(
                 "BCSR 5x5",
                 &format!("ferrocuda, thread per row, {label}"),
@@ -301,10 +314,9 @@ where
                 blocks as f64 * (25.0 * size + 4.0) + a.n_block_rows() as f64 * 4.0 + vectors;
             let dm = DeviceBell::upload(gpu, &m)?;
             drop(m);
-            let stats = time_gpu(gpu, 2, opts.reps, || {
-                spmv_bell(alpha, &dm, &dx, beta, &mut dy)
+            let (stats, err) = measure(gpu, opts.reps, &mut dy, &y_cpu, &scale, |dy| {
+                spmv_bell(alpha, &dm, &dx, beta, dy)
             })?;
-            let err = max_rel_error(&dy.download()?, &y_cpu, &scale);
             results.push(row(
                 "BELL 5x5",
                 "ferrocuda, thread per row, interleaved blocks",
@@ -320,10 +332,9 @@ where
             let ell_bytes = nnz as f64 * (size + 4.0) + n as f64 * 4.0 + vectors;
             let dm = DeviceEll::upload(gpu, &m)?;
             drop(m);
-            let stats = time_gpu(gpu, 2, opts.reps, || {
-                spmv_ell(alpha, &dm, &dx, beta, &mut dy)
+            let (stats, err) = measure(gpu, opts.reps, &mut dy, &y_cpu, &scale, |dy| {
+                spmv_ell(alpha, &dm, &dx, beta, dy)
             })?;
-            let err = max_rel_error(&dy.download()?, &y_cpu, &scale);
             results.push(row(
                 "ELL",
                 "ferrocuda, thread per row, zeros dropped",
@@ -337,10 +348,9 @@ where
             Ok(cs) => {
                 progress("cuSPARSE CSR (cusparseSpMV)");
                 let mut m = cs.upload_csr(&csr)?;
-                let stats = time_gpu(gpu, 2, opts.reps, || {
-                    cs.spmv_csr(alpha, &mut m, &dx, beta, &mut dy)
+                let (stats, err) = measure(gpu, opts.reps, &mut dy, &y_cpu, &scale, |dy| {
+                    cs.spmv_csr(alpha, &mut m, &dx, beta, dy)
                 })?;
-                let err = max_rel_error(&dy.download()?, &y_cpu, &scale);
                 drop(m);
                 results.push(row(
                     "CSR",
@@ -357,10 +367,9 @@ where
                 let full_bytes = full.nnz() as f64 * (size + 4.0) + (n + 1) as f64 * 4.0 + vectors;
                 let mut m = cs.upload_csr(&full)?;
                 drop(full);
-                let stats = time_gpu(gpu, 2, opts.reps, || {
-                    cs.spmv_csr(alpha, &mut m, &dx, beta, &mut dy)
+                let (stats, err) = measure(gpu, opts.reps, &mut dy, &y_cpu, &scale, |dy| {
+                    cs.spmv_csr(alpha, &mut m, &dx, beta, dy)
                 })?;
-                let err = max_rel_error(&dy.download()?, &y_cpu, &scale);
                 drop(m);
                 results.push(row(
                     "CSR + stored zeros",
@@ -372,10 +381,9 @@ where
                 ));
                 progress("cuSPARSE BSR (bsrmv)");
                 let m = cs.upload_bsr(&a)?;
-                let stats = time_gpu(gpu, 2, opts.reps, || {
-                    cs.spmv_bsr(alpha, &m, &dx, beta, &mut dy)
+                let (stats, err) = measure(gpu, opts.reps, &mut dy, &y_cpu, &scale, |dy| {
+                    cs.spmv_bsr(alpha, &m, &dx, beta, dy)
                 })?;
-                let err = max_rel_error(&dy.download()?, &y_cpu, &scale);
                 results.push(row(
                     "BCSR 5x5",
                     "cuSPARSE bsrmv, row-major blocks",
