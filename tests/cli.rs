@@ -56,12 +56,19 @@ fn spmv_writes_a_times_x_in_every_format() {
         "%%MatrixMarket matrix array real general\n4 1\n1\n2\n3\n4\n",
     )
     .unwrap();
-    let mut runs: Vec<(&str, &str)> = ["csr", "bcsr", "ell", "bell", "bdia"]
+    let mut runs: Vec<(&str, &str)> = ["csr", "bcsr", "ell", "bell", "bdia", "sbell"]
         .iter()
         .map(|f| (*f, "cpu"))
         .collect();
     if common::gpu_or_skip("spmv_writes_a_times_x_in_every_format (GPU part)").is_some() {
-        runs.extend([("bcsr", "gpu"), ("bell", "gpu"), ("ell", "gpu")]);
+        runs.extend([
+            ("csr", "gpu"),
+            ("bcsr", "gpu"),
+            ("bell", "gpu"),
+            ("ell", "gpu"),
+            ("bdia", "gpu"),
+            ("sbell", "gpu"),
+        ]);
     }
     for (format, device) in runs {
         let _ = std::fs::remove_file(&y);

@@ -8,7 +8,7 @@ use ferrocuda::blas1::{Element, reference as bref};
 use ferrocuda::sparse::generate::{self, TraceSpec};
 use ferrocuda::sparse::{
     Bcsr, BcsrParts, Bdia, BdiaOptions, Bell, BellOptions, BlockFit, BlockLayout, Coo, Csr, Ell,
-    EllOptions, SparseError, cpu, mm, reference,
+    EllOptions, Sbell, SbellParts, SparseError, cpu, mm, reference,
 };
 use ferrocuda::{Complex, RealScalar};
 
@@ -73,6 +73,9 @@ fn round_trips<T: Element>() {
                     )
                     .unwrap();
                     assert_eq!(dense_of(&bdia.to_csr()), d, "bdia b={b}");
+                    let sbell = Sbell::from_bcsr(&bc).unwrap();
+                    assert_eq!(sbell.to_bcsr(layout), bc, "sbell b={b}");
+                    assert_eq!(dense_of(&sbell.to_csr()), d, "sbell b={b}");
                 }
             }
             let ell = Ell::from_csr(&csr, &EllOptions::default().drop_zeros(false)).unwrap();
@@ -159,6 +162,8 @@ fn spmv_all<A: Element + ferrocuda::sparse::MatrixScalar<V>, V: Element>() {
                     )
                     .unwrap();
                     run("bdia", &|y| cpu::spmv_bdia(alpha, &bdia, &x, beta, y));
+                    let sbell = Sbell::from_bcsr(&bc).unwrap();
+                    run("sbell", &|y| cpu::spmv_sbell(alpha, &sbell, &x, beta, y));
                     let (cb, map) = bc.compact_empty_block_rows();
                     run("bcsr_mapped", &|y| {
                         // Rows not in the map are not written: give them the expected value.
@@ -562,6 +567,68 @@ fn generator_is_deterministic_and_real_takes_real_parts() {
             }
         }
     }
+}
+
+#[test]
+fn sbell_drops_ghost_rows_and_structural_zeros_of_trace_cases() {
+    for spec in [TraceSpec::new(3, 4, 5, 2), TraceSpec::new(6, 5, 4, 3)] {
+        let a = generate::trace_like::<f64>(&spec.seed(5)).unwrap();
+        let s = Sbell::from_bcsr(&a).unwrap();
+        assert_eq!(s.n_stored(), spec.cells());
+        assert_eq!(s.blocks(), spec.nonzero_blocks());
+        // slot 0: dense diagonal blocks; every other slot: the 21 entries off the pattern
+        assert_eq!(s.masks()[0].count_ones(), 25);
+        let mut off = (1u64 << 25) - 1;
+        for (r, c) in generate::OFFDIAG_ZEROS {
+            off &= !(1u64 << (r * 5 + c));
+        }
+        assert!(s.masks()[1..].iter().all(|&m| m == off), "{:x?}", s.masks());
+        assert_eq!(s.entries_read(), spec.nonzero_entries());
+        assert_eq!(s.to_bcsr(BlockLayout::RowMajor), a);
+        let empty = s.empty_block_rows();
+        assert_eq!(empty.len(), spec.block_rows() - spec.cells());
+        assert!(empty.iter().all(|&r| spec.is_ghost_block_row(r as usize)));
+        // no stored zeros: an infinity in x meets no 0 * inf
+        let mut x: Vec<f64> = random_vec(a.n_cols(), 9);
+        let mut y = vec![0.0; a.n_rows()];
+        // column 3 of a real cell: entry (0, 3) of every off-diagonal block is a zero
+        x[spec.block_row(0, 1, 1, 1) * 5 + 3] = f64::INFINITY;
+        cpu::spmv_sbell(1.0, &s, &x, 0.0, &mut y).unwrap();
+        let mut y_bcsr = vec![0.0; a.n_rows()];
+        cpu::spmv_bcsr(1.0, &a, &x, 0.0, &mut y_bcsr).unwrap();
+        let nan = |v: &[f64]| v.iter().filter(|v| v.is_nan()).count();
+        assert!(nan(&y) < nan(&y_bcsr), "{} vs {}", nan(&y), nan(&y_bcsr));
+    }
+}
+
+#[test]
+fn sbell_rejects_bad_arrays_and_big_blocks() {
+    let a = generate::trace_like::<f64>(&TraceSpec::new(2, 2, 2, 1)).unwrap();
+    let good = Sbell::from_bcsr(&a).unwrap().into_parts();
+    let check = |f: &dyn Fn(&mut SbellParts<f64>), what: &str| {
+        let mut p = good.clone();
+        f(&mut p);
+        let before = p.clone();
+        let r = Sbell::from_parts(p).unwrap_err();
+        assert!(r.error.to_string().contains(what), "{}", r.error);
+        assert_eq!(*r.parts, before);
+    };
+    check(&|p| p.masks[1] |= 1 << 40, "outside a 5x5 block");
+    check(&|p| p.row_len[0] = 99, "row_len");
+    check(&|p| p.block_col[3] = 1_000_000, "block_col");
+    check(&|p| p.row_index.swap(0, 1), "row_index");
+    check(&|p| p.b = 9, "block size");
+    check(&|p| p.values.truncate(p.values.len() - 1), "values");
+    assert!(Sbell::from_parts(good).is_ok());
+    let big = Bcsr::from_csr(
+        &Csr::from(&random_coo::<f64>(18, 18, 0.3, 1)),
+        9,
+        BlockLayout::RowMajor,
+        BlockFit::Exact,
+    )
+    .unwrap();
+    let e = Sbell::from_bcsr(&big).unwrap_err();
+    assert!(e.to_string().contains("exceeds 8"), "{e}");
 }
 
 #[test]

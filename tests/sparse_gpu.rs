@@ -7,10 +7,13 @@ use common::*;
 use ferrocuda::blas1::{Element, reference as bref};
 use ferrocuda::gpu::{DeviceBuffer, DeviceSlice, Gpu};
 use ferrocuda::sparse::generate::{self, TraceSpec};
-use ferrocuda::sparse::gpu::{DeviceBcsr, DeviceBell, DeviceEll, spmv_bcsr, spmv_bell, spmv_ell};
+use ferrocuda::sparse::gpu::{
+    DeviceBcsr, DeviceBdia, DeviceBell, DeviceEll, DeviceSbell, spmv_bcsr, spmv_bdia, spmv_bell,
+    spmv_ell, spmv_sbell,
+};
 use ferrocuda::sparse::{
-    Bcsr, Bell, BellOptions, BlockFit, BlockLayout, Csr, Ell, EllOptions, MatrixScalar, cpu,
-    reference,
+    Bcsr, Bdia, BdiaOptions, Bell, BellOptions, BlockFit, BlockLayout, Csr, Ell, EllOptions,
+    MatrixScalar, Sbell, cpu, reference,
 };
 use ferrocuda::vendor::cusparse::Cusparse;
 use ferrocuda::{Complex, Error};
@@ -96,6 +99,41 @@ where
     );
 }
 
+fn check_sbell<A, V>(gpu: &Gpu, what: &str, a: &Bcsr<A>, seed: u64)
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: Element,
+{
+    let m = Sbell::from_bcsr(a).unwrap_or_else(|e| panic!("{what}: sbell: {e}"));
+    let dm = DeviceSbell::upload(gpu, &m).unwrap_or_else(|e| panic!("{what}: upload: {e}"));
+    check_gpu_matches_cpu(
+        gpu,
+        what,
+        (m.n_rows(), m.n_cols()),
+        seed,
+        |al, x, be, y| cpu::spmv_sbell(al, &m, x, be, y),
+        |al, x, be, y| spmv_sbell(al, &dm, x, be, y),
+    );
+}
+
+fn check_bdia<A, V>(gpu: &Gpu, what: &str, a: &Bcsr<A>, seed: u64)
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: Element,
+{
+    let opts = BdiaOptions::default().max_diagonals(1000).min_fill(0.0);
+    let m = Bdia::from_bcsr(a, &opts).unwrap_or_else(|e| panic!("{what}: bdia: {e}"));
+    let dm = DeviceBdia::upload(gpu, &m).unwrap_or_else(|e| panic!("{what}: upload: {e}"));
+    check_gpu_matches_cpu(
+        gpu,
+        what,
+        (m.n_rows(), m.n_cols()),
+        seed,
+        |al, x, be, y| cpu::spmv_bdia(al, &m, x, be, y),
+        |al, x, be, y| spmv_bdia(al, &dm, x, be, y),
+    );
+}
+
 fn random_bcsr<A: Element>(
     nbr: usize,
     nbc: usize,
@@ -124,6 +162,11 @@ where
                     &a,
                     nbr as u64,
                 );
+                if layout == BlockLayout::RowMajor {
+                    let seed = nbr as u64 + 5;
+                    check_sbell::<A, V>(gpu, &format!("sbell {name} b={b} {nbr}"), &a, seed);
+                    check_bdia::<A, V>(gpu, &format!("bdia {name} b={b} {nbr}"), &a, seed);
+                }
             }
         }
         // The TRACE-like structure: ghost rows empty, 13-point stencil, 5x5 blocks.
@@ -133,6 +176,8 @@ where
             .with_layout(layout);
         check_bcsr::<A, V>(gpu, &format!("trace-like {name} {layout:?}"), &a, 99);
         check_bell::<A, V>(gpu, &format!("trace-like bell {name}"), &a, 99);
+        check_sbell::<A, V>(gpu, &format!("trace-like sbell {name}"), &a, 99);
+        check_bdia::<A, V>(gpu, &format!("trace-like bdia {name}"), &a, 99);
         let e = Ell::from_bcsr(&a, &EllOptions::default()).expect("ell");
         check_ell::<A, V>(
             gpu,
@@ -154,6 +199,26 @@ fn bcsr_spmv_gpu_matches_cpu_bit_for_bit() {
     bcsr_pair::<Complex<f64>, Complex<f64>>(&gpu);
     bcsr_pair::<f32, Complex<f32>>(&gpu);
     bcsr_pair::<f64, Complex<f64>>(&gpu);
+}
+
+/// Matrices without stored rows, and without empty ones: every row of `y` still written.
+#[test]
+fn sbell_and_bdia_gpu_all_empty_and_no_empty_rows() {
+    let Some(gpu) = gpu_or_skip("sbell_and_bdia_gpu_all_empty_and_no_empty_rows") else {
+        return;
+    };
+    let empty = Bcsr::<f64>::from_csr(
+        &Csr::from(&random_coo::<f64>(40, 35, 0.0, 1)),
+        5,
+        BlockLayout::RowMajor,
+        BlockFit::Exact,
+    )
+    .expect("bcsr");
+    check_sbell::<f64, f64>(&gpu, "sbell all-empty", &empty, 1);
+    check_bdia::<f64, f64>(&gpu, "bdia all-empty", &empty, 1);
+    let full = random_bcsr::<f64>(70, 70, 5, BlockLayout::RowMajor, 3);
+    check_sbell::<f64, f64>(&gpu, "sbell 70 rows", &full, 2);
+    check_bdia::<f64, f64>(&gpu, "bdia 70 rows", &full, 2);
 }
 
 #[test]

@@ -93,6 +93,18 @@ pub struct SpmvNames {
     pub bell: &'static str,
     /// Scalar ELL: `(n_rows, n_rows_pad, alpha, row_len, col_idx, values, x, beta, y)`.
     pub ell: &'static str,
+    /// Sliced masked BELL, 5x5 blocks: `(n_stored, n_stored_pad, n_empty, b, alpha,
+    /// row_index, empty_rows, row_len, masks, slice_col_ptr, slice_val_ptr, block_col,
+    /// values, x, beta, y)`; one thread per stored block row.
+    pub sbell5: &'static str,
+    /// Sliced masked BELL, `b <= 8` at run time; same arguments.
+    pub sbell: &'static str,
+    /// Block-stencil format, 5x5 blocks: `(n_stored, n_stored_pad, n_empty, b,
+    /// n_block_cols, n_diagonals, alpha, offsets, row_index, empty_rows, values, x, beta,
+    /// y)`; one thread per stored scalar row.
+    pub bdia5: &'static str,
+    /// Block-stencil format, `b` at run time; same arguments.
+    pub bdia: &'static str,
 }
 
 /// Matrix scalars with SpMV kernels for vectors of `V`.
@@ -112,6 +124,10 @@ macro_rules! spmv_names {
                 bell5: concat!("spmv_bell5_", $sfx),
                 bell: concat!("spmv_bell_", $sfx),
                 ell: concat!("spmv_ell_", $sfx),
+                sbell5: concat!("spmv_sbell5_", $sfx),
+                sbell: concat!("spmv_sbell_", $sfx),
+                bdia5: concat!("spmv_bdia5_", $sfx),
+                bdia: concat!("spmv_bdia_", $sfx),
             };
         }
     };
@@ -124,9 +140,10 @@ spmv_names!(Complex<f64>, Complex<f64>, "c64");
 spmv_names!(f32, Complex<f32>, "f32_c32");
 spmv_names!(f64, Complex<f64>, "f64_c64");
 
-const fn spmv_list(n: SpmvNames) -> [&'static str; 7] {
+const fn spmv_list(n: SpmvNames) -> [&'static str; 11] {
     [
-        n.bcsr5_rm, n.bcsr5_cm, n.bcsr_rm, n.bcsr_cm, n.bell5, n.bell, n.ell,
+        n.bcsr5_rm, n.bcsr5_cm, n.bcsr_rm, n.bcsr_cm, n.bell5, n.bell, n.ell, n.sbell5, n.sbell,
+        n.bdia5, n.bdia,
     ]
 }
 

@@ -116,6 +116,66 @@ pub fn block_mul_add_col_major<A: MatrixScalar<V>, V: Scalar>(acc: &mut [V], blo
     }
 }
 
+/// `acc_r += sum_c value(e) * x[c]` over the entries `(r, c)` whose bit `r b + c` is set
+/// in `mask` (`b <= N`, `b <= 8`; entries `b..N` of `acc` and `x` are ignored), where `e` numbers the set bits in row-major order:
+/// the compact block of the sliced masked BELL format (`ferrocuda::sparse::Sbell`). Rows
+/// in order, columns ascending: the chain of [`block_mul_add`] without the entries the
+/// mask leaves out.
+///
+/// Every `value(e)` is read unconditionally (the index clamped to the block's last entry)
+/// and only set bits enter the sum through a select, so the loads of a block carry no
+/// branch and can all be in flight at once on the GPU.
+#[inline(always)]
+pub fn masked_block_mul_add<A: MatrixScalar<V>, V: Scalar, const N: usize>(
+    acc: &mut [V; N],
+    b: usize,
+    mask: u64,
+    value: impl Fn(usize) -> A,
+    x: &[V; N],
+) {
+    let n = mask.count_ones() as usize;
+    if n == 0 {
+        return;
+    }
+    if b == 5 && N >= 5 {
+        // Written out so the 5x5 fast path keeps its accumulators in registers (LLVM
+        // does not fully unroll both loops of 25 entries).
+        acc[0] = masked_row(acc[0], 0, 5, mask, n, &value, x);
+        acc[1] = masked_row(acc[1], 1, 5, mask, n, &value, x);
+        acc[2] = masked_row(acc[2], 2, 5, mask, n, &value, x);
+        acc[3] = masked_row(acc[3], 3, 5, mask, n, &value, x);
+        acc[4] = masked_row(acc[4], 4, 5, mask, n, &value, x);
+    } else {
+        #[allow(clippy::needless_range_loop)] // index loops unroll on nvptx; iterators did not
+        for r in 0..b.min(N) {
+            acc[r] = masked_row(acc[r], r, b, mask, n, &value, x);
+        }
+    }
+}
+
+/// Row `r` of [`masked_block_mul_add`], `n` the block's stored entries (`>= 1`).
+#[inline(always)]
+fn masked_row<A: MatrixScalar<V>, V: Scalar, const N: usize>(
+    mut s: V,
+    r: usize,
+    b: usize,
+    mask: u64,
+    n: usize,
+    value: &impl Fn(usize) -> A,
+    x: &[V; N],
+) -> V {
+    let bits = (mask >> (r * b)) & ((1u64 << b) - 1);
+    let first = (mask & ((1u64 << (r * b)) - 1)).count_ones() as usize;
+    #[allow(clippy::needless_range_loop)] // index loops unroll on nvptx; iterators did not
+    for c in 0..b.min(N) {
+        let e = first + (bits & ((1u64 << c) - 1)).count_ones() as usize;
+        let v = value(if e < n { e } else { n - 1 });
+        let t = v.mul_add_vec(x[c], s);
+        s = if (bits >> c) & 1 != 0 { t } else { s };
+    }
+    s
+}
+
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;
@@ -141,6 +201,22 @@ mod tests {
         let mut d = [1.0; 5];
         block_mul_add_col_major(&mut d, &cm, &x);
         assert_eq!(a, d);
+    }
+
+    #[test]
+    fn masked_block_skips_exactly_the_masked_entries() {
+        // Row-major 3x3 block with (0,1) and (2,0) left out by the mask.
+        let full = [1.5, 0.0, -2.0, 0.25, 3.0, 1.0, 0.0, -0.5, 4.0];
+        let mask: u64 = 0b111_111_111 & !(1 << 1) & !(1 << 6);
+        let compact: [f64; 7] = [1.5, -2.0, 0.25, 3.0, 1.0, -0.5, 4.0];
+        let x = [0.7, -1.1, 2.3];
+        let (mut a, mut b) = ([0.5; 3], [0.5; 3]);
+        block_mul_add(&mut a, &full, &x);
+        masked_block_mul_add(&mut b, 3, mask, |e| compact[e], &x);
+        assert_eq!(a, b);
+        let mut c = [0.5; 3];
+        masked_block_mul_add(&mut c, 3, 0, |_| f64::NAN, &x);
+        assert_eq!(c, [0.5; 3]);
     }
 
     #[test]

@@ -16,8 +16,14 @@ use crate::blas1::{Element, reference as bref};
 use crate::error::{Error, Result};
 use crate::gpu::{DeviceBuffer, Gpu, copy_device};
 use crate::sparse::generate::{self, TraceSpec};
-use crate::sparse::gpu::{DeviceBcsr, DeviceBell, DeviceEll, spmv_bcsr, spmv_bell, spmv_ell};
-use crate::sparse::{Bcsr, Bell, BellOptions, BlockLayout, Ell, EllOptions, MatrixScalar, cpu};
+use crate::sparse::gpu::{
+    DeviceBcsr, DeviceBdia, DeviceBell, DeviceEll, DeviceSbell, spmv_bcsr, spmv_bdia, spmv_bell,
+    spmv_ell, spmv_sbell,
+};
+use crate::sparse::{
+    Bcsr, Bdia, BdiaOptions, Bell, BellOptions, BlockLayout, Ell, EllOptions, MatrixScalar, Sbell,
+    cpu,
+};
 use crate::vendor::cusparse::{Cusparse, CusparseScalar};
 use ferrocuda_kernels::names::SpmvKernels;
 
@@ -325,6 +331,57 @@ where
                 bell_bytes,
                 err,
             ));
+        }
+        {
+            progress("ferrocuda SBELL (sliced masked BELL: no ghost rows, no in-block zeros)");
+            let m = Sbell::from_bcsr(&a)?;
+            let sbell_bytes = m.entries_read() as f64 * size
+                + m.blocks() as f64 * 4.0
+                + m.n_stored() as f64 * 8.0
+                + vectors;
+            let dm = DeviceSbell::upload(gpu, &m)?;
+            drop(m);
+            let (stats, err) = measure(gpu, opts.reps, &mut dy, &y_cpu, &scale, |dy| {
+                spmv_sbell(alpha, &dm, &dx, beta, dy)
+            })?;
+            results.push(row(
+                "SBELL 5x5 (ours)",
+                "ferrocuda, thread per block row, masked slices",
+                "GPU",
+                stats,
+                sbell_bytes,
+                err,
+            ));
+        }
+        match Bdia::from_bcsr(&a, &BdiaOptions::default()) {
+            Ok(m) => {
+                progress("ferrocuda BDIA (block stencil, no column indices)");
+                let in_range: usize = m
+                    .row_index()
+                    .iter()
+                    .map(|&r| {
+                        (0..m.offsets().len())
+                            .filter(|&d| m.block_col(r as usize, d).is_some())
+                            .count()
+                    })
+                    .sum();
+                let bdia_bytes =
+                    in_range as f64 * 25.0 * size + m.row_index().len() as f64 * 4.0 + vectors;
+                let dm = DeviceBdia::upload(gpu, &m)?;
+                drop(m);
+                let (stats, err) = measure(gpu, opts.reps, &mut dy, &y_cpu, &scale, |dy| {
+                    spmv_bdia(alpha, &dm, &dx, beta, dy)
+                })?;
+                results.push(row(
+                    "BDIA 5x5 (ours)",
+                    "ferrocuda, thread per row, fixed block diagonals",
+                    "GPU",
+                    stats,
+                    bdia_bytes,
+                    err,
+                ));
+            }
+            Err(e) => progress(&format!("BDIA skipped: {e}")),
         }
         {
             progress("ferrocuda ELL (scalar, in-block zeros dropped)");

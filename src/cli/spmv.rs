@@ -17,11 +17,15 @@ use crate::Complex;
 use crate::blas1::Element;
 use crate::error::{Error, Result};
 use crate::gpu;
-use crate::sparse::gpu::{DeviceBcsr, DeviceBell, DeviceEll, spmv_bcsr, spmv_bell, spmv_ell};
-use crate::sparse::{
-    Bcsr, Bdia, BdiaOptions, Bell, BellOptions, BlockFit, BlockLayout, Csr, Ell, EllOptions, cpu,
-    mm,
+use crate::sparse::gpu::{
+    DeviceBcsr, DeviceBdia, DeviceBell, DeviceEll, DeviceSbell, spmv_bcsr, spmv_bdia, spmv_bell,
+    spmv_ell, spmv_sbell,
 };
+use crate::sparse::{
+    Bcsr, Bdia, BdiaOptions, Bell, BellOptions, BlockFit, BlockLayout, Csr, Ell, EllOptions, Sbell,
+    cpu, mm,
+};
+use crate::vendor::cusparse::{Cusparse, CusparseScalar};
 use ferrocuda_kernels::names::SpmvKernels;
 use ferrocuda_kernels::sparse::MatrixScalar;
 
@@ -38,6 +42,9 @@ pub enum SpmvFormat {
     Bell,
     /// ferrocuda's fixed-offset block-stencil format (block diagonals, no column indices).
     Bdia,
+    /// ferrocuda's sliced masked BELL (no empty block rows, no in-block zeros; `--block-size`
+    /// at most 8). The fastest on block-stencil matrices.
+    Sbell,
 }
 
 /// Where `ferrocuda spmv` computes.
@@ -101,7 +108,7 @@ pub fn run(args: &SpmvArgs, ordinal: usize) -> Result<String> {
     }
 }
 
-fn run_typed<T: Element + MatrixScalar<T> + SpmvKernels<T>>(
+fn run_typed<T: Element + MatrixScalar<T> + SpmvKernels<T> + CusparseScalar>(
     args: &SpmvArgs,
     ordinal: usize,
 ) -> Result<String> {
@@ -130,7 +137,7 @@ fn run_typed<T: Element + MatrixScalar<T> + SpmvKernels<T>>(
     if args.block_size == 0
         && matches!(
             args.format,
-            SpmvFormat::Bcsr | SpmvFormat::Bell | SpmvFormat::Bdia
+            SpmvFormat::Bcsr | SpmvFormat::Bell | SpmvFormat::Bdia | SpmvFormat::Sbell
         )
     {
         return Err(Error::InvalidArgument {
@@ -210,18 +217,35 @@ fn spmv_cpu<T: Element + MatrixScalar<T>>(a: &Csr<T>, x: &[T], args: &SpmvArgs) 
             cpu::spmv_bdia(one, &m, &xp, zero, &mut y)?;
             y
         }
+        SpmvFormat::Sbell => {
+            let (m, xp) = blocked(a, x, b)?;
+            let m = Sbell::from_bcsr(&m)?;
+            let mut y = vec![zero; m.n_rows()];
+            cpu::spmv_sbell(one, &m, &xp, zero, &mut y)?;
+            y
+        }
     };
     y.truncate(a.n_rows());
     Ok(y)
 }
 
-fn spmv_gpu<T: Element + MatrixScalar<T> + SpmvKernels<T>>(
+fn spmv_gpu<T: Element + MatrixScalar<T> + SpmvKernels<T> + CusparseScalar>(
     a: &Csr<T>,
     x: &[T],
     args: &SpmvArgs,
     ordinal: usize,
 ) -> Result<Vec<T>> {
     let (one, zero) = (T::ONE, T::ZERO);
+    if args.format == SpmvFormat::Csr {
+        // CSR on the GPU is the vendor's: cuSPARSE's generic SpMV.
+        let g = gpu::open(ordinal)?;
+        let cs = Cusparse::new(&g)?;
+        let mut m = cs.upload_csr(a)?;
+        let dx = g.upload(x)?;
+        let mut dy = g.alloc::<T>(a.n_rows())?;
+        cs.spmv_csr(one, &mut m, &dx, zero, &mut dy)?;
+        return Ok(dy.download()?);
+    }
     if args.format == SpmvFormat::Ell {
         let g = gpu::open(ordinal)?;
         let m = Ell::from_csr(a, &EllOptions::default())?;
@@ -230,24 +254,24 @@ fn spmv_gpu<T: Element + MatrixScalar<T> + SpmvKernels<T>>(
         spmv_ell(one, &DeviceEll::upload(&g, &m)?, &dx, zero, &mut dy)?;
         return Ok(dy.download()?);
     }
-    if !matches!(args.format, SpmvFormat::Bcsr | SpmvFormat::Bell) {
-        return Err(Error::InvalidArgument {
-            op: "spmv",
-            reason: format!(
-                "format {:?} has no GPU kernel yet: use --format bcsr, bell or ell, or --device cpu",
-                args.format
-            ),
-        });
-    }
     let g = gpu::open(ordinal)?;
     let (m, xp) = blocked(a, x, args.block_size)?;
     let dx = g.upload(&xp)?;
     let mut dy = g.alloc::<T>(m.n_rows())?;
-    if args.format == SpmvFormat::Bcsr {
-        spmv_bcsr(one, &DeviceBcsr::upload(&g, &m)?, &dx, zero, &mut dy)?;
-    } else {
-        let m = Bell::from_bcsr(&m, &BellOptions::default())?;
-        spmv_bell(one, &DeviceBell::upload(&g, &m)?, &dx, zero, &mut dy)?;
+    match args.format {
+        SpmvFormat::Bell => {
+            let m = Bell::from_bcsr(&m, &BellOptions::default())?;
+            spmv_bell(one, &DeviceBell::upload(&g, &m)?, &dx, zero, &mut dy)?;
+        }
+        SpmvFormat::Sbell => {
+            let m = Sbell::from_bcsr(&m)?;
+            spmv_sbell(one, &DeviceSbell::upload(&g, &m)?, &dx, zero, &mut dy)?;
+        }
+        SpmvFormat::Bdia => {
+            let m = Bdia::from_bcsr(&m, &BdiaOptions::default())?;
+            spmv_bdia(one, &DeviceBdia::upload(&g, &m)?, &dx, zero, &mut dy)?;
+        }
+        _ => spmv_bcsr(one, &DeviceBcsr::upload(&g, &m)?, &dx, zero, &mut dy)?,
     }
     let mut y = dy.download()?;
     y.truncate(a.n_rows());

@@ -18,10 +18,11 @@
 use rayon::prelude::*;
 
 use super::{
-    Bcsr, Bdia, Bell, BlockLayout, Coo, Csr, Element, Ell, Index, MatrixScalar, SparseError,
+    Bcsr, Bdia, Bell, BlockLayout, Coo, Csr, Element, Ell, Index, MatrixScalar, Sbell, SparseError,
     check_len,
 };
 use ferrocuda_kernels::sparse as k;
+use ferrocuda_kernels::spmv::{SBELL_MAX_B, SBELL_SLICE};
 
 /// Scalar rows per rayon task.
 const ROWS_PER_TASK: usize = 512;
@@ -360,5 +361,56 @@ pub fn spmv_bdia<A: Element + MatrixScalar<V>, V: Element>(
     y.par_chunks_mut(BLOCK_ROWS_PER_TASK * b)
         .enumerate()
         .for_each(|(t, yc)| bdia_rows(alpha, a, t * BLOCK_ROWS_PER_TASK, x, beta, yc));
+    Ok(())
+}
+
+crate::cpu_dispatch::fma_kernel! {
+fn sbell_rows[A: Element + MatrixScalar<V>, V: Element](alpha: V, a: &Sbell<A>, prefix: &[usize], first: usize, x: &[V], beta: V, y: &mut [V]) {
+    let b = a.b();
+    let rows = a.row_index();
+    let mut s = rows.partition_point(|&r| (r as usize) < first);
+    let mut xb = [V::ZERO; SBELL_MAX_B];
+    for (t, yb) in y.chunks_exact_mut(b).enumerate() {
+        let mut acc = [V::ZERO; SBELL_MAX_B];
+        if rows.get(s).is_some_and(|&r| r as usize == first + t) {
+            let (sl, lane) = (s / SBELL_SLICE, s % SBELL_SLICE);
+            let cols = &a.block_col()[a.slice_col_ptr()[sl] + lane..];
+            let vals = &a.values()[a.slice_val_ptr()[sl] + lane..];
+            for kk in 0..a.row_len()[s] as usize {
+                let j = cols[kk * SBELL_SLICE] as usize * b;
+                xb[..b].copy_from_slice(&x[j..j + b]);
+                let base = prefix[kk];
+                k::masked_block_mul_add(&mut acc, b, a.masks()[kk], |e| vals[(base + e) * SBELL_SLICE], &xb);
+            }
+            s += 1;
+        }
+        for (yi, &v) in yb.iter_mut().zip(&acc) {
+            *yi = k::finish(alpha, v, beta, *yi);
+        }
+    }
+}
+}
+
+/// `y <- alpha A x + beta y` for the sliced masked BELL format. Block rows not stored get
+/// `beta y` (0 where `beta` is 0). Each row sums its blocks in slot order (diagonal first)
+/// over the entries of the slot masks only, so a NaN or infinity in `x` meets no stored
+/// structural zero (unlike BCSR, whose blocks keep their zeros). Same bits as
+/// `sparse::gpu::spmv_sbell`.
+pub fn spmv_sbell<A: Element + MatrixScalar<V>, V: Element>(
+    alpha: V,
+    a: &Sbell<A>,
+    x: &[V],
+    beta: V,
+    y: &mut [V],
+) -> Result<(), SparseError> {
+    check_xy("spmv_sbell", a.n_rows(), a.n_cols(), x.len(), y.len())?;
+    let b = a.b();
+    let mut prefix = vec![0usize; a.masks().len() + 1];
+    for (kk, m) in a.masks().iter().enumerate() {
+        prefix[kk + 1] = prefix[kk] + m.count_ones() as usize;
+    }
+    y.par_chunks_mut(BLOCK_ROWS_PER_TASK * b)
+        .enumerate()
+        .for_each(|(t, yc)| sbell_rows(alpha, a, &prefix, t * BLOCK_ROWS_PER_TASK, x, beta, yc));
     Ok(())
 }

@@ -7,6 +7,8 @@
 //! | BCSR, any `b` | `spmv_bcsr_{rm,cm}_<t>` | one thread per matrix row |
 //! | ELL (scalar, column-major) | `spmv_ell_<t>` | one thread per matrix row, coalesced |
 //! | BELL (blocked ELL), `b = 5` or any `b` | `spmv_bell5_<t>`, `spmv_bell_<t>` | one thread per matrix row, coalesced |
+//! | SBELL (sliced masked BELL), `b = 5` or `b <= 8` | `spmv_sbell5_<t>`, `spmv_sbell_<t>` | one thread per stored block row (`b` accumulators), a warp per slice, coalesced |
+//! | BDIA (block stencil), `b = 5` or any `b` | `spmv_bdia5_<t>`, `spmv_bdia_<t>` | one thread per stored matrix row, coalesced |
 //!
 //! The per-row sum is the CPU path's fused multiply-add chain in the same order, so GPU
 //! and CPU results agree bit for bit. Where `beta` is exactly zero the old `y` is not read.
@@ -14,9 +16,9 @@
 use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, LaunchConfig, arg};
 use ferrocuda_kernels::names::SpmvKernels;
 use ferrocuda_kernels::sparse::MatrixScalar;
-use ferrocuda_kernels::spmv::SPMV_ROW_BLOCK;
+use ferrocuda_kernels::spmv::{SBELL_THREADS, SPMV_ROW_BLOCK};
 
-use super::{Bcsr, Bell, BlockLayout, Element, Ell};
+use super::{Bcsr, Bdia, Bell, BlockLayout, Element, Ell, Index, Sbell};
 use crate::error::{Error, Result, check_len};
 
 /// A [`Bcsr`] matrix resident on one GPU (same arrays, same layout).
@@ -297,6 +299,228 @@ where
                 arg(&alpha),
                 arg(&rp),
                 arg(&ci),
+                arg(&va),
+                arg(&xp),
+                arg(&beta),
+                arg(&yp),
+            ],
+        )?
+    };
+    Ok(())
+}
+
+/// An [`Sbell`] matrix resident on one GPU, with the list of its empty block rows.
+pub struct DeviceSbell<A> {
+    b: usize,
+    n_block_rows: usize,
+    n_block_cols: usize,
+    n_stored: usize,
+    n_empty: usize,
+    row_index: DeviceBuffer<Index>,
+    empty_rows: DeviceBuffer<Index>,
+    row_len: DeviceBuffer<Index>,
+    masks: DeviceBuffer<u64>,
+    slice_col_ptr: DeviceBuffer<usize>,
+    slice_val_ptr: DeviceBuffer<usize>,
+    block_col: DeviceBuffer<Index>,
+    values: DeviceBuffer<A>,
+}
+
+impl<A: Element> DeviceSbell<A> {
+    /// Copies `a`'s arrays (and the list of its empty block rows) to the device of `gpu`.
+    pub fn upload(gpu: &Gpu, a: &Sbell<A>) -> Result<Self> {
+        let empty = a.empty_block_rows();
+        Ok(DeviceSbell {
+            b: a.b(),
+            n_block_rows: a.n_block_rows(),
+            n_block_cols: a.n_block_cols(),
+            n_stored: a.n_stored(),
+            n_empty: empty.len(),
+            row_index: gpu.upload(a.row_index())?,
+            empty_rows: gpu.upload(&empty)?,
+            row_len: gpu.upload(a.row_len())?,
+            masks: gpu.upload(a.masks())?,
+            slice_col_ptr: gpu.upload(a.slice_col_ptr())?,
+            slice_val_ptr: gpu.upload(a.slice_val_ptr())?,
+            block_col: gpu.upload(a.block_col())?,
+            values: gpu.upload(a.values())?,
+        })
+    }
+
+    /// Rows.
+    pub fn n_rows(&self) -> usize {
+        self.n_block_rows * self.b
+    }
+
+    /// Columns.
+    pub fn n_cols(&self) -> usize {
+        self.n_block_cols * self.b
+    }
+}
+
+/// `y <- alpha A x + beta y` for a device sliced masked BELL matrix; same contract as
+/// [`spmv_bcsr`], and the same bits as `cpu::spmv_sbell`.
+pub fn spmv_sbell<A, V>(
+    alpha: V,
+    a: &DeviceSbell<A>,
+    x: &impl DeviceSlice<V>,
+    beta: V,
+    y: &mut impl DeviceSliceMut<V>,
+) -> Result<()>
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: Element,
+{
+    check_operands("spmv_sbell", a.n_rows(), a.n_cols(), &a.values, x, y)?;
+    if a.n_rows() == 0 {
+        return Ok(());
+    }
+    let names = <A as SpmvKernels<V>>::SPMV;
+    let kernel = if a.b == 5 { names.sbell5 } else { names.sbell };
+    let (ns, ne, b) = (a.n_stored, a.n_empty, a.b);
+    let nsp = a.row_len.len();
+    let ptrs = [
+        a.row_index.device_ptr(),
+        a.empty_rows.device_ptr(),
+        a.row_len.device_ptr(),
+        a.masks.device_ptr(),
+        a.slice_col_ptr.device_ptr(),
+        a.slice_val_ptr.device_ptr(),
+        a.block_col.device_ptr(),
+        a.values.device_ptr(),
+    ];
+    let (xp, yp) = (x.device_ptr(), y.device_ptr());
+    let cfg = LaunchConfig::for_elements(nsp + ne, SBELL_THREADS as u32);
+    // SAFETY: spmv_sbell*_<a>_<v>(n_stored, n_stored_pad, n_empty, b, alpha, row_index,
+    // empty_rows, row_len, masks, slice_col_ptr, slice_val_ptr, block_col, values, x, beta,
+    // y) reads the arrays validated by `Sbell` (slots within the masks and slices, block
+    // columns < n_block_cols, row_index < n_block_rows; empty_rows is its complement),
+    // x[0..n_cols], writes y[0..n_rows]; 1 <= b <= 8; lengths checked.
+    unsafe {
+        y.gpu().launch(
+            kernel,
+            cfg,
+            &mut [
+                arg(&ns),
+                arg(&nsp),
+                arg(&ne),
+                arg(&b),
+                arg(&alpha),
+                arg(&ptrs[0]),
+                arg(&ptrs[1]),
+                arg(&ptrs[2]),
+                arg(&ptrs[3]),
+                arg(&ptrs[4]),
+                arg(&ptrs[5]),
+                arg(&ptrs[6]),
+                arg(&ptrs[7]),
+                arg(&xp),
+                arg(&beta),
+                arg(&yp),
+            ],
+        )?
+    };
+    Ok(())
+}
+
+/// A [`Bdia`] matrix resident on one GPU, with the list of its empty block rows.
+pub struct DeviceBdia<A> {
+    b: usize,
+    n_block_rows: usize,
+    n_block_cols: usize,
+    n_stored: usize,
+    n_stored_pad: usize,
+    n_empty: usize,
+    offsets: DeviceBuffer<i64>,
+    row_index: DeviceBuffer<Index>,
+    empty_rows: DeviceBuffer<Index>,
+    values: DeviceBuffer<A>,
+}
+
+impl<A: Element> DeviceBdia<A> {
+    /// Copies `a`'s arrays (and the list of its unstored block rows) to the device of `gpu`.
+    pub fn upload(gpu: &Gpu, a: &Bdia<A>) -> Result<Self> {
+        let mut empty = Vec::new();
+        let mut stored = a.row_index().iter().peekable();
+        for bi in 0..a.n_block_rows() {
+            if stored.next_if(|&&r| r as usize == bi).is_none() {
+                // bi < n_block_rows, whose rows fit Index (validated by Bdia).
+                empty.push(bi as Index);
+            }
+        }
+        Ok(DeviceBdia {
+            b: a.b(),
+            n_block_rows: a.n_block_rows(),
+            n_block_cols: a.n_block_cols(),
+            n_stored: a.row_index().len(),
+            n_stored_pad: a.n_stored_pad(),
+            n_empty: empty.len(),
+            offsets: gpu.upload(a.offsets())?,
+            row_index: gpu.upload(a.row_index())?,
+            empty_rows: gpu.upload(&empty)?,
+            values: gpu.upload(a.values())?,
+        })
+    }
+
+    /// Rows.
+    pub fn n_rows(&self) -> usize {
+        self.n_block_rows * self.b
+    }
+
+    /// Columns.
+    pub fn n_cols(&self) -> usize {
+        self.n_block_cols * self.b
+    }
+}
+
+/// `y <- alpha A x + beta y` for a device block-stencil matrix; same contract as
+/// [`spmv_bcsr`], and the same bits as `cpu::spmv_bdia`.
+pub fn spmv_bdia<A, V>(
+    alpha: V,
+    a: &DeviceBdia<A>,
+    x: &impl DeviceSlice<V>,
+    beta: V,
+    y: &mut impl DeviceSliceMut<V>,
+) -> Result<()>
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: Element,
+{
+    check_operands("spmv_bdia", a.n_rows(), a.n_cols(), &a.values, x, y)?;
+    if a.n_rows() == 0 {
+        return Ok(());
+    }
+    let names = <A as SpmvKernels<V>>::SPMV;
+    let kernel = if a.b == 5 { names.bdia5 } else { names.bdia };
+    let (ns, nsp, ne, b, nbc) = (a.n_stored, a.n_stored_pad, a.n_empty, a.b, a.n_block_cols);
+    let nd = a.offsets.len();
+    let (of, ri, er, va) = (
+        a.offsets.device_ptr(),
+        a.row_index.device_ptr(),
+        a.empty_rows.device_ptr(),
+        a.values.device_ptr(),
+    );
+    let (xp, yp) = (x.device_ptr(), y.device_ptr());
+    let cfg = LaunchConfig::for_elements((nsp + ne) * b, SPMV_ROW_BLOCK as u32);
+    // SAFETY: spmv_bdia*_<a>_<v>(n_stored, n_stored_pad, n_empty, b, n_block_cols,
+    // n_diagonals, alpha, offsets, row_index, empty_rows, values, x, beta, y) reads the
+    // arrays validated by `Bdia` (values of S b b n_stored_pad, row_index < n_block_rows),
+    // skips diagonals outside 0..n_block_cols, reads x[0..n_cols], writes y[0..n_rows].
+    unsafe {
+        y.gpu().launch(
+            kernel,
+            cfg,
+            &mut [
+                arg(&ns),
+                arg(&nsp),
+                arg(&ne),
+                arg(&b),
+                arg(&nbc),
+                arg(&nd),
+                arg(&alpha),
+                arg(&of),
+                arg(&ri),
+                arg(&er),
                 arg(&va),
                 arg(&xp),
                 arg(&beta),

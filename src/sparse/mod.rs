@@ -22,12 +22,13 @@
 //! | [`Ell`] | `col_idx[width n_rows_pad]`, `values[..]`, `row_len[n_rows]` | slot `k` of row `i` at `k * n_rows_pad + i` (column-major); `width` a multiple of the subsection length; slots `k >= row_len[i]` and rows `i >= n_rows` are padding: value 0, a valid column index |
 //! | [`Bell`] | `block_col[width_b nbr_pad]`, `values[width_b b b nbr_pad]`, `row_len[nbr]` | slot `k` of block row `I`: block column `block_col[k nbr_pad + I]`; entry `(r, c)` at `(k b + c) (nbr_pad b) + I b + r` (an ELL of the scalar rows whose column index is shared per block); padding blocks are zero |
 //! | [`Bdia`] | `offsets[S]`, `row_index[nsr]`, `values[S b b nsr_pad]` | stored block row `s` is logical block row `R = row_index[s]`; diagonal `d` holds the block at block column `R + offsets[d]`, entry `(r, c)` at `(d b + c) (nsr_pad b) + s b + r`; absent / out-of-range blocks are stored as zero; **no column indices** |
+//! | [`Sbell`] | `row_index[nsr]`, `masks[w]`, `row_len`, `slice_{col,val}_ptr`, `block_col`, `values` | slices of 32 stored block rows; slot `k` of stored row `s` (lane `l = s % 32` of slice `sl`): block column `block_col[slice_col_ptr[sl] + 32 k + l]`, `e`-th set bit of `masks[k]` at `values[slice_val_ptr[sl] + 32 (E_k + e) + l]`; slot 0 the diagonal block; **no ghost rows, no in-block zeros** ([`sbell`]) |
 //!
 //! # Converters
 //!
 //! `Coo -> Csr` ([`From`], sums duplicates, sorts), `Csr -> Coo`, `Csr <-> Bcsr`
 //! ([`Bcsr::from_csr`] with [`BlockFit::Exact`] or [`BlockFit::Pad`]), `Bcsr -> Ell`
-//! ([`Ell::from_bcsr`], optionally dropping in-block zeros), `Bcsr -> Bell`, `Bcsr -> Bdia`
+//! ([`Ell::from_bcsr`], optionally dropping in-block zeros), `Bcsr -> Bell`, `Bcsr -> Sbell`, `Bcsr -> Bdia`
 //! (fails with [`SparseError::NotStencil`] where the block pattern is not a small set of block
 //! diagonals), and each back to [`Csr`] with `to_csr()`. [`Bcsr::compact_empty_block_rows`]
 //! removes empty (ghost) block rows and returns the row map for [`cpu::spmv_bcsr_mapped`].
@@ -61,6 +62,7 @@ pub mod gpu;
 pub mod interop;
 pub mod mm;
 pub mod reference;
+pub mod sbell;
 
 pub use bcsr::{Bcsr, BcsrParts, BlockFit, BlockLayout};
 pub use bdia::{Bdia, BdiaOptions, BdiaParts};
@@ -69,6 +71,7 @@ pub use coo::{Coo, CooParts};
 pub use csr::{Csr, CsrParts};
 pub use ell::{Ell, EllOptions, EllParts};
 pub use ferrocuda_kernels::sparse::MatrixScalar;
+pub use sbell::{Sbell, SbellParts};
 
 /// Column (and block column) index type of every format: 32-bit, checked at construction.
 pub type Index = u32;
