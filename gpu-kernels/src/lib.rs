@@ -35,6 +35,7 @@ pub mod names;
 pub mod scalar;
 pub mod sparse;
 pub mod spmv;
+pub mod spmv_thesis;
 
 pub use num_complex::Complex;
 pub use scalar::{RealScalar, Scalar};

@@ -148,7 +148,7 @@ const fn spmv_list(n: SpmvNames) -> [&'static str; 11] {
 }
 
 /// Every kernel name the host may ask for, in groups (BLAS-1 per scalar type, then SpMV
-/// per matrix/vector scalar pair).
+/// per matrix/vector scalar pair, then the thesis's SpMV variants per pair).
 pub const ALL: &[&[&str]] = &[
     &blas1_list(<f32 as Blas1Kernels>::BLAS1),
     &blas1_list(<f64 as Blas1Kernels>::BLAS1),
@@ -160,4 +160,119 @@ pub const ALL: &[&[&str]] = &[
     &spmv_list(<Complex<f64> as SpmvKernels<Complex<f64>>>::SPMV),
     &spmv_list(<f32 as SpmvKernels<Complex<f32>>>::SPMV),
     &spmv_list(<f64 as SpmvKernels<Complex<f64>>>::SPMV),
+    &spmv_thesis_list(<f32 as SpmvThesisKernels<f32>>::SPMV_THESIS),
+    &spmv_thesis_list(<f64 as SpmvThesisKernels<f64>>::SPMV_THESIS),
+    &spmv_thesis_list(<Complex<f32> as SpmvThesisKernels<Complex<f32>>>::SPMV_THESIS),
+    &spmv_thesis_list(<Complex<f64> as SpmvThesisKernels<Complex<f64>>>::SPMV_THESIS),
+    &spmv_thesis_list(<f32 as SpmvThesisKernels<Complex<f32>>>::SPMV_THESIS),
+    &spmv_thesis_list(<f64 as SpmvThesisKernels<Complex<f64>>>::SPMV_THESIS),
 ];
+
+/// Names of the thesis's SpMV variants (`crate::spmv_thesis`) of one (matrix scalar,
+/// vector scalar) pair. `_5` kernels have the block size 5 built in; the others take `b`.
+#[derive(Debug, Clone, Copy)]
+pub struct SpmvThesisNames {
+    /// BCSR V1, thread per block: `(n_blocks, b, col_idx, values, x, tmp)`.
+    pub bcsr_v1_5: &'static str,
+    /// BCSR V1, `b` at run time; same arguments.
+    pub bcsr_v1: &'static str,
+    /// BCSR V2, thread per block row, row-major blocks; same arguments.
+    pub bcsr_v2_5: &'static str,
+    /// BCSR V2, `b` at run time; same arguments.
+    pub bcsr_v2: &'static str,
+    /// BCSR V3, thread per block row, column-major blocks; same arguments.
+    pub bcsr_v3_5: &'static str,
+    /// BCSR V3, `b` at run time; same arguments.
+    pub bcsr_v3: &'static str,
+    /// BCSR reduction: `(n_block_rows, b, alpha, row_ptr, map, tmp, beta, y)`.
+    pub bcsr_reduce_5: &'static str,
+    /// BCSR reduction, `b` at run time; same arguments.
+    pub bcsr_reduce: &'static str,
+    /// ELL subsections: `(n_rows, n_rows_pad, n_sub, sub_len, row_len, col_idx, values, x,
+    /// tmp)`.
+    pub ell_sub: &'static str,
+    /// ELL reduction: `(n_rows, n_sub, alpha, row_index, tmp, beta, y)`.
+    pub ell_reduce: &'static str,
+    /// ELL V2: `(n_rows, n_rows_pad, alpha, row_len, col_idx, values, row_index, x, beta,
+    /// y)`.
+    pub ell_v2: &'static str,
+    /// BELL with block-row map: `(n_block_rows, n_block_rows_pad, b, alpha, row_len,
+    /// block_col, values, map, x, beta, y)`.
+    pub bell_5: &'static str,
+    /// BELL, `b` at run time; same arguments.
+    pub bell: &'static str,
+    /// BELL V2 (thread per block row); same arguments.
+    pub bell_v2_5: &'static str,
+    /// BELL V2, `b <= 8` at run time; same arguments.
+    pub bell_v2: &'static str,
+    /// BELL V3 (x window in shared memory): `(n_block_rows, n_block_rows_pad, b, alpha,
+    /// row_len, block_col, values, map, window, x, beta, y)`.
+    pub bell_v3_5: &'static str,
+    /// BELL V3, `b` at run time; same arguments.
+    pub bell_v3: &'static str,
+    /// Ghost rows: `(n_block_rows, b, beta, rows, y)`.
+    pub fill_rows: &'static str,
+}
+
+/// Matrix scalars with the thesis's SpMV kernels for vectors of `V`.
+pub trait SpmvThesisKernels<V: Scalar>: Scalar {
+    /// This pair's kernel names.
+    const SPMV_THESIS: SpmvThesisNames;
+}
+
+macro_rules! spmv_thesis_names {
+    ($a:ty, $v:ty, $sfx:literal) => {
+        impl SpmvThesisKernels<$v> for $a {
+            const SPMV_THESIS: SpmvThesisNames = SpmvThesisNames {
+                bcsr_v1_5: concat!("thesis_bcsr_v1_5_", $sfx),
+                bcsr_v1: concat!("thesis_bcsr_v1_", $sfx),
+                bcsr_v2_5: concat!("thesis_bcsr_v2_5_", $sfx),
+                bcsr_v2: concat!("thesis_bcsr_v2_", $sfx),
+                bcsr_v3_5: concat!("thesis_bcsr_v3_5_", $sfx),
+                bcsr_v3: concat!("thesis_bcsr_v3_", $sfx),
+                bcsr_reduce_5: concat!("thesis_bcsr_reduce_5_", $sfx),
+                bcsr_reduce: concat!("thesis_bcsr_reduce_", $sfx),
+                ell_sub: concat!("thesis_ell_sub_", $sfx),
+                ell_reduce: concat!("thesis_ell_reduce_", $sfx),
+                ell_v2: concat!("thesis_ell_v2_", $sfx),
+                bell_5: concat!("thesis_bell_5_", $sfx),
+                bell: concat!("thesis_bell_", $sfx),
+                bell_v2_5: concat!("thesis_bell_v2_5_", $sfx),
+                bell_v2: concat!("thesis_bell_v2_", $sfx),
+                bell_v3_5: concat!("thesis_bell_v3_5_", $sfx),
+                bell_v3: concat!("thesis_bell_v3_", $sfx),
+                fill_rows: concat!("thesis_fill_rows_", $sfx),
+            };
+        }
+    };
+}
+
+spmv_thesis_names!(f32, f32, "f32");
+spmv_thesis_names!(f64, f64, "f64");
+spmv_thesis_names!(Complex<f32>, Complex<f32>, "c32");
+spmv_thesis_names!(Complex<f64>, Complex<f64>, "c64");
+spmv_thesis_names!(f32, Complex<f32>, "f32_c32");
+spmv_thesis_names!(f64, Complex<f64>, "f64_c64");
+
+const fn spmv_thesis_list(n: SpmvThesisNames) -> [&'static str; 18] {
+    [
+        n.bcsr_v1_5,
+        n.bcsr_v1,
+        n.bcsr_v2_5,
+        n.bcsr_v2,
+        n.bcsr_v3_5,
+        n.bcsr_v3,
+        n.bcsr_reduce_5,
+        n.bcsr_reduce,
+        n.ell_sub,
+        n.ell_reduce,
+        n.ell_v2,
+        n.bell_5,
+        n.bell,
+        n.bell_v2_5,
+        n.bell_v2,
+        n.bell_v3_5,
+        n.bell_v3,
+        n.fill_rows,
+    ]
+}

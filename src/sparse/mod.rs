@@ -59,6 +59,7 @@ pub mod csr;
 pub mod ell;
 pub mod generate;
 pub mod gpu;
+pub mod gpu_thesis;
 pub mod interop;
 pub mod mm;
 pub mod reference;
