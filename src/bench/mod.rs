@@ -4,6 +4,7 @@
 pub mod blas1;
 pub mod plot;
 pub mod spmv;
+pub mod spmv_thesis;
 
 use std::time::Instant;
 

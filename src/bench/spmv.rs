@@ -614,9 +614,10 @@ pub fn write_results(report: &SpmvReport, dir: &std::path::Path) -> Result<std::
         .map_err(io)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("spmv-") && n.ends_with(".md"))
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                // One file per case and type; spmv-thesis.md is another tool's.
+                n.starts_with("spmv-") && n.ends_with(".md") && n != "spmv-thesis.md"
+            })
         })
         .collect();
     parts.sort();

@@ -75,6 +75,23 @@ pub enum BenchCommand {
         #[arg(long, default_value = "docs/results")]
         results_dir: PathBuf,
     },
+    /// Seed 000's Tables 6.1-6.11, 7.1/7.2 and 6.10 measured again: every thesis kernel
+    /// variant (and ferrocuda's BELL and SBELL) on cases 1-6 in single-precision complex,
+    /// seconds for 100 SpMVs; writes <results-dir>/spmv-thesis.md. Needs a GPU.
+    SpmvThesis {
+        /// Thesis cases to run (comma-separated, 1..6).
+        #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5,6")]
+        cases: Vec<usize>,
+        /// Timed calls per entry (median).
+        #[arg(long, default_value_t = 5)]
+        reps: usize,
+        /// Print JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+        /// Where the Markdown results go.
+        #[arg(long, default_value = "docs/results")]
+        results_dir: PathBuf,
+    },
     /// axpy, dot and nrm2 (f64, c64) against the device copy bandwidth and the CPU.
     Blas1 {
         /// Print JSON instead of a table.
@@ -175,6 +192,46 @@ pub fn run(cli: Cli) -> Result<()> {
             } else {
                 eprintln!("[bench spmv] no GPU: results not written");
             }
+            if json {
+                print_json(&report)
+            } else {
+                print!("{}", report.to_text());
+                Ok(())
+            }
+        }
+        Command::Bench {
+            which:
+                BenchCommand::SpmvThesis {
+                    cases,
+                    reps,
+                    json,
+                    results_dir,
+                },
+        } => {
+            use crate::bench::spmv_thesis::{ThesisBenchOptions, run};
+            if let Some(bad) = cases.iter().find(|c| !(1..=6).contains(*c)) {
+                return Err(crate::Error::InvalidArgument {
+                    op: "bench spmv-thesis",
+                    reason: format!("case {bad} does not exist: use 1..6"),
+                });
+            }
+            let (gpu, skipped) = open_gpu(cli.device)?;
+            let Some(gpu) = gpu else {
+                println!(
+                    "no GPU: {} (the thesis tables compare GPU kernels; nothing to run)",
+                    skipped.unwrap_or_default()
+                );
+                return Ok(());
+            };
+            let opts = ThesisBenchOptions {
+                cases,
+                reps,
+                ..Default::default()
+            };
+            let report = run(&gpu, &opts)?;
+            let path = results_dir.join("spmv-thesis.md");
+            write_file(&path, &report.to_markdown())?;
+            eprintln!("[bench spmv-thesis] wrote {}", path.display());
             if json {
                 print_json(&report)
             } else {
