@@ -56,6 +56,22 @@ pub fn finish<V: Scalar>(alpha: V, acc: V, beta: V, y: V) -> V {
     }
 }
 
+/// `y[i] <- finish(alpha, acc, beta, y[i])`, not reading `y[i]` where `beta == 0` (`y`
+/// may be uninitialised then): how every SpMV kernel stores a row.
+///
+/// # Safety
+/// `y.add(i)` must be valid for a read (where `beta != 0`) and a write.
+#[inline(always)]
+pub unsafe fn write_row<V: Scalar>(y: *mut V, i: usize, alpha: V, acc: V, beta: V) {
+    let yi = unsafe { y.add(i) };
+    let old = if beta == V::ZERO {
+        V::ZERO
+    } else {
+        unsafe { *yi }
+    };
+    unsafe { *yi = finish(alpha, acc, beta, old) };
+}
+
 /// `acc_r += sum_c block[r * 5 + c] * x[c]` for a 5x5 block stored row-major; each row
 /// sums its five products in column order.
 #[inline(always)]

@@ -11,7 +11,7 @@
 #[cfg(target_arch = "nvptx64")]
 use crate::scalar::Scalar;
 #[cfg(target_arch = "nvptx64")]
-use crate::sparse::{MatrixScalar, finish};
+use crate::sparse::{MatrixScalar, write_row};
 #[cfg(target_arch = "nvptx64")]
 use num_complex::Complex;
 
@@ -28,20 +28,6 @@ pub const SBELL_MAX_B: usize = 8;
 
 /// Threads per block of the block-row-per-thread SBELL kernel.
 pub const SBELL_THREADS: usize = 128;
-
-/// `y[i] <- finish(alpha, acc, beta, y[i])`, not reading `y[i]` where `beta == 0` (`y`
-/// may be uninitialised then).
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn write_row<V: Scalar>(y: *mut V, i: usize, alpha: V, acc: V, beta: V) {
-    let yi = unsafe { y.add(i) };
-    let old = if beta == V::ZERO {
-        V::ZERO
-    } else {
-        unsafe { *yi }
-    };
-    unsafe { *yi = finish(alpha, acc, beta, old) };
-}
 
 #[cfg(target_arch = "nvptx64")]
 mod kernels {

@@ -36,24 +36,12 @@
 //! [`finish`]: crate::sparse::finish
 
 use crate::scalar::Scalar;
-use crate::sparse::{MatrixScalar, block5_mul_add, finish};
+use crate::sparse::{MatrixScalar, block5_mul_add, write_row};
 
 /// Threads per block of the thesis kernels except BELL V3 (the thesis's 16 x 16 = 256).
 pub const THESIS_BLOCK: usize = 256;
 /// Largest block size of the run-time-`b` BELL V2 kernel (its accumulators are registers).
 pub const BELL_V2_MAX_B: usize = 8;
-
-/// `y[i] <- finish(alpha, acc, beta, y[i])`, not reading `y[i]` where `beta == 0`.
-#[inline(always)]
-unsafe fn write_row<V: Scalar>(y: *mut V, i: usize, alpha: V, acc: V, beta: V) {
-    let yi = unsafe { y.add(i) };
-    let old = if beta == V::ZERO {
-        V::ZERO
-    } else {
-        unsafe { *yi }
-    };
-    unsafe { *yi = finish(alpha, acc, beta, old) };
-}
 
 /// Row `r` of one `b x b` block times `x[0..b]`, columns in order.
 #[inline(always)]
