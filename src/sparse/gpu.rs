@@ -142,7 +142,7 @@ where
     A: Element + MatrixScalar<V> + SpmvKernels<V>,
     V: Element,
 {
-    check_operands("spmv_ell", a.n_rows, a.n_cols, &a.values, x, y)?;
+    check_operands("spmv_ell", a.n_rows, a.n_cols, a.values.gpu(), x, y)?;
     if a.n_rows == 0 {
         return Ok(());
     }
@@ -177,17 +177,18 @@ where
     Ok(())
 }
 
-fn check_operands<V, M>(
+/// Lengths of `x` and `y`, and `x` and the matrix on the device of `y`.
+pub(crate) fn check_operands<V>(
     op: &'static str,
     n_rows: usize,
     n_cols: usize,
-    matrix: &DeviceBuffer<M>,
+    matrix: &Gpu,
     x: &impl DeviceSlice<V>,
     y: &impl DeviceSlice<V>,
 ) -> Result<()> {
     check_len(op, "x", n_cols, x.len())?;
     check_len(op, "y", n_rows, y.len())?;
-    for (what, gpu) in [("x", x.gpu()), ("matrix", matrix.gpu())] {
+    for (what, gpu) in [("x", x.gpu()), ("matrix", matrix)] {
         if !y.gpu().same_device(gpu) {
             return Err(Error::WrongDevice {
                 op,
@@ -213,7 +214,7 @@ where
     A: Element + MatrixScalar<V> + SpmvKernels<V>,
     V: Element,
 {
-    check_operands("spmv_bell", a.n_rows(), a.n_cols(), &a.values, x, y)?;
+    check_operands("spmv_bell", a.n_rows(), a.n_cols(), a.values.gpu(), x, y)?;
     let n_rows = a.n_rows();
     if n_rows == 0 {
         return Ok(());
@@ -266,7 +267,7 @@ where
     A: Element + MatrixScalar<V> + SpmvKernels<V>,
     V: Element,
 {
-    check_operands("spmv_bcsr", a.n_rows(), a.n_cols(), &a.values, x, y)?;
+    check_operands("spmv_bcsr", a.n_rows(), a.n_cols(), a.values.gpu(), x, y)?;
     let n_rows = a.n_rows();
     if n_rows == 0 {
         return Ok(());
@@ -371,7 +372,7 @@ where
     A: Element + MatrixScalar<V> + SpmvKernels<V>,
     V: Element,
 {
-    check_operands("spmv_sbell", a.n_rows(), a.n_cols(), &a.values, x, y)?;
+    check_operands("spmv_sbell", a.n_rows(), a.n_cols(), a.values.gpu(), x, y)?;
     if a.n_rows() == 0 {
         return Ok(());
     }
@@ -440,14 +441,7 @@ pub struct DeviceBdia<A> {
 impl<A: Element> DeviceBdia<A> {
     /// Copies `a`'s arrays (and the list of its unstored block rows) to the device of `gpu`.
     pub fn upload(gpu: &Gpu, a: &Bdia<A>) -> Result<Self> {
-        let mut empty = Vec::new();
-        let mut stored = a.row_index().iter().peekable();
-        for bi in 0..a.n_block_rows() {
-            if stored.next_if(|&&r| r as usize == bi).is_none() {
-                // bi < n_block_rows, whose rows fit Index (validated by Bdia).
-                empty.push(bi as Index);
-            }
-        }
+        let empty = super::ghost_block_rows(a.row_index(), a.n_block_rows());
         Ok(DeviceBdia {
             b: a.b(),
             n_block_rows: a.n_block_rows(),
@@ -486,7 +480,7 @@ where
     A: Element + MatrixScalar<V> + SpmvKernels<V>,
     V: Element,
 {
-    check_operands("spmv_bdia", a.n_rows(), a.n_cols(), &a.values, x, y)?;
+    check_operands("spmv_bdia", a.n_rows(), a.n_cols(), a.values.gpu(), x, y)?;
     if a.n_rows() == 0 {
         return Ok(());
     }

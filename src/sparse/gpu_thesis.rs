@@ -39,7 +39,7 @@ use ferrocuda_kernels::spmv_thesis::{BELL_V2_MAX_B, THESIS_BLOCK};
 
 use super::generate::{self, TraceSpec};
 use super::{Bcsr, Bell, BellOptions, BlockLayout, Element, Ell, EllOptions, Index, SparseError};
-use crate::error::{Error, Result, check_len};
+use crate::error::{Error, Result};
 
 /// The thesis's kernel variants, in the order of its chapter 6 (BELL V4, the CUDA port of
 /// BELL, is [`ThesisKernel::Bell`] here: every kernel of this crate is CUDA).
@@ -199,22 +199,7 @@ pub struct Window {
     pub len: usize,
 }
 
-/// The block rows `0..n_block_rows` that `map` (strictly increasing, as from
-/// [`Bcsr::compact_empty_block_rows`]) does not contain: the ghost rows the fill kernel
-/// writes.
-pub fn ghost_block_rows(map: &[Index], n_block_rows: usize) -> Vec<Index> {
-    let mut ghosts = Vec::with_capacity(n_block_rows.saturating_sub(map.len()));
-    let mut next = map.iter().peekable();
-    for bi in 0..n_block_rows {
-        if next.peek().is_some_and(|&&m| m as usize == bi) {
-            next.next();
-        } else {
-            // bi < n_block_rows, whose scalar count fits Index (checked by `Bcsr`).
-            ghosts.push(bi as Index);
-        }
-    }
-    ghosts
-}
+pub use super::ghost_block_rows;
 
 /// The thesis's "Zeilenindex" of ELL: scalar row `i` of the compacted matrix (block row
 /// `i / b`, row `i % b` in it) is result row `map[i / b] b + i % b`. Errors: a result row
@@ -936,18 +921,7 @@ fn check_operands<A, V>(
 where
     A: Element,
 {
-    check_len(op, "x", a.n_cols, x.len())?;
-    check_len(op, "y", a.n_rows, y.len())?;
-    for (what, gpu) in [("x", x.gpu()), ("matrix", a.values_gpu())] {
-        if !y.gpu().same_device(gpu) {
-            return Err(Error::WrongDevice {
-                op,
-                what,
-                expected: y.gpu().ordinal(),
-                found: gpu.ordinal(),
-            });
-        }
-    }
+    super::gpu::check_operands(op, a.n_rows, a.n_cols, a.values_gpu(), x, y)?;
     if a.kernel.has_reduction() && !y.gpu().same_stream(a.tmp.gpu()) {
         return Err(Error::InvalidArgument {
             op,

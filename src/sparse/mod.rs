@@ -187,6 +187,23 @@ impl<P> From<Rejected<P>> for SparseError {
 /// A scalar type the sparse module stores: `f32`, `f64`, `Complex<f32>`, `Complex<f64>`.
 pub use crate::blas1::Element;
 
+/// The block rows `0..n_block_rows` that `map` (strictly increasing, as from
+/// [`Bcsr::compact_empty_block_rows`]) does not contain: the ghost rows, which a product sets to
+/// `beta y`.
+pub fn ghost_block_rows(map: &[Index], n_block_rows: usize) -> Vec<Index> {
+    let mut ghosts = Vec::with_capacity(n_block_rows.saturating_sub(map.len()));
+    let mut next = map.iter().peekable();
+    for bi in 0..n_block_rows {
+        if next.peek().is_some_and(|&&m| m as usize == bi) {
+            next.next();
+        } else {
+            // bi < n_block_rows, whose scalar count fits Index (checked by the format).
+            ghosts.push(bi as Index);
+        }
+    }
+    ghosts
+}
+
 /// Checks that `n` fits [`Index`] (as a count of columns or block columns).
 pub(crate) fn check_index_range(op: &'static str, what: &str, n: usize) -> Result<(), SparseError> {
     if n > Index::MAX as usize {

@@ -158,17 +158,7 @@ impl<T: Element> Sbell<T> {
 
     /// Logical block rows that are not stored (each gets `beta y` in a product), in order.
     pub fn empty_block_rows(&self) -> Vec<Index> {
-        let mut out = Vec::with_capacity(self.p.n_block_rows - self.p.row_index.len());
-        let mut stored = self.p.row_index.iter().peekable();
-        for bi in 0..self.p.n_block_rows {
-            if stored.peek().is_some_and(|&&r| r as usize == bi) {
-                stored.next();
-            } else {
-                // bi < n_block_rows, and n_block_rows b fits Index (validated).
-                out.push(bi as Index);
-            }
-        }
-        out
+        super::ghost_block_rows(&self.p.row_index, self.p.n_block_rows)
     }
 
     /// Values a product reads: the masked entries of the real slots (padding slots and
