@@ -22,6 +22,7 @@ pub mod cpu_dispatch;
 mod error;
 pub mod gpu;
 pub mod kernels;
+pub mod krylov;
 pub mod sparse;
 pub mod tour;
 pub mod vendor;

@@ -33,6 +33,11 @@ pub struct DeviceBcsr<A> {
 }
 
 impl<A: Element> DeviceBcsr<A> {
+    /// The device (and stream) holding the matrix.
+    pub fn gpu(&self) -> &Gpu {
+        self.values.gpu()
+    }
+
     /// Copies `a`'s arrays to the device of `gpu`.
     pub fn upload(gpu: &Gpu, a: &Bcsr<A>) -> Result<Self> {
         Ok(DeviceBcsr {
@@ -81,6 +86,11 @@ pub struct DeviceBell<A> {
 }
 
 impl<A: Element> DeviceBell<A> {
+    /// The device (and stream) holding the matrix.
+    pub fn gpu(&self) -> &Gpu {
+        self.values.gpu()
+    }
+
     /// Copies `a`'s arrays to the device of `gpu`.
     pub fn upload(gpu: &Gpu, a: &Bell<A>) -> Result<Self> {
         Ok(DeviceBell {
@@ -116,6 +126,11 @@ pub struct DeviceEll<A> {
 }
 
 impl<A: Element> DeviceEll<A> {
+    /// The device (and stream) holding the matrix.
+    pub fn gpu(&self) -> &Gpu {
+        self.values.gpu()
+    }
+
     /// Copies `a`'s arrays to the device of `gpu`.
     pub fn upload(gpu: &Gpu, a: &Ell<A>) -> Result<Self> {
         Ok(DeviceEll {
@@ -126,6 +141,16 @@ impl<A: Element> DeviceEll<A> {
             col_idx: gpu.upload(a.col_idx())?,
             values: gpu.upload(a.values())?,
         })
+    }
+
+    /// Rows.
+    pub fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+
+    /// Columns.
+    pub fn n_cols(&self) -> usize {
+        self.n_cols
     }
 }
 
@@ -328,6 +353,11 @@ pub struct DeviceSbell<A> {
 }
 
 impl<A: Element> DeviceSbell<A> {
+    /// The device (and stream) holding the matrix.
+    pub fn gpu(&self) -> &Gpu {
+        self.values.gpu()
+    }
+
     /// Copies `a`'s arrays (and the list of its empty block rows) to the device of `gpu`.
     pub fn upload(gpu: &Gpu, a: &Sbell<A>) -> Result<Self> {
         let empty = a.empty_block_rows();
@@ -439,6 +469,11 @@ pub struct DeviceBdia<A> {
 }
 
 impl<A: Element> DeviceBdia<A> {
+    /// The device (and stream) holding the matrix.
+    pub fn gpu(&self) -> &Gpu {
+        self.values.gpu()
+    }
+
     /// Copies `a`'s arrays (and the list of its unstored block rows) to the device of `gpu`.
     pub fn upload(gpu: &Gpu, a: &Bdia<A>) -> Result<Self> {
         let empty = super::ghost_block_rows(a.row_index(), a.n_block_rows());
