@@ -30,6 +30,7 @@ extern crate std;
 pub mod blas1;
 #[cfg(target_arch = "nvptx64")]
 pub mod device;
+pub mod krylov;
 pub mod math;
 pub mod names;
 pub mod scalar;

@@ -147,6 +147,55 @@ const fn spmv_list(n: SpmvNames) -> [&'static str; 11] {
     ]
 }
 
+/// Names of the GMRES vector kernels of one scalar type (`crate::krylov`).
+#[derive(Debug, Clone, Copy)]
+pub struct KrylovNames {
+    /// Delayed-CGS2 dots, stage one: `(n, k1, u, w, basis, ld, partials)`.
+    pub gs_dots_partial: &'static str,
+    /// Delayed-CGS2 update: `(n, k, basis, ld, a, b, c, inv_alpha, w)`.
+    pub gs_update: &'static str,
+    /// `z <- sum coef_j V_j`: `(n, k, basis, ld, coef, z)`.
+    pub basis_combine: &'static str,
+    /// MGS `w <- w - h[j] x`: `(n, h, j, x, w)`.
+    pub mgs_eliminate: &'static str,
+    /// MGS `y <- x / sqrt(re h[j])`: `(n, h, j, x, y)`.
+    pub mgs_normalize: &'static str,
+}
+
+/// Scalar types with GMRES vector kernels.
+pub trait KrylovKernels: Scalar {
+    /// This type's kernel names.
+    const KRYLOV: KrylovNames;
+}
+
+macro_rules! krylov_names {
+    ($t:ty, $sfx:literal) => {
+        impl KrylovKernels for $t {
+            const KRYLOV: KrylovNames = KrylovNames {
+                gs_dots_partial: concat!("gs_dots_partial_", $sfx),
+                gs_update: concat!("gs_update_", $sfx),
+                basis_combine: concat!("basis_combine_", $sfx),
+                mgs_eliminate: concat!("mgs_eliminate_", $sfx),
+                mgs_normalize: concat!("mgs_normalize_", $sfx),
+            };
+        }
+    };
+}
+krylov_names!(f32, "f32");
+krylov_names!(f64, "f64");
+krylov_names!(Complex<f32>, "c32");
+krylov_names!(Complex<f64>, "c64");
+
+const fn krylov_list(n: KrylovNames) -> [&'static str; 5] {
+    [
+        n.gs_dots_partial,
+        n.gs_update,
+        n.basis_combine,
+        n.mgs_eliminate,
+        n.mgs_normalize,
+    ]
+}
+
 /// Every kernel name the host may ask for, in groups (BLAS-1 per scalar type, then SpMV
 /// per matrix/vector scalar pair, then the thesis's SpMV variants per pair).
 pub const ALL: &[&[&str]] = &[
@@ -166,6 +215,10 @@ pub const ALL: &[&[&str]] = &[
     &spmv_thesis_list(<Complex<f64> as SpmvThesisKernels<Complex<f64>>>::SPMV_THESIS),
     &spmv_thesis_list(<f32 as SpmvThesisKernels<Complex<f32>>>::SPMV_THESIS),
     &spmv_thesis_list(<f64 as SpmvThesisKernels<Complex<f64>>>::SPMV_THESIS),
+    &krylov_list(<f32 as KrylovKernels>::KRYLOV),
+    &krylov_list(<f64 as KrylovKernels>::KRYLOV),
+    &krylov_list(<Complex<f32> as KrylovKernels>::KRYLOV),
+    &krylov_list(<Complex<f64> as KrylovKernels>::KRYLOV),
 ];
 
 /// Names of the thesis's SpMV variants (`crate::spmv_thesis`) of one (matrix scalar,

@@ -1,6 +1,189 @@
-//! Krylov solvers: restarted GMRES(m) on the CPU (rayon) and the GPU, written once
-//! against linear operators ([`LinOp`], [`DeviceLinOp`]).
+//! Krylov solvers: restarted GMRES(m) on the CPU (rayon, [`cpu::gmres`]) and on one GPU
+//! ([`gpu::gmres`]), written once against linear operators ([`LinOp`],
+//! [`DeviceLinOp`]) with one options type ([`GmresOptions`]) and one report
+//! ([`GmresReport`]).
+//!
+//! GMRES(m) after Saad (seed 000, §5.3): Arnoldi builds an orthonormal basis `V` of the
+//! Krylov space of `A M^{-1}` (right preconditioning, so the residual GMRES minimises
+//! is the true one), Givens rotations keep the small least-squares problem triangular
+//! and give the residual norm after every step, and after `m` steps (or convergence)
+//! `x <- x + M^{-1} V y`; then it restarts from the true residual.
+//!
+//! Orthogonalisation ([`Orthogonalization`]):
+//! - [`Mgs`](Orthogonalization::Mgs): modified Gram-Schmidt, the thesis's choice: `k + 1`
+//!   dependent dot/update pairs per step.
+//! - [`Cgs2`](Orthogonalization::Cgs2) (default): classical Gram-Schmidt with one
+//!   reorthogonalisation, with the reorthogonalisation of each vector delayed by one
+//!   step and merged into the next projection (DCGS2, Bielich et al. 2022). Every step
+//!   makes one multi-dot pass over the basis (all `2 (k + 1)` dot products at once) and
+//!   one update pass, and needs one host round trip for the dot products. The norm of
+//!   the new vector comes from Pythagoras, `alpha^2 = |u|^2 - |V^H u|^2`.
+//!
+//! Convergence: `|r| <= max(rtol |b|, atol)`, `r = b - A x`; the estimate from the
+//! rotations drives the iteration, and the true residual is computed at every restart
+//! and at the end (that is what the report's `residual` is). Non-convergence is a
+//! report with [`StopReason::MaxIterations`], not an error. A zero `b` gives `x = 0`.
+//! NaN or infinity in `b` or `x0` is an error; one appearing in the residual (from the
+//! operator or preconditioner) too.
+//!
+//! ```
+//! use ferrocuda::krylov::{GmresOptions, cpu};
+//! use ferrocuda::sparse::Coo;
+//! // A small nonsymmetric system with solution (1, 2, 3).
+//! let mut a = Coo::<f64>::empty(3, 3)?;
+//! for (r, c, v) in [(0, 0, 4.0), (0, 1, 1.0), (1, 0, -1.0), (1, 1, 5.0), (2, 1, 2.0), (2, 2, 3.0)] {
+//!     a.push(r, c, v)?;
+//! }
+//! let b = [6.0, 9.0, 13.0];
+//! let mut x = [0.0; 3];
+//! let report = cpu::gmres(&a, None, &b, &mut x, &GmresOptions::default())?;
+//! assert!(report.converged);
+//! assert!((x[0] - 1.0).abs() < 1e-10 && (x[2] - 3.0).abs() < 1e-10);
+//! # Ok::<(), ferrocuda::Error>(())
+//! ```
 
+mod arnoldi;
+pub mod cpu;
+pub mod gpu;
 pub mod op;
 
 pub use op::{DeviceLinOp, Identity, LinOp};
+
+use serde::Serialize;
+
+/// How each new Krylov vector is made orthogonal to the basis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Orthogonalization {
+    /// Modified Gram-Schmidt (the thesis).
+    Mgs,
+    /// Classical Gram-Schmidt twice, the second pass delayed one step (DCGS2).
+    Cgs2,
+}
+
+/// GMRES options; `Default` is GMRES(30), `rtol = 1e-8`, CGS2, 1000 iterations.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct GmresOptions {
+    /// Restart length `m` (basis vectors per cycle), at least 1.
+    pub restart: usize,
+    /// Relative tolerance on `|b - A x| / |b|`.
+    pub rtol: f64,
+    /// Absolute tolerance on `|b - A x|`.
+    pub atol: f64,
+    /// Most Arnoldi steps in total (over all cycles).
+    pub max_iter: usize,
+    /// Orthogonalisation.
+    pub orthogonalization: Orthogonalization,
+}
+
+impl Default for GmresOptions {
+    fn default() -> Self {
+        GmresOptions {
+            restart: 30,
+            rtol: 1e-8,
+            atol: 0.0,
+            max_iter: 1000,
+            orthogonalization: Orthogonalization::Cgs2,
+        }
+    }
+}
+
+impl GmresOptions {
+    /// Sets the restart length.
+    pub fn restart(mut self, m: usize) -> Self {
+        self.restart = m;
+        self
+    }
+    /// Sets the relative tolerance.
+    pub fn rtol(mut self, rtol: f64) -> Self {
+        self.rtol = rtol;
+        self
+    }
+    /// Sets the absolute tolerance.
+    pub fn atol(mut self, atol: f64) -> Self {
+        self.atol = atol;
+        self
+    }
+    /// Sets the iteration limit.
+    pub fn max_iter(mut self, n: usize) -> Self {
+        self.max_iter = n;
+        self
+    }
+    /// Sets the orthogonalisation.
+    pub fn orthogonalization(mut self, o: Orthogonalization) -> Self {
+        self.orthogonalization = o;
+        self
+    }
+
+    fn validate(&self) -> crate::Result<()> {
+        let bad = |reason: String| {
+            Err(crate::Error::InvalidArgument {
+                op: "gmres",
+                reason,
+            })
+        };
+        if self.restart == 0 {
+            return bad("restart must be at least 1".into());
+        }
+        if !(self.rtol >= 0.0 && self.rtol.is_finite()) {
+            return bad(format!("rtol must be finite and >= 0, got {}", self.rtol));
+        }
+        if !(self.atol >= 0.0 && self.atol.is_finite()) {
+            return bad(format!("atol must be finite and >= 0, got {}", self.atol));
+        }
+        Ok(())
+    }
+}
+
+/// Why GMRES stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum StopReason {
+    /// The residual met the tolerance.
+    Converged,
+    /// `b = 0`: `x = 0` is the exact solution.
+    ZeroRhs,
+    /// The iteration limit was reached first.
+    MaxIterations,
+    /// The Krylov space stopped growing before the tolerance was met (a singular
+    /// operator or preconditioner, or rounding at the tolerance's limit).
+    Stagnation,
+}
+
+/// Time spent, in seconds.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct GmresTiming {
+    /// The whole solve, set-up included.
+    pub total: f64,
+    /// Operator and preconditioner applications.
+    pub spmv: f64,
+    /// Orthogonalisation (dots, updates, normalisation).
+    pub orthogonalization: f64,
+    /// Everything else (residuals at restarts, solution updates, host work).
+    pub rest: f64,
+}
+
+/// What a GMRES solve did.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct GmresReport {
+    /// Whether `|b - A x| <= max(rtol |b|, atol)` at the end.
+    pub converged: bool,
+    /// Why it stopped.
+    pub reason: StopReason,
+    /// Arnoldi steps (operator applications in the Krylov loop).
+    pub iterations: usize,
+    /// Restart cycles started.
+    pub cycles: usize,
+    /// `|b|`.
+    pub rhs_norm: f64,
+    /// `|b - A x0|`.
+    pub initial_residual: f64,
+    /// `|b - A x|` at the end, computed (not estimated).
+    pub residual: f64,
+    /// `residual / |b|` (0 for a zero `b`).
+    pub relative_residual: f64,
+    /// The estimated relative residual after every Arnoldi step.
+    pub history: Vec<f64>,
+    /// Time per phase.
+    pub timing: GmresTiming,
+}

@@ -1,0 +1,306 @@
+//! GMRES on all CPU cores (rayon): the twin of [`super::gpu`], with the same options,
+//! report and per-element math (`ferrocuda_kernels::krylov`).
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use super::arnoldi::{self, C, Space, from_c, to_c};
+use super::{GmresOptions, GmresReport, LinOp};
+use crate::blas1::{Element, cpu as b1};
+use crate::error::{Error, Result, check_len};
+use ferrocuda_kernels::RealScalar;
+use ferrocuda_kernels::blas1::dot_step;
+use ferrocuda_kernels::krylov as k;
+
+const CHUNK: usize = b1::CHUNK;
+
+/// Solves `A x = b` by GMRES(m) with the right preconditioner `m` (`None`: none); `x` holds the initial guess and receives the
+/// solution. Errors (with `x` unchanged): shapes that do not fit (`A` must be square),
+/// NaN or infinity in `b` or `x`, invalid options, a non-finite residual.
+pub fn gmres<V: Element>(
+    a: &dyn LinOp<V>,
+    m: Option<&dyn LinOp<V>>,
+    b: &[V],
+    x: &mut [V],
+    opts: &GmresOptions,
+) -> Result<GmresReport> {
+    gmres_with_progress(a, m, b, x, opts, None)
+}
+
+/// [`gmres`] calling `progress(iteration, estimated relative residual)` after every step.
+pub fn gmres_with_progress<V: Element>(
+    a: &dyn LinOp<V>,
+    m: Option<&dyn LinOp<V>>,
+    b: &[V],
+    x: &mut [V],
+    opts: &GmresOptions,
+    progress: Option<&mut dyn FnMut(usize, f64)>,
+) -> Result<GmresReport> {
+    let (mr, mc) = m.map_or((a.nrows(), a.ncols()), |m| (m.nrows(), m.ncols()));
+    let n = check_system(a.nrows(), a.ncols(), mr, mc, b.len(), x.len())?;
+    check_finite("b", b)?;
+    check_finite("x0", x)?;
+    opts.validate()?;
+    let mut space = CpuSpace {
+        a,
+        m,
+        n,
+        b,
+        x: x.to_vec(),
+        basis: vec![V::ZERO; (opts.restart + 1) * n],
+        w: vec![V::ZERO; n],
+        z: vec![V::ZERO; n],
+        t_spmv: 0.0,
+        t_orth: 0.0,
+    };
+    let report = arnoldi::run(&mut space, opts, progress)?;
+    x.copy_from_slice(&space.x);
+    Ok(report)
+}
+
+/// The shape rules of a GMRES solve, shared with the GPU path; returns `n`.
+pub(crate) fn check_system(
+    a_rows: usize,
+    a_cols: usize,
+    m_rows: usize,
+    m_cols: usize,
+    b_len: usize,
+    x_len: usize,
+) -> Result<usize> {
+    if a_rows != a_cols {
+        return Err(Error::InvalidArgument {
+            op: "gmres",
+            reason: format!("the operator must be square, it is {a_rows} x {a_cols}"),
+        });
+    }
+    check_len("gmres", "preconditioner rows", a_rows, m_rows)?;
+    check_len("gmres", "preconditioner columns", a_rows, m_cols)?;
+    check_len("gmres", "b", a_rows, b_len)?;
+    check_len("gmres", "x", a_rows, x_len)?;
+    Ok(a_rows)
+}
+
+/// `Err` naming the first NaN or infinity in `v`.
+pub(crate) fn check_finite<V: Element>(what: &str, v: &[V]) -> Result<()> {
+    match v
+        .iter()
+        .position(|e| !(e.re().to_f64().is_finite() && e.im().to_f64().is_finite()))
+    {
+        None => Ok(()),
+        Some(i) => Err(Error::InvalidArgument {
+            op: "gmres",
+            reason: format!(
+                "{what}[{i}] is {:?}: NaN and infinity are not allowed",
+                v[i]
+            ),
+        }),
+    }
+}
+
+struct CpuSpace<'a, V: Element> {
+    a: &'a dyn LinOp<V>,
+    m: Option<&'a dyn LinOp<V>>,
+    n: usize,
+    b: &'a [V],
+    x: Vec<V>,
+    basis: Vec<V>,
+    w: Vec<V>,
+    z: Vec<V>,
+    t_spmv: f64,
+    t_orth: f64,
+}
+
+impl<V: Element> CpuSpace<'_, V> {
+    /// `w <- A M^{-1} V_k`.
+    fn apply(&mut self, k: usize) -> Result<()> {
+        let t = Instant::now();
+        let n = self.n;
+        let v = &self.basis[k * n..(k + 1) * n];
+        match self.m {
+            Some(m) => {
+                m.apply_unchecked(v, &mut self.z)?;
+                self.a.apply_unchecked(&self.z, &mut self.w)?;
+            }
+            None => self.a.apply_unchecked(v, &mut self.w)?,
+        }
+        self.t_spmv += t.elapsed().as_secs_f64();
+        Ok(())
+    }
+}
+
+impl<V: Element> Space for CpuSpace<'_, V> {
+    fn rhs_norm(&mut self) -> Result<f64> {
+        Ok(b1::nrm2(self.b).to_f64())
+    }
+
+    fn zero_solution(&mut self) -> Result<()> {
+        self.x.fill(V::ZERO);
+        Ok(())
+    }
+
+    fn residual(&mut self) -> Result<f64> {
+        let n = self.n;
+        let t = Instant::now();
+        let r = &mut self.basis[..n];
+        self.a.apply_unchecked(&self.x, r)?;
+        self.t_spmv += t.elapsed().as_secs_f64();
+        b1::axpby(V::ONE, self.b, -V::ONE, r)?;
+        Ok(b1::nrm2(r).to_f64())
+    }
+
+    fn scale_first(&mut self, beta: f64) -> Result<()> {
+        let n = self.n;
+        let inv = from_c::<V>(C::new(1.0 / beta, 0.0));
+        b1::scal(inv, &mut self.basis[..n]);
+        Ok(())
+    }
+
+    fn dots(&mut self, kk: usize, apply: bool) -> Result<(Vec<C>, Vec<C>)> {
+        if apply {
+            self.apply(kk)?;
+        }
+        let t = Instant::now();
+        let n = self.n;
+        let k1 = kk + 1;
+        let (basis, w) = (&self.basis, &self.w);
+        let u = &basis[kk * n..k1 * n];
+        let wv: &[V] = if apply { w } else { u };
+        // Fixed chunks, summed in order: the same bits for any thread count.
+        let partial: Vec<Vec<V>> = (0..n.div_ceil(CHUNK))
+            .into_par_iter()
+            .map(|c| {
+                let (lo, hi) = (c * CHUNK, ((c + 1) * CHUNK).min(n));
+                let mut acc = vec![V::ZERO; 2 * k1];
+                for j in 0..k1 {
+                    let vj = &basis[j * n + lo..j * n + hi];
+                    let (mut su, mut sw) = (V::ZERO, V::ZERO);
+                    for ((&v, &ui), &wi) in vj.iter().zip(&u[lo..hi]).zip(&wv[lo..hi]) {
+                        su = dot_step(su, v, ui);
+                        sw = dot_step(sw, v, wi);
+                    }
+                    acc[j] = su;
+                    acc[k1 + j] = sw;
+                }
+                acc
+            })
+            .collect();
+        let mut total = vec![V::ZERO; 2 * k1];
+        for p in &partial {
+            for (t, &v) in total.iter_mut().zip(p) {
+                *t = *t + v;
+            }
+        }
+        self.t_orth += t.elapsed().as_secs_f64();
+        let c: Vec<C> = total.into_iter().map(to_c).collect();
+        Ok((c[..k1].to_vec(), c[k1..].to_vec()))
+    }
+
+    fn update(&mut self, kk: usize, a: &[C], b: &[C], c: C, inv_alpha: f64) -> Result<()> {
+        let t = Instant::now();
+        let n = self.n;
+        let a: Vec<V> = a.iter().map(|&v| from_c(v)).collect();
+        let b: Vec<V> = b.iter().map(|&v| from_c(v)).collect();
+        let c: V = from_c(c);
+        let inv = V::Real::from_f64(inv_alpha);
+        let (head, tail) = self.basis.split_at_mut(kk * n);
+        let (uslot, rest) = tail.split_at_mut(n);
+        let next = &mut rest[..n];
+        let head: &[V] = head;
+        let w = &self.w;
+        uslot
+            .par_chunks_mut(CHUNK)
+            .zip(next.par_chunks_mut(CHUNK))
+            .enumerate()
+            .for_each(|(ci, (uc, nc))| {
+                let lo = ci * CHUNK;
+                for (o, (ui, ni)) in uc.iter_mut().zip(nc.iter_mut()).enumerate() {
+                    let i = lo + o;
+                    let (mut sa, mut sb) = (V::ZERO, V::ZERO);
+                    for j in 0..kk {
+                        let v = head[j * n + i];
+                        sa = k::basis_term(sa, a[j], v);
+                        sb = k::basis_term(sb, b[j], v);
+                    }
+                    let (q, nx) = k::gs_update(*ui, w[i], sa, sb, c, inv);
+                    *ui = q;
+                    *ni = nx;
+                }
+            });
+        self.t_orth += t.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    fn mgs(&mut self, kk: usize) -> Result<(Vec<C>, f64)> {
+        self.apply(kk)?;
+        let t = Instant::now();
+        let n = self.n;
+        let mut h = Vec::with_capacity(kk + 1);
+        for j in 0..=kk {
+            let vj = &self.basis[j * n..(j + 1) * n];
+            let hj = b1::dot(vj, &self.w)?;
+            self.w
+                .par_chunks_mut(CHUNK)
+                .zip(vj.par_chunks(CHUNK))
+                .for_each(|(wc, vc)| {
+                    wc.iter_mut()
+                        .zip(vc)
+                        .for_each(|(wi, &v)| *wi = k::eliminate(*wi, hj, v))
+                });
+            h.push(to_c(hj));
+        }
+        let w2 = b1::dot(&self.w, &self.w)?;
+        let norm = w2.re().sqrt();
+        let w = &self.w;
+        self.basis[(kk + 1) * n..(kk + 2) * n]
+            .par_chunks_mut(CHUNK)
+            .zip(w.par_chunks(CHUNK))
+            .for_each(|(yc, wc)| {
+                yc.iter_mut()
+                    .zip(wc)
+                    .for_each(|(y, &wi)| *y = k::normalize(wi, norm))
+            });
+        self.t_orth += t.elapsed().as_secs_f64();
+        Ok((h, w2.re().to_f64()))
+    }
+
+    fn update_solution(&mut self, y: &[C]) -> Result<()> {
+        let n = self.n;
+        let y: Vec<V> = y.iter().map(|&v| from_c(v)).collect();
+        let basis = &self.basis;
+        self.w
+            .par_chunks_mut(CHUNK)
+            .enumerate()
+            .for_each(|(ci, wc)| {
+                let lo = ci * CHUNK;
+                for (o, wi) in wc.iter_mut().enumerate() {
+                    let mut s = V::ZERO;
+                    for (j, &yj) in y.iter().enumerate() {
+                        s = k::basis_term(s, yj, basis[j * n + lo + o]);
+                    }
+                    *wi = s;
+                }
+            });
+        match self.m {
+            Some(m) => {
+                let t = Instant::now();
+                m.apply_unchecked(&self.w, &mut self.z)?;
+                self.t_spmv += t.elapsed().as_secs_f64();
+                b1::axpy(V::ONE, &self.z, &mut self.x)?;
+            }
+            None => b1::axpy(V::ONE, &self.w, &mut self.x)?,
+        }
+        Ok(())
+    }
+
+    fn take_times(&mut self) -> Result<(f64, f64)> {
+        let t = (self.t_spmv, self.t_orth);
+        self.t_spmv = 0.0;
+        self.t_orth = 0.0;
+        Ok(t)
+    }
+
+    fn epsilon(&self) -> f64 {
+        V::Real::EPSILON.to_f64()
+    }
+}

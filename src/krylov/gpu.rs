@@ -1,0 +1,399 @@
+//! GMRES on one GPU, every vector resident on the device: the basis, the work vectors
+//! and the reduction partials are allocated once before the first step; each Arnoldi
+//! step makes one small device-to-host transfer (its dot products, a few hundred bytes)
+//! and no allocation. Work runs on the stream of `x`. Same options, report and
+//! per-element math as [`super::cpu`].
+
+use ferrocuda_host::{DeviceBuffer, DeviceSlice, EventTimer, Gpu, LaunchConfig, arg};
+use ferrocuda_kernels::RealScalar;
+use ferrocuda_kernels::blas1::reduction_blocks;
+use ferrocuda_kernels::krylov::{BLOCK, DOTS_CHUNK};
+use ferrocuda_kernels::names::KrylovKernels;
+
+use super::arnoldi::{self, C, Space, from_c, to_c};
+use super::cpu::check_system;
+use super::{DeviceLinOp, GmresOptions, GmresReport};
+use crate::blas1::{Element, gpu as b1};
+use crate::error::{Error, Result};
+
+/// Scalar types GMRES runs on the GPU for: `f32`, `f64`, `Complex<f32>`, `Complex<f64>`.
+pub trait KrylovElement: Element<Real: Element> + KrylovKernels {}
+impl<T: Element<Real: Element> + KrylovKernels> KrylovElement for T {}
+
+/// Solves `A x = b` by GMRES(m) on the GPU with the right preconditioner `m` (`None`:
+/// none); `x` holds the initial guess and receives the solution. Errors (with `x`
+/// unchanged): shapes that do not fit (`A` square), operands on different devices,
+/// NaN or infinity in `b` or `x`, invalid options, a non-finite residual.
+pub fn gmres<V: KrylovElement>(
+    a: &dyn DeviceLinOp<V>,
+    m: Option<&dyn DeviceLinOp<V>>,
+    b: &DeviceBuffer<V>,
+    x: &mut DeviceBuffer<V>,
+    opts: &GmresOptions,
+) -> Result<GmresReport> {
+    gmres_with_progress(a, m, b, x, opts, None)
+}
+
+/// [`gmres`] calling `progress(iteration, estimated relative residual)` after every step.
+pub fn gmres_with_progress<V: KrylovElement>(
+    a: &dyn DeviceLinOp<V>,
+    m: Option<&dyn DeviceLinOp<V>>,
+    b: &DeviceBuffer<V>,
+    x: &mut DeviceBuffer<V>,
+    opts: &GmresOptions,
+    progress: Option<&mut dyn FnMut(usize, f64)>,
+) -> Result<GmresReport> {
+    let (mr, mc) = m.map_or((a.nrows(), a.ncols()), |m| (m.nrows(), m.ncols()));
+    let n = check_system(a.nrows(), a.ncols(), mr, mc, b.len(), x.len())?;
+    opts.validate()?;
+    let gpu = x.gpu().clone();
+    for (what, other) in [("b", b.gpu()), ("the operator", a.gpu())]
+        .into_iter()
+        .chain(m.map(|m| ("the preconditioner", m.gpu())))
+    {
+        if !gpu.same_device(other) {
+            return Err(Error::WrongDevice {
+                op: "gmres",
+                what,
+                expected: gpu.ordinal(),
+                found: other.ordinal(),
+            });
+        }
+    }
+    // The operator may run on another stream of the device: order it after x and b.
+    gpu.wait_for(a.gpu())?;
+    for (what, v) in [("b", b as &DeviceBuffer<V>), ("x0", &*x)] {
+        let norm = b1::nrm2(v)?.to_f64();
+        if !norm.is_finite() {
+            return Err(Error::InvalidArgument {
+                op: "gmres",
+                reason: format!("{what} holds NaN or infinity (its norm is {norm})"),
+            });
+        }
+    }
+    let mut work = gpu.alloc::<V>(n)?;
+    work.copy_from_device(x)?;
+    let mut space = GpuSpace::new(&gpu, a, m, n, opts.restart, b, work)?;
+    let report = arnoldi::run(&mut space, opts, progress)?;
+    x.copy_from_device(&space.x)?;
+    Ok(report)
+}
+
+struct GpuSpace<'a, V: KrylovElement> {
+    gpu: Gpu,
+    a: &'a dyn DeviceLinOp<V>,
+    m: Option<&'a dyn DeviceLinOp<V>>,
+    n: usize,
+    restart: usize,
+    b: &'a DeviceBuffer<V>,
+    x: DeviceBuffer<V>,
+    basis: DeviceBuffer<V>,
+    w: DeviceBuffer<V>,
+    z: DeviceBuffer<V>,
+    partials: DeviceBuffer<V>,
+    dots_out: DeviceBuffer<V>,
+    /// `a` in `[0, m)`, `b` in `[m, 2m)` (DCGS2); `y` in `[0, k)` (solution update).
+    coef: DeviceBuffer<V>,
+    coef_host: Vec<V>,
+    /// MGS column `h_0..=h_{k+1}`.
+    h: DeviceBuffer<V>,
+    timers: [EventTimer; 3],
+    pending: [bool; 3],
+    ms: [f64; 3],
+}
+
+const SPMV: usize = 0;
+const DOTS: usize = 1;
+const UPDATE: usize = 2;
+
+impl<'a, V: KrylovElement> GpuSpace<'a, V> {
+    fn new(
+        gpu: &Gpu,
+        a: &'a dyn DeviceLinOp<V>,
+        m: Option<&'a dyn DeviceLinOp<V>>,
+        n: usize,
+        restart: usize,
+        b: &'a DeviceBuffer<V>,
+        x: DeviceBuffer<V>,
+    ) -> Result<Self> {
+        let eb = reduction_blocks(n);
+        Ok(GpuSpace {
+            gpu: gpu.clone(),
+            a,
+            m,
+            n,
+            restart,
+            b,
+            x,
+            basis: gpu.alloc((restart + 1) * n)?,
+            w: gpu.alloc(n)?,
+            z: gpu.alloc(n)?,
+            partials: gpu.alloc(2 * (restart + 1) * eb)?,
+            dots_out: gpu.alloc(2 * (restart + 1))?,
+            coef: gpu.alloc(2 * restart)?,
+            coef_host: vec![V::ZERO; 2 * restart],
+            h: gpu.alloc(restart + 2)?,
+            timers: [gpu.timer()?, gpu.timer()?, gpu.timer()?],
+            pending: [false; 3],
+            ms: [0.0; 3],
+        })
+    }
+
+    fn start(&mut self, t: usize) -> Result<()> {
+        Ok(self.timers[t].start()?)
+    }
+
+    fn stop(&mut self, t: usize) -> Result<()> {
+        self.timers[t].stop()?;
+        self.pending[t] = true;
+        Ok(())
+    }
+
+    /// Adds the elapsed time of timer `t` where one is pending (after a sync it costs
+    /// no wait).
+    fn collect(&mut self, t: usize) -> Result<()> {
+        if self.pending[t] {
+            self.ms[t] += self.timers[t].elapsed_ms()?;
+            self.pending[t] = false;
+        }
+        Ok(())
+    }
+
+    /// `w <- A M^{-1} V_k`.
+    fn apply(&mut self, k: usize) -> Result<()> {
+        let n = self.n;
+        self.start(SPMV)?;
+        let v = self.basis.view(k * n..(k + 1) * n)?;
+        match self.m {
+            Some(m) => {
+                m.apply_unchecked(&v, &mut self.z.view_mut(..)?)?;
+                self.a
+                    .apply_unchecked(&self.z.view(..)?, &mut self.w.view_mut(..)?)?;
+            }
+            None => self.a.apply_unchecked(&v, &mut self.w.view_mut(..)?)?,
+        }
+        self.stop(SPMV)
+    }
+
+    fn grid(&self) -> LaunchConfig {
+        LaunchConfig::for_elements(self.n, BLOCK as u32)
+    }
+}
+
+impl<V: KrylovElement> Space for GpuSpace<'_, V> {
+    fn rhs_norm(&mut self) -> Result<f64> {
+        Ok(b1::nrm2(self.b)?.to_f64())
+    }
+
+    fn zero_solution(&mut self) -> Result<()> {
+        b1::fill(&mut self.x, V::ZERO)
+    }
+
+    fn residual(&mut self) -> Result<f64> {
+        let n = self.n;
+        self.start(SPMV)?;
+        {
+            let mut r = self.basis.view_mut(..n)?;
+            self.a.apply_unchecked(&self.x.view(..)?, &mut r)?;
+        }
+        self.stop(SPMV)?;
+        let mut r = self.basis.view_mut(..n)?;
+        b1::axpby(V::ONE, self.b, -V::ONE, &mut r)?;
+        let norm = b1::nrm2(&r)?.to_f64();
+        self.collect(SPMV)?;
+        Ok(norm)
+    }
+
+    fn scale_first(&mut self, beta: f64) -> Result<()> {
+        let n = self.n;
+        b1::scal(
+            from_c::<V>(C::new(1.0 / beta, 0.0)),
+            &mut self.basis.view_mut(..n)?,
+        )
+    }
+
+    fn dots(&mut self, k: usize, apply: bool) -> Result<(Vec<C>, Vec<C>)> {
+        if apply {
+            self.apply(k)?;
+        }
+        let n = self.n;
+        let k1 = k + 1;
+        let eb = reduction_blocks(n);
+        let groups = k1.div_ceil(DOTS_CHUNK);
+        self.start(DOTS)?;
+        let u = self.basis.device_ptr() + (k * n * size_of::<V>()) as u64;
+        let w = if apply { self.w.device_ptr() } else { u };
+        let (bp, pp, op) = (
+            self.basis.device_ptr(),
+            self.partials.device_ptr(),
+            self.dots_out.device_ptr(),
+        );
+        let shared = (2 * DOTS_CHUNK * BLOCK / 32 * size_of::<V>()) as u32;
+        let cfg =
+            LaunchConfig::blocks((eb * groups) as u32, BLOCK as u32).with_shared_bytes(shared);
+        let sets = 2 * k1;
+        // SAFETY: gs_dots_partial_<t>(n, k1, u, w, basis, ld = n, partials) reads columns
+        // 0..=k of the basis ((restart + 1) n elements), u (column k) and w (n each), and
+        // writes 2 k1 eb <= 2 (restart + 1) eb partials; sum_partials_<t>(eb, partials, out)
+        // reduces the 2 k1 sets into dots_out (2 (restart + 1) elements).
+        unsafe {
+            self.gpu.launch(
+                V::KRYLOV.gs_dots_partial,
+                cfg,
+                &mut [
+                    arg(&n),
+                    arg(&k1),
+                    arg(&u),
+                    arg(&w),
+                    arg(&bp),
+                    arg(&n),
+                    arg(&pp),
+                ],
+            )?;
+            let cfg = LaunchConfig::blocks(sets as u32, ferrocuda_kernels::blas1::BLOCK as u32)
+                .with_shared_bytes((ferrocuda_kernels::blas1::BLOCK / 32 * size_of::<V>()) as u32);
+            self.gpu.launch(
+                V::BLAS1.sum_partials,
+                cfg,
+                &mut [arg(&eb), arg(&pp), arg(&op)],
+            )?;
+        }
+        self.stop(DOTS)?;
+        let all = self.dots_out.download()?;
+        for t in [SPMV, DOTS, UPDATE] {
+            self.collect(t)?;
+        }
+        let c: Vec<C> = all[..sets].iter().map(|&v| to_c(v)).collect();
+        Ok((c[..k1].to_vec(), c[k1..].to_vec()))
+    }
+
+    fn update(&mut self, k: usize, a: &[C], b: &[C], c: C, inv_alpha: f64) -> Result<()> {
+        let (n, m) = (self.n, self.restart);
+        for (j, (&aj, &bj)) in a.iter().zip(b).enumerate() {
+            self.coef_host[j] = from_c(aj);
+            self.coef_host[m + j] = from_c(bj);
+        }
+        self.coef.copy_from_host(&self.coef_host)?;
+        let c: V = from_c(c);
+        let inv = V::Real::from_f64(inv_alpha);
+        let (bp, ap, wp) = (
+            self.basis.device_ptr(),
+            self.coef.device_ptr(),
+            self.w.device_ptr(),
+        );
+        let bcoef = ap + (m * size_of::<V>()) as u64;
+        self.start(UPDATE)?;
+        // SAFETY: gs_update_<t>(n, k, basis, ld = n, a, b, c, inv_alpha, w) reads columns
+        // 0..=k, coef[0..k] and coef[m..m + k] (k <= m), w[0..n], and writes columns k
+        // and k + 1 <= restart of the (restart + 1)-column basis.
+        unsafe {
+            self.gpu.launch(
+                V::KRYLOV.gs_update,
+                self.grid(),
+                &mut [
+                    arg(&n),
+                    arg(&k),
+                    arg(&bp),
+                    arg(&n),
+                    arg(&ap),
+                    arg(&bcoef),
+                    arg(&c),
+                    arg(&inv),
+                    arg(&wp),
+                ],
+            )?;
+        }
+        self.stop(UPDATE)
+    }
+
+    fn mgs(&mut self, k: usize) -> Result<(Vec<C>, f64)> {
+        self.apply(k)?;
+        let n = self.n;
+        self.start(DOTS)?;
+        let (hp, wp) = (self.h.device_ptr(), self.w.device_ptr());
+        for j in 0..=k {
+            {
+                let vj = self.basis.view(j * n..(j + 1) * n)?;
+                let mut hj = self.h.view_mut(j..j + 1)?;
+                b1::dot_into(&vj, &self.w, &mut hj)?;
+            }
+            let vp = self.basis.device_ptr() + (j * n * size_of::<V>()) as u64;
+            // SAFETY: mgs_eliminate_<t>(n, h, j, x, w) reads h[j] (j <= k < restart + 2 = h.len()),
+            // x = column j and updates w (n elements each).
+            unsafe {
+                self.gpu.launch(
+                    V::KRYLOV.mgs_eliminate,
+                    self.grid(),
+                    &mut [arg(&n), arg(&hp), arg(&j), arg(&vp), arg(&wp)],
+                )?;
+            }
+        }
+        {
+            let mut hk = self.h.view_mut(k + 1..k + 2)?;
+            b1::dot_into(&self.w, &self.w, &mut hk)?;
+        }
+        let next = self.basis.device_ptr() + ((k + 1) * n * size_of::<V>()) as u64;
+        let k1 = k + 1;
+        // SAFETY: mgs_normalize_<t>(n, h, k + 1, x = w, y = column k + 1) reads h[k + 1]
+        // and w, writes column k + 1 <= restart of the basis.
+        unsafe {
+            self.gpu.launch(
+                V::KRYLOV.mgs_normalize,
+                self.grid(),
+                &mut [arg(&n), arg(&hp), arg(&k1), arg(&wp), arg(&next)],
+            )?;
+        }
+        self.stop(DOTS)?;
+        let h = self.h.download()?;
+        for t in [SPMV, DOTS] {
+            self.collect(t)?;
+        }
+        Ok((
+            h[..=k].iter().map(|&v| to_c(v)).collect(),
+            to_c(h[k + 1]).re,
+        ))
+    }
+
+    fn update_solution(&mut self, y: &[C]) -> Result<()> {
+        let n = self.n;
+        let k = y.len();
+        for (j, &yj) in y.iter().enumerate() {
+            self.coef_host[j] = from_c(yj);
+        }
+        self.coef.copy_from_host(&self.coef_host)?;
+        let (bp, cp, wp) = (
+            self.basis.device_ptr(),
+            self.coef.device_ptr(),
+            self.w.device_ptr(),
+        );
+        // SAFETY: basis_combine_<t>(n, k, basis, ld = n, coef, z = w) reads columns 0..k
+        // (k <= restart) and coef[0..k], writes w[0..n].
+        unsafe {
+            self.gpu.launch(
+                V::KRYLOV.basis_combine,
+                self.grid(),
+                &mut [arg(&n), arg(&k), arg(&bp), arg(&n), arg(&cp), arg(&wp)],
+            )?;
+        }
+        match self.m {
+            Some(m) => {
+                m.apply_unchecked(&self.w.view(..)?, &mut self.z.view_mut(..)?)?;
+                b1::axpy(V::ONE, &self.z, &mut self.x)
+            }
+            None => b1::axpy(V::ONE, &self.w, &mut self.x),
+        }
+    }
+
+    fn take_times(&mut self) -> Result<(f64, f64)> {
+        for t in [SPMV, DOTS, UPDATE] {
+            self.collect(t)?;
+        }
+        let out = (self.ms[SPMV] / 1e3, (self.ms[DOTS] + self.ms[UPDATE]) / 1e3);
+        self.ms = [0.0; 3];
+        Ok(out)
+    }
+
+    fn epsilon(&self) -> f64 {
+        V::Real::EPSILON.to_f64()
+    }
+}

@@ -1,0 +1,256 @@
+//! GMRES on the CPU: known solutions against a dense LU (nalgebra), both
+//! orthogonalisations, real and complex, restarts, and the behaviour on bad input.
+
+mod common;
+
+use common::{random_scalar_from, random_vec};
+use ferrocuda::blas1::Element;
+use ferrocuda::krylov::{GmresOptions, LinOp, Orthogonalization, StopReason, cpu};
+use ferrocuda::sparse::{Coo, MatrixScalar};
+use ferrocuda::{Complex, RealScalar};
+use nalgebra::DMatrix;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+/// A nonsymmetric sparse `n x n` matrix: diagonal `4 + |random|`, about six random
+/// off-diagonal entries per row in [-1, 1], so it is well conditioned but far from normal.
+pub fn nonsymmetric<T: Element>(n: usize, seed: u64) -> Coo<T> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut a = Coo::empty(n, n).expect("empty");
+    for i in 0..n {
+        let d: f64 = 4.0 + rng.random_range(0.0..1.0);
+        a.push(i, i, T::from_real(<T::Real as RealScalar>::from_f64(d)))
+            .expect("push");
+        for _ in 0..6 {
+            let j = rng.random_range(0..n);
+            if j != i {
+                a.push(i, j, random_scalar_from::<T>(&mut rng))
+                    .expect("push");
+            }
+        }
+    }
+    a
+}
+
+fn to_c64<T: Element>(v: T) -> Complex<f64> {
+    Complex::new(v.re().to_f64(), v.im().to_f64())
+}
+
+/// `A^{-1} b` by nalgebra's dense LU, in `Complex<f64>`.
+fn dense_solve<A: Element, V: Element>(a: &Coo<A>, b: &[V]) -> Vec<Complex<f64>> {
+    let n = a.n_rows();
+    let mut m = DMatrix::<Complex<f64>>::zeros(n, n);
+    for ((&r, &c), &v) in a.rows().iter().zip(a.cols()).zip(a.values()) {
+        m[(r as usize, c as usize)] += to_c64(v);
+    }
+    let rhs = nalgebra::DVector::from_iterator(n, b.iter().map(|&v| to_c64(v)));
+    let x = m.lu().solve(&rhs).expect("nonsingular");
+    x.iter().copied().collect()
+}
+
+fn rel_err<V: Element>(x: &[V], want: &[Complex<f64>]) -> f64 {
+    let num: f64 = x
+        .iter()
+        .zip(want)
+        .map(|(&a, b)| (to_c64(a) - b).norm_sqr())
+        .sum();
+    let den: f64 = want.iter().map(|b| b.norm_sqr()).sum();
+    (num / den).sqrt()
+}
+
+fn solves_against_dense<A, V>(name: &str, n: usize, restart: usize, rtol: f64, tol: f64)
+where
+    A: Element + MatrixScalar<V>,
+    V: Element,
+{
+    let a = nonsymmetric::<A>(n, 7 + n as u64);
+    let b: Vec<V> = random_vec(n, 11);
+    let want = dense_solve(&a, &b);
+    for orth in [Orthogonalization::Cgs2, Orthogonalization::Mgs] {
+        let opts = GmresOptions::default()
+            .restart(restart)
+            .rtol(rtol)
+            .orthogonalization(orth);
+        let mut x = vec![V::ZERO; n];
+        let r = cpu::gmres(&a, None, &b, &mut x, &opts).expect("gmres");
+        assert!(r.converged, "{name} {orth:?}: {r:?}");
+        assert_eq!(r.reason, StopReason::Converged);
+        assert!(
+            r.relative_residual <= rtol,
+            "{name} {orth:?}: {}",
+            r.relative_residual
+        );
+        let e = rel_err(&x, &want);
+        assert!(
+            e <= tol,
+            "{name} {orth:?} m={restart}: error {e:e} against the dense LU"
+        );
+        assert_eq!(r.history.len(), r.iterations);
+        // The true residual of the result agrees with the report.
+        let mut ax = vec![V::ZERO; n];
+        a.apply(&x, &mut ax).expect("apply");
+        let res: f64 = ax
+            .iter()
+            .zip(&b)
+            .map(|(&p, &q)| (to_c64(p) - to_c64(q)).norm_sqr())
+            .sum::<f64>()
+            .sqrt();
+        assert!(
+            (res - r.residual).abs() <= 1e-3 * r.residual.max(1e-300) + 1e-12 * r.rhs_norm,
+            "{name}: report says {} but |b - A x| = {res}",
+            r.residual
+        );
+    }
+}
+
+#[test]
+fn gmres_matches_dense_lu_real_and_complex() {
+    for (n, m) in [(1, 5), (2, 1), (50, 60), (50, 10), (200, 30), (200, 5)] {
+        solves_against_dense::<f64, f64>(&format!("f64 n={n}"), n, m, 1e-10, 1e-8);
+        solves_against_dense::<Complex<f64>, Complex<f64>>(
+            &format!("c64 n={n}"),
+            n,
+            m,
+            1e-10,
+            1e-8,
+        );
+        solves_against_dense::<f64, Complex<f64>>(&format!("f64 x c64 n={n}"), n, m, 1e-10, 1e-8);
+        solves_against_dense::<f32, f32>(&format!("f32 n={n}"), n, m, 1e-5, 1e-4);
+        solves_against_dense::<Complex<f32>, Complex<f32>>(&format!("c32 n={n}"), n, m, 1e-5, 1e-4);
+    }
+}
+
+#[test]
+fn gmres_uses_the_initial_guess_and_the_preconditioner() {
+    let n = 120;
+    let a = nonsymmetric::<f64>(n, 3);
+    let b: Vec<f64> = random_vec(n, 5);
+    let want = dense_solve(&a, &b);
+    // Starting at the solution: converged before the first step.
+    let mut x: Vec<f64> = want.iter().map(|c| c.re).collect();
+    let r = cpu::gmres(&a, None, &b, &mut x, &GmresOptions::default()).expect("gmres");
+    assert!(r.converged);
+    assert_eq!(r.iterations, 0);
+    // The exact inverse as preconditioner: one step.
+    struct Inverse(DMatrix<f64>);
+    impl LinOp<f64> for Inverse {
+        fn nrows(&self) -> usize {
+            self.0.nrows()
+        }
+        fn ncols(&self) -> usize {
+            self.0.ncols()
+        }
+        fn apply_unchecked(&self, x: &[f64], y: &mut [f64]) -> ferrocuda::Result<()> {
+            let v = &self.0 * nalgebra::DVector::from_column_slice(x);
+            y.copy_from_slice(v.as_slice());
+            Ok(())
+        }
+    }
+    let mut dense = DMatrix::<f64>::zeros(n, n);
+    for ((&r, &c), &v) in a.rows().iter().zip(a.cols()).zip(a.values()) {
+        dense[(r as usize, c as usize)] += v;
+    }
+    let inv = Inverse(dense.try_inverse().expect("invertible"));
+    for orth in [Orthogonalization::Cgs2, Orthogonalization::Mgs] {
+        let mut x = vec![0.0; n];
+        let opts = GmresOptions::default().orthogonalization(orth);
+        let r = cpu::gmres(&a, Some(&inv), &b, &mut x, &opts).expect("gmres");
+        assert!(r.converged, "{orth:?} {r:?}");
+        assert!(r.iterations <= 2, "{orth:?}: {} iterations", r.iterations);
+        assert!(rel_err(&x, &want) < 1e-9);
+    }
+}
+
+#[test]
+fn gmres_behaviour_on_special_and_bad_input() {
+    let n = 30;
+    let a = nonsymmetric::<f64>(n, 9);
+    let opts = GmresOptions::default();
+    // Zero right-hand side: x = 0 whatever the initial guess.
+    let mut x = vec![1.5; n];
+    let r = cpu::gmres(&a, None, &vec![0.0; n], &mut x, &opts).expect("gmres");
+    assert_eq!(r.reason, StopReason::ZeroRhs);
+    assert!(r.converged && x.iter().all(|&v| v == 0.0));
+    // NaN in b: an error naming it, x unchanged.
+    let mut b: Vec<f64> = random_vec(n, 1);
+    b[7] = f64::NAN;
+    let mut x = vec![0.25; n];
+    let e = cpu::gmres(&a, None, &b, &mut x, &opts).unwrap_err();
+    assert!(e.to_string().contains("b[7]"), "{e}");
+    assert!(x.iter().all(|&v| v == 0.25));
+    // Infinity in x0.
+    let b: Vec<f64> = random_vec(n, 1);
+    x[3] = f64::INFINITY;
+    let e = cpu::gmres(&a, None, &b, &mut x, &opts).unwrap_err();
+    assert!(e.to_string().contains("x0[3]"), "{e}");
+    // Dimension mismatch.
+    let mut short = vec![0.0; n - 1];
+    assert!(cpu::gmres(&a, None, &b, &mut short, &opts).is_err());
+    let rect = Coo::<f64>::empty(n, n + 1).expect("empty");
+    let mut x = vec![0.0; n + 1];
+    let e = cpu::gmres(&rect, None, &b, &mut x, &opts).unwrap_err();
+    assert!(e.to_string().contains("square"), "{e}");
+    // Invalid options.
+    let mut x = vec![0.0; n];
+    assert!(cpu::gmres(&a, None, &b, &mut x, &GmresOptions::default().restart(0)).is_err());
+    assert!(
+        cpu::gmres(
+            &a,
+            None,
+            &b,
+            &mut x,
+            &GmresOptions::default().rtol(f64::NAN)
+        )
+        .is_err()
+    );
+    // Non-convergence is a result, not an error.
+    let r = cpu::gmres(
+        &a,
+        None,
+        &b,
+        &mut x,
+        &GmresOptions::default().max_iter(3).rtol(1e-14),
+    )
+    .expect("gmres");
+    assert!(!r.converged);
+    assert_eq!(r.reason, StopReason::MaxIterations);
+    assert_eq!(r.iterations, 3);
+    assert!(r.relative_residual < 1.0);
+}
+
+#[test]
+fn gmres_happy_breakdown_on_a_small_krylov_space() {
+    // A diagonal matrix with three distinct values: the Krylov space has dimension 3,
+    // so GMRES is exact after three steps whatever the restart length.
+    let n = 40;
+    let mut a = Coo::<f64>::empty(n, n).expect("empty");
+    for i in 0..n {
+        a.push(i, i, [1.0, 2.0, 5.0][i % 3]).expect("push");
+    }
+    let b: Vec<f64> = random_vec(n, 2);
+    for orth in [Orthogonalization::Cgs2, Orthogonalization::Mgs] {
+        let mut x = vec![0.0; n];
+        let opts = GmresOptions::default().orthogonalization(orth).rtol(1e-12);
+        let r = cpu::gmres(&a, None, &b, &mut x, &opts).expect("gmres");
+        assert!(r.converged, "{orth:?}: {r:?}");
+        assert!(r.iterations <= 3, "{orth:?}: {} iterations", r.iterations);
+        for i in 0..n {
+            assert!((x[i] * [1.0, 2.0, 5.0][i % 3] - b[i]).abs() < 1e-10);
+        }
+    }
+}
+
+#[test]
+fn gmres_residual_estimate_does_not_grow_within_a_cycle() {
+    let n = 300;
+    let a = nonsymmetric::<Complex<f64>>(n, 21);
+    let b: Vec<Complex<f64>> = random_vec(n, 4);
+    for orth in [Orthogonalization::Cgs2, Orthogonalization::Mgs] {
+        let mut x = vec![Complex::new(0.0, 0.0); n];
+        let opts = GmresOptions::default().orthogonalization(orth).restart(300);
+        let r = cpu::gmres(&a, None, &b, &mut x, &opts).expect("gmres");
+        for w in r.history.windows(2) {
+            assert!(w[1] <= w[0] * (1.0 + 1e-12), "{orth:?}: {:?}", r.history);
+        }
+    }
+}
