@@ -3,60 +3,13 @@
 
 mod common;
 
-use common::{random_scalar_from, random_vec};
+use common::krylov::{dense_solve, nonsymmetric, rel_err, to_c64};
+use common::random_vec;
+use ferrocuda::Complex;
 use ferrocuda::blas1::Element;
 use ferrocuda::krylov::{GmresOptions, LinOp, Orthogonalization, StopReason, cpu};
 use ferrocuda::sparse::{Coo, MatrixScalar};
-use ferrocuda::{Complex, RealScalar};
 use nalgebra::DMatrix;
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
-
-/// A nonsymmetric sparse `n x n` matrix: diagonal `4 + |random|`, about six random
-/// off-diagonal entries per row in [-1, 1], so it is well conditioned but far from normal.
-pub fn nonsymmetric<T: Element>(n: usize, seed: u64) -> Coo<T> {
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let mut a = Coo::empty(n, n).expect("empty");
-    for i in 0..n {
-        let d: f64 = 4.0 + rng.random_range(0.0..1.0);
-        a.push(i, i, T::from_real(<T::Real as RealScalar>::from_f64(d)))
-            .expect("push");
-        for _ in 0..6 {
-            let j = rng.random_range(0..n);
-            if j != i {
-                a.push(i, j, random_scalar_from::<T>(&mut rng))
-                    .expect("push");
-            }
-        }
-    }
-    a
-}
-
-fn to_c64<T: Element>(v: T) -> Complex<f64> {
-    Complex::new(v.re().to_f64(), v.im().to_f64())
-}
-
-/// `A^{-1} b` by nalgebra's dense LU, in `Complex<f64>`.
-fn dense_solve<A: Element, V: Element>(a: &Coo<A>, b: &[V]) -> Vec<Complex<f64>> {
-    let n = a.n_rows();
-    let mut m = DMatrix::<Complex<f64>>::zeros(n, n);
-    for ((&r, &c), &v) in a.rows().iter().zip(a.cols()).zip(a.values()) {
-        m[(r as usize, c as usize)] += to_c64(v);
-    }
-    let rhs = nalgebra::DVector::from_iterator(n, b.iter().map(|&v| to_c64(v)));
-    let x = m.lu().solve(&rhs).expect("nonsingular");
-    x.iter().copied().collect()
-}
-
-fn rel_err<V: Element>(x: &[V], want: &[Complex<f64>]) -> f64 {
-    let num: f64 = x
-        .iter()
-        .zip(want)
-        .map(|(&a, b)| (to_c64(a) - b).norm_sqr())
-        .sum();
-    let den: f64 = want.iter().map(|b| b.norm_sqr()).sum();
-    (num / den).sqrt()
-}
 
 fn solves_against_dense<A, V>(name: &str, n: usize, restart: usize, rtol: f64, tol: f64)
 where

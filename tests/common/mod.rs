@@ -4,6 +4,8 @@
 //! Each test crate uses a subset, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod krylov;
+
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use ferrocuda::blas1::{Element, reference};
