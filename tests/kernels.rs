@@ -102,8 +102,8 @@ fn kernel_names_carry_their_type_suffix() {
     check::<ferrocuda::Complex<f64>>();
     assert_eq!(
         ALL.len(),
-        16,
-        "names::ALL: 4 BLAS-1 groups, 6 SpMV groups and 6 thesis SpMV groups"
+        20,
+        "names::ALL: 4 BLAS-1 groups, 6 SpMV groups, 6 thesis SpMV groups and 4 Krylov groups"
     );
 }
 

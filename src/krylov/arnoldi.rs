@@ -305,7 +305,9 @@ fn dcgs2_cycle(
         let uu = du[k].re;
         let ss: f64 = s.iter().map(|v| v.norm_sqr()).sum();
         let alpha2 = uu - ss;
-        let breakdown = !(alpha2 > (16.0 * eps).powi(2) * uu);
+        // NaN counts as a breakdown too.
+        let breakdown =
+            alpha2.partial_cmp(&((16.0 * eps).powi(2) * uu)) != Some(std::cmp::Ordering::Greater);
         let alpha = alpha2.max(0.0).sqrt();
         if k == 0 {
             ls = Some(LeastSquares::new(alpha));
