@@ -2,6 +2,7 @@
 //! and plain-text tables. Reports are `serde` types so every benchmark can print JSON.
 
 pub mod blas1;
+pub mod gmres;
 pub mod plot;
 pub mod spmv;
 pub mod spmv_thesis;

@@ -51,14 +51,14 @@ impl SpmvCase {
         }
     }
 
-    fn spec(self) -> Result<TraceSpec> {
+    pub(crate) fn spec(self) -> Result<TraceSpec> {
         Ok(match self {
             SpmvCase::Thesis(n) => generate::case(n)?,
             SpmvCase::Large => generate::large(),
         })
     }
 
-    fn name(self) -> String {
+    pub(crate) fn name(self) -> String {
         match self {
             SpmvCase::Thesis(n) => format!("case{n}"),
             SpmvCase::Large => "large".into(),

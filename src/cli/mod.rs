@@ -92,6 +92,37 @@ pub enum BenchCommand {
         #[arg(long, default_value = "docs/results")]
         results_dir: PathBuf,
     },
+    /// GMRES on a TRACE-like case: GPU (SBELL, CGS2 and MGS) against the CPU twin, time
+    /// per step against the bandwidth floor; appends to <results-dir>/gmres.md.
+    Gmres {
+        /// Test case: 1..6 (thesis Table 4.1) or `large`.
+        #[arg(long, default_value = "4")]
+        case: String,
+        /// Floating-point precision.
+        #[arg(long, value_enum, default_value_t = Precision::F64)]
+        precision: Precision,
+        /// Complex matrix and vectors.
+        #[arg(long)]
+        complex: bool,
+        /// Restart length.
+        #[arg(long, default_value_t = 30)]
+        restart: usize,
+        /// Relative tolerance.
+        #[arg(long, default_value_t = 1e-8)]
+        rtol: f64,
+        /// Most Arnoldi steps.
+        #[arg(long, default_value_t = 1000)]
+        max_iter: usize,
+        /// Skip the CPU twin.
+        #[arg(long)]
+        no_cpu: bool,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Where the Markdown results go (only when a GPU ran).
+        #[arg(long, default_value = "docs/results")]
+        results_dir: PathBuf,
+    },
     /// axpy, dot and nrm2 (f64, c64) against the device copy bandwidth and the CPU.
     Blas1 {
         /// Print JSON instead of a table.
@@ -232,6 +263,49 @@ pub fn run(cli: Cli) -> Result<()> {
             let path = results_dir.join("spmv-thesis.md");
             write_file(&path, &report.to_markdown())?;
             eprintln!("[bench spmv-thesis] wrote {}", path.display());
+            if json {
+                print_json(&report)
+            } else {
+                print!("{}", report.to_text());
+                Ok(())
+            }
+        }
+        Command::Bench {
+            which:
+                BenchCommand::Gmres {
+                    case,
+                    precision,
+                    complex,
+                    restart,
+                    rtol,
+                    max_iter,
+                    no_cpu,
+                    json,
+                    results_dir,
+                },
+        } => {
+            use crate::bench::gmres::{GmresBenchOptions, run};
+            let opts = GmresBenchOptions {
+                case: crate::bench::spmv::SpmvCase::parse(&case)?,
+                double: precision == Precision::F64,
+                complex,
+                gmres: crate::krylov::GmresOptions::default()
+                    .restart(restart)
+                    .rtol(rtol)
+                    .max_iter(max_iter),
+                cpu: !no_cpu,
+            };
+            let (gpu, _) = open_gpu(cli.device)?;
+            let report = run(gpu.as_ref(), &opts)?;
+            if gpu.is_some() {
+                let path = results_dir.join("gmres.md");
+                let mut text = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+                    "# GMRES benchmark\n\nWritten by `ferrocuda bench gmres`; do not edit by hand. One section per run.\n\n".into()
+                });
+                text.push_str(&report.to_markdown());
+                write_file(&path, &text)?;
+                eprintln!("[bench gmres] wrote {}", path.display());
+            }
             if json {
                 print_json(&report)
             } else {

@@ -1,0 +1,269 @@
+//! `ferrocuda bench gmres`: GMRES on a TRACE-like case (thesis Table 4.1), the GPU
+//! (SBELL operator, every vector on the device) against the CPU twin on all cores, with
+//! the time per Arnoldi step split into SpMV / orthogonalisation / rest and set against
+//! the bandwidth floor measured in the same run.
+//!
+//! Floor of one step: the SBELL SpMV's bytes plus the basis traffic any Gram-Schmidt
+//! step must move (one read of the `k + 1` basis vectors for the projections, one for
+//! the update, the work vector read and the new vector written), at the device copy
+//! bandwidth of this run; averaged over the steps actually taken.
+
+use serde::Serialize;
+
+use super::spmv::SpmvCase;
+use super::{markdown_table, table, time_gpu};
+use crate::Complex;
+use crate::error::Result;
+use crate::gpu::{Gpu, copy_device};
+use crate::krylov::gpu::{self as kgpu, KrylovElement};
+use crate::krylov::{GmresOptions, GmresReport, Orthogonalization, cpu as kcpu};
+use crate::sparse::gpu::DeviceSbell;
+use crate::sparse::{MatrixScalar, Sbell, cpu, generate};
+use ferrocuda_kernels::names::SpmvKernels;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct GmresBenchOptions {
+    /// The test case.
+    pub case: SpmvCase,
+    /// f64 (else f32).
+    pub double: bool,
+    /// Complex matrix and vectors.
+    pub complex: bool,
+    /// GMRES options (restart, tolerance, iterations, orthogonalisation).
+    pub gmres: GmresOptions,
+    /// Also run the CPU twin.
+    pub cpu: bool,
+}
+
+/// One solver run.
+#[derive(Debug, Clone, Serialize)]
+pub struct GmresRow {
+    /// Where and how.
+    pub solver: String,
+    /// The solve's report.
+    pub report: GmresReport,
+    /// Milliseconds per Arnoldi step: total, SpMV, orthogonalisation, rest.
+    pub ms_per_step: [f64; 4],
+    /// The bandwidth floor per step (GPU rows), ms.
+    pub floor_ms_per_step: Option<f64>,
+}
+
+/// The benchmark's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct GmresBenchReport {
+    /// Case name and size.
+    pub matrix: String,
+    /// Scalar type.
+    pub scalar: &'static str,
+    /// GPU name.
+    pub device: Option<String>,
+    /// Copy bandwidth of this run, GB/s.
+    pub copy_gbps: Option<f64>,
+    /// Options used.
+    pub options: GmresOptions,
+    /// CPU threads.
+    pub cpu_threads: usize,
+    /// The runs.
+    pub rows: Vec<GmresRow>,
+}
+
+fn progress(msg: &str) {
+    eprintln!("[bench gmres] {msg}");
+}
+
+/// Runs the benchmark (the GPU part where `gpu` is given).
+pub fn run(gpu: Option<&Gpu>, opts: &GmresBenchOptions) -> Result<GmresBenchReport> {
+    match (opts.double, opts.complex) {
+        (true, false) => run_typed::<f64>(gpu, opts),
+        (false, false) => run_typed::<f32>(gpu, opts),
+        (true, true) => run_typed::<Complex<f64>>(gpu, opts),
+        (false, true) => run_typed::<Complex<f32>>(gpu, opts),
+    }
+}
+
+/// Basis bytes of the steps of `report` (restart `m`): per step `k` of a cycle,
+/// `2 (k + 1) + 2` vectors of `n`.
+fn basis_bytes(report: &GmresReport, m: usize, n: usize, size: f64) -> f64 {
+    (0..report.iterations)
+        .map(|i| (2 * (i % m + 1) + 2) as f64 * n as f64 * size)
+        .sum()
+}
+
+fn run_typed<T>(gpu: Option<&Gpu>, opts: &GmresBenchOptions) -> Result<GmresBenchReport>
+where
+    T: KrylovElement + MatrixScalar<T> + SpmvKernels<T>,
+{
+    let spec = opts.case.spec()?;
+    progress(&format!("generating {} as {}", opts.case.name(), T::SUFFIX));
+    let a = generate::trace_like::<T>(&spec)?;
+    let n = a.n_rows();
+    let s = Sbell::from_bcsr(&a)?;
+    let size = size_of::<T>() as f64;
+    let spmv_bytes = s.entries_read() as f64 * size
+        + s.blocks() as f64 * 4.0
+        + s.n_stored() as f64 * 8.0
+        + 2.0 * n as f64 * size;
+    // b = A x_true: in the range of A (the ghost rows are empty).
+    let xt = super::random_vector::<T>(n, 5);
+    let mut b = vec![T::ZERO; n];
+    cpu::spmv_bcsr(T::ONE, &a, &xt, T::ZERO, &mut b)?;
+    drop(a);
+    let matrix = format!(
+        "{} (8 grid blocks of {} x {} x {} cells), {} rows, {} SBELL entries",
+        opts.case.name(),
+        spec.nx,
+        spec.ntheta,
+        spec.nr,
+        n,
+        s.entries_read()
+    );
+    let m = opts.gmres.restart;
+    let per_step = |r: &GmresReport| {
+        let k = r.iterations.max(1) as f64;
+        [
+            r.timing.total * 1e3 / k,
+            r.timing.spmv * 1e3 / k,
+            r.timing.orthogonalization * 1e3 / k,
+            r.timing.rest * 1e3 / k,
+        ]
+    };
+    let mut rows = Vec::new();
+    let (mut device, mut copy_gbps) = (None, None);
+    if let Some(gpu) = gpu {
+        device = Some(gpu.name()?);
+        let elems = (s.entries_read()).max(1);
+        let src = gpu.alloc_zeroed::<T>(elems)?;
+        let mut dst = gpu.alloc::<T>(elems)?;
+        let c = time_gpu(gpu, 2, 10, || Ok(copy_device(&src, &mut dst)?))?;
+        drop((src, dst));
+        let bw = c.gbps(2.0 * elems as f64 * size);
+        copy_gbps = Some(bw);
+        progress(&format!("copy ceiling {bw:.0} GB/s"));
+        let da = DeviceSbell::upload(gpu, &s)?;
+        let db = gpu.upload(&b)?;
+        for orth in [Orthogonalization::Cgs2, Orthogonalization::Mgs] {
+            let o = opts.gmres.clone().orthogonalization(orth);
+            // One untimed solve loads the modules and sizes the scratch.
+            let mut x = gpu.alloc_zeroed::<T>(n)?;
+            kgpu::gmres(&da, None, &db, &mut x, &o.clone().max_iter(2))?;
+            let mut x = gpu.alloc_zeroed::<T>(n)?;
+            progress(&format!("GPU {orth:?}"));
+            let r = kgpu::gmres(&da, None, &db, &mut x, &o)?;
+            let floor =
+                (spmv_bytes * r.iterations as f64 + basis_bytes(&r, m, n, size)) / (bw * 1e9) * 1e3
+                    / r.iterations.max(1) as f64;
+            rows.push(GmresRow {
+                solver: format!("GPU, SBELL, {orth:?}"),
+                ms_per_step: per_step(&r),
+                floor_ms_per_step: Some(floor),
+                report: r,
+            });
+        }
+    }
+    if opts.cpu {
+        let o = opts
+            .gmres
+            .clone()
+            .orthogonalization(Orthogonalization::Cgs2);
+        progress(&format!("CPU ({} threads)", rayon::current_num_threads()));
+        let mut x = vec![T::ZERO; n];
+        let r = kcpu::gmres(&s, None, &b, &mut x, &o)?;
+        rows.push(GmresRow {
+            solver: "CPU (rayon), SBELL, Cgs2".into(),
+            ms_per_step: per_step(&r),
+            floor_ms_per_step: None,
+            report: r,
+        });
+    }
+    Ok(GmresBenchReport {
+        matrix,
+        scalar: T::SUFFIX,
+        device,
+        copy_gbps,
+        options: opts.gmres.clone(),
+        cpu_threads: rayon::current_num_threads(),
+        rows,
+    })
+}
+
+impl GmresBenchReport {
+    fn cells(&self) -> (Vec<&'static str>, Vec<Vec<String>>) {
+        let headers = vec![
+            "solver",
+            "steps",
+            "converged",
+            "rel. residual",
+            "ms/step",
+            "SpMV",
+            "orth.",
+            "rest",
+            "floor ms/step",
+            "x floor",
+        ];
+        let cpu_ms = self
+            .rows
+            .iter()
+            .find(|r| r.floor_ms_per_step.is_none())
+            .map(|r| r.ms_per_step[0]);
+        let rows = self
+            .rows
+            .iter()
+            .map(|r| {
+                let mut v = vec![
+                    r.solver.clone(),
+                    r.report.iterations.to_string(),
+                    r.report.converged.to_string(),
+                    format!("{:.2e}", r.report.relative_residual),
+                ];
+                v.extend(r.ms_per_step.iter().map(|t| format!("{t:.3}")));
+                match r.floor_ms_per_step {
+                    Some(f) => {
+                        v.push(format!("{f:.3}"));
+                        let speed = cpu_ms
+                            .map(|c| format!(" ({:.0}x CPU)", c / r.ms_per_step[0]))
+                            .unwrap_or_default();
+                        v.push(format!("{:.2}{speed}", r.ms_per_step[0] / f));
+                    }
+                    None => v.extend(["-".into(), "-".into()]),
+                }
+                v
+            })
+            .collect();
+        (headers, rows)
+    }
+
+    fn header(&self) -> String {
+        format!(
+            "- matrix: {}, {}\n- device: {}; copy ceiling {}\n- GMRES({}), rtol {:e}, at most {} steps; CPU: {} rayon threads\n- ms/step = total / Arnoldi steps; floor = (SBELL SpMV bytes + 2 (k + 1) + 2 basis vectors per step) / copy bandwidth\n",
+            self.matrix,
+            self.scalar,
+            self.device.as_deref().unwrap_or("none"),
+            self.copy_gbps
+                .map_or("-".into(), |c| format!("{c:.0} GB/s (this run)")),
+            self.options.restart,
+            self.options.rtol,
+            self.options.max_iter,
+            self.cpu_threads
+        )
+    }
+
+    /// Plain-text table for the terminal.
+    pub fn to_text(&self) -> String {
+        let (h, r) = self.cells();
+        format!("{}\n{}", self.header(), table(&h, &r))
+    }
+
+    /// Markdown section.
+    pub fn to_markdown(&self) -> String {
+        let (h, r) = self.cells();
+        format!(
+            "## {} {}, GMRES({})\n\n{}\n{}\n",
+            self.matrix.split(' ').next().unwrap_or(""),
+            self.scalar,
+            self.options.restart,
+            self.header(),
+            markdown_table(&h, &r)
+        )
+    }
+}
