@@ -32,6 +32,7 @@ pub mod blas1;
 pub mod device;
 pub mod math;
 pub mod names;
+pub mod precond;
 pub mod scalar;
 pub mod sparse;
 pub mod spmv;
