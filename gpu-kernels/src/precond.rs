@@ -12,7 +12,8 @@
 //!
 //! Kernels (nvptx64 only; names in [`crate::names::PrecondNames`]):
 //! * `block_jacobi_invert_<t>(n_blocks, b, blocks, flags)`: one thread per block, inverts
-//!   `blocks[t b b .. (t+1) b b]` in place and writes `flags[t]`: 0 inverted, 1 singular.
+//!   `blocks[t b b .. (t+1) b b]` in place ([`invert_block_sized`]) and writes `flags[t]`:
+//!   0 inverted, 1 singular.
 //! * `block_jacobi_apply_<a>[_<v>](n_rows, b, inv, x, y)`: one thread per scalar row `i`:
 //!   `y[i] = sum_c inv[(i / b) b b + (i % b) b + c] x[(i / b) b + c]`.
 
@@ -168,6 +169,20 @@ pub fn invert_block<T: Scalar, const N: usize>(b: usize, block: &mut [T]) -> boo
     singular
 }
 
+/// [`invert_block`] with a work array sized for `b`: capacity 1 for point Jacobi, 5 for
+/// TRACE's blocks, [`BLOCK_JACOBI_MAX_B`] otherwise (the inside of each arm sees a
+/// constant `b`; a smaller array means less local memory on the device). The capacity does
+/// not change the bits. Where `b > BLOCK_JACOBI_MAX_B` it returns `true` (singular) and
+/// leaves the block alone.
+#[inline(always)]
+pub fn invert_block_sized<T: Scalar>(b: usize, block: &mut [T]) -> bool {
+    match b {
+        1 => invert_block::<T, 1>(1, block),
+        5 => invert_block::<T, 5>(5, block),
+        _ => invert_block::<T, BLOCK_JACOBI_MAX_B>(b, block),
+    }
+}
+
 /// One row of `D^-1 x`: `sum_c row[c] x[c]`, a chain of fused multiply-adds in column
 /// order starting from zero (`row.len() == x.len() == b`; extra elements of the longer
 /// one are ignored).
@@ -205,7 +220,7 @@ mod kernels {
         let mut t = global_index();
         while t < n_blocks {
             let block = unsafe { core::slice::from_raw_parts_mut(blocks.add(t * bb), bb) };
-            let singular = invert_block::<T, BLOCK_JACOBI_MAX_B>(b, block);
+            let singular = invert_block_sized::<T>(b, block);
             let flag = if singular { FLAG_SINGULAR } else { FLAG_OK };
             unsafe { *flags.add(t) = flag };
             t += grid_stride();
@@ -342,7 +357,18 @@ mod tests {
         // A tiny pivot whose reciprocal overflows f32.
         let mut tiny = [1e-45f32];
         assert!(invert_block::<f32, 8>(1, &mut tiny));
+        for b in [1, 5] {
+            let mut x: std::vec::Vec<f64> = (0..b * b).map(|e| 1.0 + (e * e % 7) as f64).collect();
+            for d in 0..b {
+                x[d * b + d] += 10.0;
+            }
+            let mut y = x.clone();
+            assert!(!invert_block_sized(b, &mut x));
+            assert!(!invert_block::<f64, 8>(b, &mut y));
+            assert_eq!(x, y, "b = {b}: the sized and the generic capacity agree");
+        }
         let mut too_big = [1.0f64; 81];
+        assert!(invert_block_sized(9, &mut too_big));
         assert!(invert_block::<f64, 8>(9, &mut too_big));
         assert_eq!(too_big, [1.0; 81], "b > N leaves the block alone");
         let mut empty: [f64; 0] = [];

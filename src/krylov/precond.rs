@@ -8,7 +8,7 @@
 //! diagonal: `y_i = x_i / a_ii` (stored as `b = 1` blocks holding `1 / a_ii`).
 //!
 //! * The inverses are computed once, at construction: Gauss-Jordan elimination with
-//!   partial pivoting on each block (`ferrocuda_kernels::precond::invert_block`, the one
+//!   partial pivoting on each block (`ferrocuda_kernels::precond::invert_block_sized`, the one
 //!   function both the CPU and the GPU run, so both give the same bits). Blocks up to
 //!   `8 x 8` ([`MAX_BLOCK`]).
 //! * Applying is a block-diagonal product: each row is a chain of fused multiply-adds in
@@ -219,7 +219,7 @@ fn singular_error<A: Element>(a: &Bcsr<A>, kind: Kind, op: &'static str, first: 
 crate::cpu_dispatch::fma_kernel! {
 fn invert_chunk[A: Element](bp: usize, blocks: &mut [A], singular: &mut [bool]) {
     for (blk, s) in blocks.chunks_exact_mut(bp * bp).zip(singular.iter_mut()) {
-        *s = kp::invert_block::<A, BLOCK_JACOBI_MAX_B>(bp, blk);
+        *s = kp::invert_block_sized(bp, blk);
     }
 }
 }
