@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use ferrocuda::kernels::{PTX, PTX_ARCH, entries, has_entry};
-use ferrocuda_kernels::names::{ALL, Blas1Kernels};
+use ferrocuda_kernels::names::{ALL, Blas1Kernels, PrecondKernels};
 
 #[test]
 fn every_kernel_name_is_an_entry_of_the_ptx() {
@@ -102,9 +102,21 @@ fn kernel_names_carry_their_type_suffix() {
     check::<ferrocuda::Complex<f64>>();
     assert_eq!(
         ALL.len(),
-        20,
-        "names::ALL: 4 BLAS-1 groups, 6 SpMV groups, 6 thesis SpMV groups and 4 Krylov groups"
+        26,
+        "names::ALL: 4 BLAS-1 groups, 6 SpMV groups, 6 thesis SpMV groups, 4 Krylov groups and 6 block-Jacobi groups"
     );
+    fn precond<A: PrecondKernels<V>, V: ferrocuda::Scalar>(pair: &str) {
+        let n = A::PRECOND;
+        assert_eq!(n.invert, format!("block_jacobi_invert_{}", A::SUFFIX));
+        assert_eq!(n.apply, format!("block_jacobi_apply_{pair}"));
+    }
+    use ferrocuda::Complex;
+    precond::<f32, f32>("f32");
+    precond::<f64, f64>("f64");
+    precond::<Complex<f32>, Complex<f32>>("c32");
+    precond::<Complex<f64>, Complex<f64>>("c64");
+    precond::<f32, Complex<f32>>("f32_c32");
+    precond::<f64, Complex<f64>>("f64_c64");
 }
 
 #[test]

@@ -33,6 +33,7 @@ pub mod device;
 pub mod krylov;
 pub mod math;
 pub mod names;
+pub mod precond;
 pub mod scalar;
 pub mod sparse;
 pub mod spmv;

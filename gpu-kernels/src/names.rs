@@ -197,7 +197,8 @@ const fn krylov_list(n: KrylovNames) -> [&'static str; 5] {
 }
 
 /// Every kernel name the host may ask for, in groups (BLAS-1 per scalar type, then SpMV
-/// per matrix/vector scalar pair, then the thesis's SpMV variants per pair).
+/// per matrix/vector scalar pair, then the thesis's SpMV variants per pair, then block
+/// Jacobi per pair).
 pub const ALL: &[&[&str]] = &[
     &blas1_list(<f32 as Blas1Kernels>::BLAS1),
     &blas1_list(<f64 as Blas1Kernels>::BLAS1),
@@ -219,6 +220,13 @@ pub const ALL: &[&[&str]] = &[
     &krylov_list(<f64 as KrylovKernels>::KRYLOV),
     &krylov_list(<Complex<f32> as KrylovKernels>::KRYLOV),
     &krylov_list(<Complex<f64> as KrylovKernels>::KRYLOV),
+    &precond_list(<f32 as PrecondKernels<f32>>::PRECOND),
+    &precond_list(<f64 as PrecondKernels<f64>>::PRECOND),
+    &precond_list(<Complex<f32> as PrecondKernels<Complex<f32>>>::PRECOND),
+    &precond_list(<Complex<f64> as PrecondKernels<Complex<f64>>>::PRECOND),
+    // The mixed pairs share the matrix type's invert kernel, listed above.
+    &[<f32 as PrecondKernels<Complex<f32>>>::PRECOND.apply],
+    &[<f64 as PrecondKernels<Complex<f64>>>::PRECOND.apply],
 ];
 
 /// Names of the thesis's SpMV variants (`crate::spmv_thesis`) of one (matrix scalar,
@@ -328,4 +336,44 @@ const fn spmv_thesis_list(n: SpmvThesisNames) -> [&'static str; 18] {
         n.bell_v3,
         n.fill_rows,
     ]
+}
+
+/// Names of the block-Jacobi kernels (`crate::precond`) of one (matrix scalar, vector
+/// scalar) pair.
+#[derive(Debug, Clone, Copy)]
+pub struct PrecondNames {
+    /// `block_jacobi_invert_<a>(n_blocks, b, blocks, flags)`: one thread per block, in
+    /// place, `flags[t]` 0 (inverted) or 1 (singular). Per matrix scalar: the mixed pairs
+    /// share it with their real type.
+    pub invert: &'static str,
+    /// `block_jacobi_apply_<a>[_<v>](n_rows, b, inv, x, y)`: one thread per scalar row.
+    pub apply: &'static str,
+}
+
+/// Matrix scalars with block-Jacobi kernels for vectors of `V`.
+pub trait PrecondKernels<V: Scalar>: Scalar {
+    /// This pair's kernel names.
+    const PRECOND: PrecondNames;
+}
+
+macro_rules! precond_names {
+    ($a:ty, $v:ty, $a_sfx:literal, $sfx:literal) => {
+        impl PrecondKernels<$v> for $a {
+            const PRECOND: PrecondNames = PrecondNames {
+                invert: concat!("block_jacobi_invert_", $a_sfx),
+                apply: concat!("block_jacobi_apply_", $sfx),
+            };
+        }
+    };
+}
+
+precond_names!(f32, f32, "f32", "f32");
+precond_names!(f64, f64, "f64", "f64");
+precond_names!(Complex<f32>, Complex<f32>, "c32", "c32");
+precond_names!(Complex<f64>, Complex<f64>, "c64", "c64");
+precond_names!(f32, Complex<f32>, "f32", "f32_c32");
+precond_names!(f64, Complex<f64>, "f64", "f64_c64");
+
+const fn precond_list(n: PrecondNames) -> [&'static str; 2] {
+    [n.invert, n.apply]
 }

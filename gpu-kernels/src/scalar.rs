@@ -1,7 +1,7 @@
 //! The scalar types every kernel is written for: `f32`, `f64`, `Complex<f32>`,
 //! `Complex<f64>`.
 
-use core::ops::{Add, Mul, Neg, Sub};
+use core::ops::{Add, Div, Mul, Neg, Sub};
 use num_complex::Complex;
 
 use crate::math::{fma_f32, fma_f64, sqrt_f32, sqrt_f64};
@@ -48,8 +48,9 @@ pub trait Scalar:
     fn im(self) -> Self::Real;
 }
 
-/// A real scalar: `f32` or `f64`.
-pub trait RealScalar: Scalar<Real = Self> + PartialOrd {
+/// A real scalar: `f32` or `f64`. Division is IEEE's correctly rounded one on both
+/// targets (`div.rn` on the device).
+pub trait RealScalar: Scalar<Real = Self> + PartialOrd + Div<Output = Self> {
     /// Correctly rounded square root.
     fn sqrt(self) -> Self;
     /// Converts from `f64` (rounding for `f32`).

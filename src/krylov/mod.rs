@@ -1,7 +1,8 @@
 //! Krylov solvers: restarted GMRES(m) on the CPU (rayon, [`cpu::gmres`]) and on one GPU
 //! ([`gpu::gmres`]), written once against linear operators ([`LinOp`],
 //! [`DeviceLinOp`]) with one options type ([`GmresOptions`]) and one report
-//! ([`GmresReport`]).
+//! ([`GmresReport`]), with point- and block-Jacobi preconditioners ([`BlockJacobi`],
+//! [`DeviceBlockJacobi`]).
 //!
 //! GMRES(m) after Saad (seed 000, §5.3): Arnoldi builds an orthonormal basis `V` of the
 //! Krylov space of `A M^{-1}` (right preconditioning, so the residual GMRES minimises
@@ -46,8 +47,10 @@ mod arnoldi;
 pub mod cpu;
 pub mod gpu;
 pub mod op;
+pub mod precond;
 
 pub use op::{DeviceLinOp, Identity, LinOp};
+pub use precond::{BlockJacobi, DeviceBlockJacobi};
 
 use serde::Serialize;
 
