@@ -54,8 +54,8 @@ mod kernels {
     use super::*;
     use crate::blas1::dot_step;
     use crate::device::{
-        WARP_SIZE, block_dim, block_idx, dynamic_shared, grid_dim, lane, sync_threads, thread_idx,
-        warp, warp_sum,
+        WARP_SIZE, block_dim, block_idx, dynamic_shared, global_index, grid_dim, grid_stride, lane,
+        sync_threads, thread_idx, warp, warp_sum,
     };
 
     /// Stage one of the delayed-CGS2 dots: `V_j^H u` (set `j`) and `V_j^H w` (set
@@ -151,8 +151,8 @@ mod kernels {
         inv_alpha: T::Real,
         w: *const T,
     ) {
-        let stride = grid_dim() * block_dim();
-        let mut i = block_idx() * block_dim() + thread_idx();
+        let stride = grid_stride();
+        let mut i = global_index();
         while i < n {
             let (mut sa, mut sb) = (T::ZERO, T::ZERO);
             for j in 0..k {
@@ -180,8 +180,8 @@ mod kernels {
         coef: *const T,
         z: *mut T,
     ) {
-        let stride = grid_dim() * block_dim();
-        let mut i = block_idx() * block_dim() + thread_idx();
+        let stride = grid_stride();
+        let mut i = global_index();
         while i < n {
             let mut s = T::ZERO;
             for j in 0..k {
@@ -204,8 +204,8 @@ mod kernels {
         w: *mut T,
     ) {
         let hj = unsafe { *h.add(j) };
-        let stride = grid_dim() * block_dim();
-        let mut i = block_idx() * block_dim() + thread_idx();
+        let stride = grid_stride();
+        let mut i = global_index();
         while i < n {
             unsafe { *w.add(i) = eliminate(*w.add(i), hj, *x.add(i)) };
             i += stride;
@@ -223,8 +223,8 @@ mod kernels {
         y: *mut T,
     ) {
         let nr = unsafe { (*h.add(j)).re() }.sqrt();
-        let stride = grid_dim() * block_dim();
-        let mut i = block_idx() * block_dim() + thread_idx();
+        let stride = grid_stride();
+        let mut i = global_index();
         while i < n {
             unsafe { *y.add(i) = normalize(*x.add(i), nr) };
             i += stride;

@@ -127,7 +127,7 @@ pub fn copy<T: Element>(x: &impl DeviceSlice<T>, y: &mut impl DeviceSliceMut<T>)
 ///
 /// # Safety
 /// `partials` holds `sets * count` values of `R`, `out` has room for `sets`.
-unsafe fn finish_reduction<R: Element>(
+pub(crate) unsafe fn finish_reduction<R: Element>(
     gpu: &Gpu,
     kernel: &'static str,
     sets: usize,

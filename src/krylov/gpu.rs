@@ -250,13 +250,7 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
                     arg(&pp),
                 ],
             )?;
-            let cfg = LaunchConfig::blocks(sets as u32, ferrocuda_kernels::blas1::BLOCK as u32)
-                .with_shared_bytes((ferrocuda_kernels::blas1::BLOCK / 32 * size_of::<V>()) as u32);
-            self.gpu.launch(
-                V::BLAS1.sum_partials,
-                cfg,
-                &mut [arg(&eb), arg(&pp), arg(&op)],
-            )?;
+            b1::finish_reduction::<V>(&self.gpu, V::BLAS1.sum_partials, sets, eb, pp, op)?;
         }
         self.stop(DOTS)?;
         let all = self.dots_out.download()?;
