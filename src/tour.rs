@@ -44,6 +44,7 @@ pub fn run(gpu: Option<&Gpu>, gpu_skipped: Option<String>) -> Result<TourReport>
     let mut rows = Vec::new();
     blas1_steps(gpu, &mut rows)?;
     spmv_steps(gpu, &mut rows)?;
+    gmres_steps(gpu, &mut rows)?;
     Ok(TourReport {
         device: gpu.map(|g| g.name()).transpose()?,
         gpu_skipped,
@@ -138,6 +139,62 @@ fn spmv_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
     rows.push(TourRow {
         module: "sparse",
         problem: format!("SpMV SBELL 5x5 f64, {} blocks", a.blocks()),
+        cpu_ms,
+        gpu_ms,
+        speedup: gpu_ms.map(|g| cpu_ms / g),
+        gpu_vs_cpu: diff,
+    });
+    Ok(())
+}
+
+/// GMRES(30) with block Jacobi to 1e-8 on the tour's SpMV matrix; the check is the
+/// difference of the two solutions relative to the CPU's.
+fn gmres_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
+    use crate::krylov::{BlockJacobi, DeviceBlockJacobi, GmresOptions, cpu as kcpu, gpu as kgpu};
+    use crate::sparse::Sbell;
+    use crate::sparse::generate::{self, TraceSpec};
+    use crate::sparse::gpu::DeviceSbell;
+    let bcsr = generate::trace_like::<f64>(&TraceSpec::new(10, 40, 20, 2))?;
+    let a = Sbell::from_bcsr(&bcsr)?;
+    // b = A x_true, so b is in the range of A (the ghost rows are empty).
+    let xt = random_vector::<f64>(a.n_cols(), 17);
+    let mut b = vec![0.0; a.n_rows()];
+    crate::sparse::cpu::spmv_sbell(1.0, &a, &xt, 0.0, &mut b)?;
+    let opts = GmresOptions::default();
+    let m = BlockJacobi::new(&bcsr)?;
+    let mut x = vec![0.0; a.n_cols()];
+    let steps = kcpu::gmres(&a, Some(&m), &b, &mut x, &opts)?.iterations;
+    let mut scratch = x.clone();
+    let cpu_ms = time_cpu(0, 3, || {
+        scratch.fill(0.0);
+        kcpu::gmres(&a, Some(&m), &b, &mut scratch, &opts)
+    })
+    .median_ms;
+    let (mut gpu_ms, mut diff) = (None, None);
+    if let Some(gpu) = gpu {
+        let da = DeviceSbell::upload(gpu, &a)?;
+        let dm = DeviceBlockJacobi::new(gpu, &bcsr)?;
+        let db = gpu.upload(&b)?;
+        let mut dx = gpu.alloc_zeroed::<f64>(a.n_cols())?;
+        gpu_ms = Some(
+            time_gpu(gpu, 1, 3, || {
+                crate::blas1::gpu::fill(&mut dx, 0.0)?;
+                kgpu::gmres(&da, Some(&dm), &db, &mut dx, &opts).map(|_| ())
+            })?
+            .median_ms,
+        );
+        let g = dx.download()?;
+        let num = g
+            .iter()
+            .zip(&x)
+            .map(|(p, q)| (p - q) * (p - q))
+            .sum::<f64>();
+        let den = x.iter().map(|q| q * q).sum::<f64>();
+        diff = Some((num / den).sqrt());
+    }
+    rows.push(TourRow {
+        module: "krylov",
+        problem: format!("GMRES(30) + block Jacobi to 1e-8, same matrix, {steps} steps"),
         cpu_ms,
         gpu_ms,
         speedup: gpu_ms.map(|g| cpu_ms / g),

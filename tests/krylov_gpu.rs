@@ -10,11 +10,14 @@ use ferrocuda::Complex;
 use ferrocuda::blas1::Element;
 use ferrocuda::gpu::Gpu;
 use ferrocuda::krylov::gpu::{self as kgpu, KrylovElement};
-use ferrocuda::krylov::{GmresOptions, Orthogonalization, StopReason, cpu};
+use ferrocuda::krylov::{
+    BlockJacobi, DeviceBlockJacobi, DeviceLinOp, GmresOptions, LinOp, Orthogonalization,
+    StopReason, cpu,
+};
 use ferrocuda::sparse::generate::{self, TraceSpec};
 use ferrocuda::sparse::gpu::{DeviceBcsr, DeviceSbell};
 use ferrocuda::sparse::{Bcsr, BlockFit, BlockLayout, Csr, MatrixScalar, Sbell};
-use ferrocuda_kernels::names::SpmvKernels;
+use ferrocuda_kernels::names::{PrecondKernels, SpmvKernels};
 
 fn solves_against_dense<A, V>(gpu: &Gpu, name: &str, n: usize, restart: usize, rtol: f64, tol: f64)
 where
@@ -86,7 +89,7 @@ fn gmres_gpu_matches_dense_lu() {
 
 fn gpu_matches_cpu_on_trace_case<A, V>(gpu: &Gpu, name: &str, rtol: f64)
 where
-    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    A: Element + MatrixScalar<V> + SpmvKernels<V> + PrecondKernels<V> + PrecondKernels<A>,
     V: KrylovElement,
 {
     let spec = TraceSpec::new(6, 5, 4, 3).seed(5);
@@ -98,15 +101,32 @@ where
     let mut b = vec![V::ZERO; a.n_rows()];
     ferrocuda::sparse::cpu::spmv_bcsr(V::ONE, &a, &xt, V::ZERO, &mut b).expect("spmv");
     let db = gpu.upload(&b).expect("b");
-    for orth in [Orthogonalization::Cgs2, Orthogonalization::Mgs] {
+    let (cpu_point, cpu_block) = (
+        BlockJacobi::point(&a).expect("point"),
+        BlockJacobi::new(&a).expect("block"),
+    );
+    let (gpu_point, gpu_block) = (
+        DeviceBlockJacobi::point(gpu, &a).expect("point"),
+        DeviceBlockJacobi::new(gpu, &a).expect("block"),
+    );
+    let preconds: [(&str, Option<&dyn LinOp<V>>, Option<&dyn DeviceLinOp<V>>); 3] = [
+        ("none", None, None),
+        ("point Jacobi", Some(&cpu_point), Some(&gpu_point)),
+        ("block Jacobi", Some(&cpu_block), Some(&gpu_block)),
+    ];
+    for ((precond, cm, gm), orth) in preconds
+        .into_iter()
+        .flat_map(|p| [(p, Orthogonalization::Cgs2), (p, Orthogonalization::Mgs)])
+    {
+        let name = format!("{name} {precond}");
         let opts = GmresOptions::default()
             .restart(20)
             .rtol(rtol)
             .orthogonalization(orth);
         let mut xc = vec![V::ZERO; a.n_cols()];
-        let rc = cpu::gmres(&s, None, &b, &mut xc, &opts).expect("cpu gmres");
+        let rc = cpu::gmres(&s, cm, &b, &mut xc, &opts).expect("cpu gmres");
         let mut xg = gpu.alloc_zeroed::<V>(a.n_cols()).expect("x");
-        let rg = kgpu::gmres(&da, None, &db, &mut xg, &opts).expect("gpu gmres");
+        let rg = kgpu::gmres(&da, gm, &db, &mut xg, &opts).expect("gpu gmres");
         assert!(
             rc.converged && rg.converged,
             "{name} {orth:?}: cpu {rc:?} gpu {rg:?}"

@@ -16,10 +16,13 @@ use crate::Complex;
 use crate::error::Result;
 use crate::gpu::{Gpu, copy_device};
 use crate::krylov::gpu::{self as kgpu, KrylovElement};
-use crate::krylov::{GmresOptions, GmresReport, Orthogonalization, cpu as kcpu};
+use crate::krylov::{
+    BlockJacobi, DeviceBlockJacobi, DeviceLinOp, GmresOptions, GmresReport, LinOp,
+    Orthogonalization, Preconditioner, cpu as kcpu,
+};
 use crate::sparse::gpu::DeviceSbell;
 use crate::sparse::{MatrixScalar, Sbell, cpu, generate};
-use ferrocuda_kernels::names::SpmvKernels;
+use ferrocuda_kernels::names::{PrecondKernels, SpmvKernels};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -32,6 +35,8 @@ pub struct GmresBenchOptions {
     pub complex: bool,
     /// GMRES options (restart, tolerance, iterations, orthogonalisation).
     pub gmres: GmresOptions,
+    /// Right preconditioner, built from the matrix's 5x5 blocks.
+    pub precond: Preconditioner,
     /// Also run the CPU twin.
     pub cpu: bool,
 }
@@ -43,8 +48,9 @@ pub struct GmresRow {
     pub solver: String,
     /// The solve's report.
     pub report: GmresReport,
-    /// Milliseconds per Arnoldi step: total, SpMV, orthogonalisation, rest.
-    pub ms_per_step: [f64; 4],
+    /// Milliseconds per Arnoldi step: total, SpMV, preconditioner, orthogonalisation,
+    /// rest.
+    pub ms_per_step: [f64; 5],
     /// The bandwidth floor per step (GPU rows), ms.
     pub floor_ms_per_step: Option<f64>,
 }
@@ -62,6 +68,8 @@ pub struct GmresBenchReport {
     pub copy_gbps: Option<f64>,
     /// Options used.
     pub options: GmresOptions,
+    /// Right preconditioner.
+    pub precond: Preconditioner,
     /// CPU threads.
     pub cpu_threads: usize,
     /// The runs.
@@ -92,7 +100,7 @@ fn basis_bytes(report: &GmresReport, m: usize, n: usize, size: f64) -> f64 {
 
 fn run_typed<T>(gpu: Option<&Gpu>, opts: &GmresBenchOptions) -> Result<GmresBenchReport>
 where
-    T: KrylovElement + MatrixScalar<T> + SpmvKernels<T>,
+    T: KrylovElement + MatrixScalar<T> + SpmvKernels<T> + PrecondKernels<T>,
 {
     let spec = opts.case.spec()?;
     progress(&format!("generating {} as {}", opts.case.name(), T::SUFFIX));
@@ -108,7 +116,22 @@ where
     let xt = super::random_vector::<T>(n, 5);
     let mut b = vec![T::ZERO; n];
     cpu::spmv_bcsr(T::ONE, &a, &xt, T::ZERO, &mut b)?;
-    drop(a);
+    let build_cpu_precond = || match opts.precond {
+        Preconditioner::None => Ok(None),
+        Preconditioner::Jacobi => BlockJacobi::point(&a).map(Some),
+        Preconditioner::BlockJacobi => BlockJacobi::new(&a).map(Some),
+    };
+    let build_gpu_precond = |gpu: &Gpu| match opts.precond {
+        Preconditioner::None => Ok(None),
+        Preconditioner::Jacobi => DeviceBlockJacobi::point(gpu, &a).map(Some),
+        Preconditioner::BlockJacobi => DeviceBlockJacobi::new(gpu, &a).map(Some),
+    };
+    // One application reads the inverse blocks and the vector and writes the result.
+    let precond_bytes = match opts.precond {
+        Preconditioner::None => 0.0,
+        Preconditioner::Jacobi => 3.0 * n as f64 * size,
+        Preconditioner::BlockJacobi => (a.b() as f64 + 2.0) * n as f64 * size,
+    };
     let matrix = format!(
         "{} (8 grid blocks of {} x {} x {} cells), {} rows, {} SBELL entries",
         opts.case.name(),
@@ -120,13 +143,9 @@ where
     );
     let m = opts.gmres.restart;
     let per_step = |r: &GmresReport| {
-        let k = r.iterations.max(1) as f64;
-        [
-            r.timing.total * 1e3 / k,
-            r.timing.spmv * 1e3 / k,
-            r.timing.orthogonalization * 1e3 / k,
-            r.timing.rest * 1e3 / k,
-        ]
+        let t = &r.timing;
+        [t.total, t.spmv, t.precond, t.orthogonalization, t.rest]
+            .map(|t| t * 1e3 / r.iterations.max(1) as f64)
     };
     let mut rows = Vec::new();
     let (mut device, mut copy_gbps) = (None, None);
@@ -142,17 +161,21 @@ where
         progress(&format!("copy ceiling {bw:.0} GB/s"));
         let da = DeviceSbell::upload(gpu, &s)?;
         let db = gpu.upload(&b)?;
+        let dm = build_gpu_precond(gpu)?;
+        let dm = dm.as_ref().map(|m| m as &dyn DeviceLinOp<T>);
         for orth in [Orthogonalization::Cgs2, Orthogonalization::Mgs] {
             let o = opts.gmres.clone().orthogonalization(orth);
             // One untimed solve loads the modules and sizes the scratch.
             let mut x = gpu.alloc_zeroed::<T>(n)?;
-            kgpu::gmres(&da, None, &db, &mut x, &o.clone().max_iter(2))?;
+            kgpu::gmres(&da, dm, &db, &mut x, &o.clone().max_iter(2))?;
             let mut x = gpu.alloc_zeroed::<T>(n)?;
             progress(&format!("GPU {orth:?}"));
-            let r = kgpu::gmres(&da, None, &db, &mut x, &o)?;
-            let floor =
-                (spmv_bytes * r.iterations as f64 + basis_bytes(&r, m, n, size)) / (bw * 1e9) * 1e3
-                    / r.iterations.max(1) as f64;
+            let r = kgpu::gmres(&da, dm, &db, &mut x, &o)?;
+            let floor = ((spmv_bytes + precond_bytes) * r.iterations as f64
+                + basis_bytes(&r, m, n, size))
+                / (bw * 1e9)
+                * 1e3
+                / r.iterations.max(1) as f64;
             rows.push(GmresRow {
                 solver: format!("GPU, SBELL, {orth:?}"),
                 ms_per_step: per_step(&r),
@@ -167,8 +190,9 @@ where
             .clone()
             .orthogonalization(Orthogonalization::Cgs2);
         progress(&format!("CPU ({} threads)", rayon::current_num_threads()));
+        let cm = build_cpu_precond()?;
         let mut x = vec![T::ZERO; n];
-        let r = kcpu::gmres(&s, None, &b, &mut x, &o)?;
+        let r = kcpu::gmres(&s, cm.as_ref().map(|m| m as &dyn LinOp<T>), &b, &mut x, &o)?;
         rows.push(GmresRow {
             solver: "CPU (rayon), SBELL, Cgs2".into(),
             ms_per_step: per_step(&r),
@@ -182,6 +206,7 @@ where
         device,
         copy_gbps,
         options: opts.gmres.clone(),
+        precond: opts.precond,
         cpu_threads: rayon::current_num_threads(),
         rows,
     })
@@ -196,6 +221,7 @@ impl GmresBenchReport {
             "rel. residual",
             "ms/step",
             "SpMV",
+            "M",
             "orth.",
             "rest",
             "floor ms/step",
@@ -235,7 +261,7 @@ impl GmresBenchReport {
 
     fn header(&self) -> String {
         format!(
-            "- matrix: {}, {}\n- device: {}; copy ceiling {}\n- GMRES({}), rtol {:e}, at most {} steps; CPU: {} rayon threads\n- ms/step = total / Arnoldi steps; floor = (SBELL SpMV bytes + 2 (k + 1) + 2 basis vectors per step) / copy bandwidth\n",
+            "- matrix: {}, {}\n- device: {}; copy ceiling {}\n- GMRES({}), rtol {:e}, at most {} steps, preconditioner {:?}; CPU: {} rayon threads\n- ms/step = total / Arnoldi steps (M: preconditioner); floor = (SBELL SpMV bytes + preconditioner bytes + 2 (k + 1) + 2 basis vectors per step) / copy bandwidth\n",
             self.matrix,
             self.scalar,
             self.device.as_deref().unwrap_or("none"),
@@ -244,6 +270,7 @@ impl GmresBenchReport {
             self.options.restart,
             self.options.rtol,
             self.options.max_iter,
+            self.precond,
             self.cpu_threads
         )
     }
@@ -251,7 +278,7 @@ impl GmresBenchReport {
     /// Plain-text table for the terminal.
     pub fn to_text(&self) -> String {
         let (h, r) = self.cells();
-        format!("{}\n{}", self.header(), table(&h, &r))
+        format!("{}\n{}\n", self.header(), table(&h, &r))
     }
 
     /// Markdown section.

@@ -12,6 +12,7 @@ use crate::bench::table;
 use crate::error::Result;
 use crate::gpu::{self, DeviceInfo, Gpu};
 use crate::kernels;
+use crate::krylov::Preconditioner;
 
 /// ferrocuda: numerics on NVIDIA GPUs in Rust, with CPU twins and speedup benchmarks.
 #[derive(Debug, Parser)]
@@ -107,12 +108,15 @@ pub enum BenchCommand {
         /// Restart length.
         #[arg(long, default_value_t = 30)]
         restart: usize,
-        /// Relative tolerance.
-        #[arg(long, default_value_t = 1e-8)]
-        rtol: f64,
+        /// Relative tolerance [default: 1e-8 in f64, 1e-5 in f32].
+        #[arg(long)]
+        rtol: Option<f64>,
         /// Most Arnoldi steps.
         #[arg(long, default_value_t = 1000)]
         max_iter: usize,
+        /// Right preconditioner (built from the 5x5 blocks of the matrix).
+        #[arg(long, value_enum, default_value_t = Preconditioner::None)]
+        precond: Preconditioner,
         /// Skip the CPU twin.
         #[arg(long)]
         no_cpu: bool,
@@ -279,6 +283,7 @@ pub fn run(cli: Cli) -> Result<()> {
                     restart,
                     rtol,
                     max_iter,
+                    precond,
                     no_cpu,
                     json,
                     results_dir,
@@ -291,8 +296,13 @@ pub fn run(cli: Cli) -> Result<()> {
                 complex,
                 gmres: crate::krylov::GmresOptions::default()
                     .restart(restart)
-                    .rtol(rtol)
+                    .rtol(rtol.unwrap_or(if precision == Precision::F64 {
+                        1e-8
+                    } else {
+                        1e-5
+                    }))
                     .max_iter(max_iter),
+                precond,
                 cpu: !no_cpu,
             };
             let (gpu, _) = open_gpu(cli.device)?;

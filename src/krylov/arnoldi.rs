@@ -35,9 +35,9 @@ pub(crate) trait Space {
     fn mgs(&mut self, k: usize) -> Result<(Vec<C>, f64)>;
     /// `x <- x + M^{-1} sum_j y_j V_j`.
     fn update_solution(&mut self, y: &[C]) -> Result<()>;
-    /// Seconds spent in operator applications and in orthogonalisation since the
-    /// last call.
-    fn take_times(&mut self) -> Result<(f64, f64)>;
+    /// Seconds spent in operator applications, preconditioner applications and
+    /// orthogonalisation since the last call.
+    fn take_times(&mut self) -> Result<[f64; 3]>;
     /// Machine epsilon of the vector type.
     fn epsilon(&self) -> f64;
 }
@@ -149,7 +149,7 @@ pub(crate) fn run(
         history: Vec::new(),
         timing: GmresTiming::default(),
     };
-    let (mut t_spmv, mut t_orth) = (0.0, 0.0);
+    let mut times = [0.0; 3];
     let bnorm = space.rhs_norm()?;
     report.rhs_norm = bnorm;
     if bnorm == 0.0 {
@@ -164,9 +164,7 @@ pub(crate) fn run(
     let eps = space.epsilon();
     loop {
         let beta = space.residual()?;
-        let (a, b) = space.take_times()?;
-        t_spmv += a;
-        t_orth += b;
+        add_times(&mut times, space.take_times()?);
         if !beta.is_finite() {
             return Err(Error::InvalidArgument {
                 op: "gmres",
@@ -223,18 +221,23 @@ pub(crate) fn run(
             break;
         }
     }
-    let (a, b) = space.take_times()?;
-    t_spmv += a;
-    t_orth += b;
+    add_times(&mut times, space.take_times()?);
     report.relative_residual = report.residual / bnorm;
     let total = start.elapsed().as_secs_f64();
     report.timing = GmresTiming {
         total,
-        spmv: t_spmv,
-        orthogonalization: t_orth,
-        rest: (total - t_spmv - t_orth).max(0.0),
+        spmv: times[0],
+        precond: times[1],
+        orthogonalization: times[2],
+        rest: (total - times.iter().sum::<f64>()).max(0.0),
     };
     Ok(report)
+}
+
+fn add_times(acc: &mut [f64; 3], t: [f64; 3]) {
+    for (a, t) in acc.iter_mut().zip(t) {
+        *a += t;
+    }
 }
 
 /// Records one Arnoldi step's estimate.

@@ -52,6 +52,7 @@ pub fn gmres_with_progress<V: Element>(
         w: vec![V::ZERO; n],
         z: vec![V::ZERO; n],
         t_spmv: 0.0,
+        t_precond: 0.0,
         t_orth: 0.0,
     };
     let report = arnoldi::run(&mut space, opts, progress)?;
@@ -108,22 +109,26 @@ struct CpuSpace<'a, V: Element> {
     w: Vec<V>,
     z: Vec<V>,
     t_spmv: f64,
+    t_precond: f64,
     t_orth: f64,
 }
 
 impl<V: Element> CpuSpace<'_, V> {
     /// `w <- A M^{-1} V_k`.
     fn apply(&mut self, k: usize) -> Result<()> {
-        let t = Instant::now();
         let n = self.n;
         let v = &self.basis[k * n..(k + 1) * n];
-        match self.m {
+        let v = match self.m {
             Some(m) => {
+                let t = Instant::now();
                 m.apply_unchecked(v, &mut self.z)?;
-                self.a.apply_unchecked(&self.z, &mut self.w)?;
+                self.t_precond += t.elapsed().as_secs_f64();
+                &self.z
             }
-            None => self.a.apply_unchecked(v, &mut self.w)?,
-        }
+            None => v,
+        };
+        let t = Instant::now();
+        self.a.apply_unchecked(v, &mut self.w)?;
         self.t_spmv += t.elapsed().as_secs_f64();
         Ok(())
     }
@@ -285,7 +290,7 @@ impl<V: Element> Space for CpuSpace<'_, V> {
             Some(m) => {
                 let t = Instant::now();
                 m.apply_unchecked(&self.w, &mut self.z)?;
-                self.t_spmv += t.elapsed().as_secs_f64();
+                self.t_precond += t.elapsed().as_secs_f64();
                 b1::axpy(V::ONE, &self.z, &mut self.x)?;
             }
             None => b1::axpy(V::ONE, &self.w, &mut self.x)?,
@@ -293,9 +298,10 @@ impl<V: Element> Space for CpuSpace<'_, V> {
         Ok(())
     }
 
-    fn take_times(&mut self) -> Result<(f64, f64)> {
-        let t = (self.t_spmv, self.t_orth);
+    fn take_times(&mut self) -> Result<[f64; 3]> {
+        let t = [self.t_spmv, self.t_precond, self.t_orth];
         self.t_spmv = 0.0;
+        self.t_precond = 0.0;
         self.t_orth = 0.0;
         Ok(t)
     }

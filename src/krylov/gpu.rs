@@ -97,14 +97,16 @@ struct GpuSpace<'a, V: KrylovElement> {
     coef_host: Vec<V>,
     /// MGS column `h_0..=h_{k+1}`.
     h: DeviceBuffer<V>,
-    timers: [EventTimer; 3],
-    pending: [bool; 3],
-    ms: [f64; 3],
+    timers: [EventTimer; 4],
+    pending: [bool; 4],
+    ms: [f64; 4],
 }
 
 const SPMV: usize = 0;
 const DOTS: usize = 1;
 const UPDATE: usize = 2;
+const PRECOND: usize = 3;
+const ALL: [usize; 4] = [SPMV, DOTS, UPDATE, PRECOND];
 
 impl<'a, V: KrylovElement> GpuSpace<'a, V> {
     fn new(
@@ -133,9 +135,9 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
             coef: gpu.alloc(2 * restart)?,
             coef_host: vec![V::ZERO; 2 * restart],
             h: gpu.alloc(restart + 2)?,
-            timers: [gpu.timer()?, gpu.timer()?, gpu.timer()?],
-            pending: [false; 3],
-            ms: [0.0; 3],
+            timers: [gpu.timer()?, gpu.timer()?, gpu.timer()?, gpu.timer()?],
+            pending: [false; 4],
+            ms: [0.0; 4],
         })
     }
 
@@ -161,16 +163,19 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
 
     /// `w <- A M^{-1} V_k`.
     fn apply(&mut self, k: usize) -> Result<()> {
-        let n = self.n;
+        let column = k * self.n..(k + 1) * self.n;
+        if let Some(m) = self.m {
+            self.start(PRECOND)?;
+            m.apply_unchecked(&self.basis.view(column.clone())?, &mut self.z.view_mut(..)?)?;
+            self.stop(PRECOND)?;
+        }
         self.start(SPMV)?;
-        let v = self.basis.view(k * n..(k + 1) * n)?;
-        match self.m {
-            Some(m) => {
-                m.apply_unchecked(&v, &mut self.z.view_mut(..)?)?;
-                self.a
-                    .apply_unchecked(&self.z.view(..)?, &mut self.w.view_mut(..)?)?;
-            }
-            None => self.a.apply_unchecked(&v, &mut self.w.view_mut(..)?)?,
+        {
+            let v = match self.m {
+                Some(_) => self.z.view(..)?,
+                None => self.basis.view(column)?,
+            };
+            self.a.apply_unchecked(&v, &mut self.w.view_mut(..)?)?;
         }
         self.stop(SPMV)
     }
@@ -254,7 +259,7 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         }
         self.stop(DOTS)?;
         let all = self.dots_out.download()?;
-        for t in [SPMV, DOTS, UPDATE] {
+        for t in ALL {
             self.collect(t)?;
         }
         let c: Vec<C> = all[..sets].iter().map(|&v| to_c(v)).collect();
@@ -339,7 +344,7 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         }
         self.stop(DOTS)?;
         let h = self.h.download()?;
-        for t in [SPMV, DOTS] {
+        for t in ALL {
             self.collect(t)?;
         }
         Ok((
@@ -371,19 +376,22 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         }
         match self.m {
             Some(m) => {
+                self.start(PRECOND)?;
                 m.apply_unchecked(&self.w.view(..)?, &mut self.z.view_mut(..)?)?;
+                self.stop(PRECOND)?;
                 b1::axpy(V::ONE, &self.z, &mut self.x)
             }
             None => b1::axpy(V::ONE, &self.w, &mut self.x),
         }
     }
 
-    fn take_times(&mut self) -> Result<(f64, f64)> {
-        for t in [SPMV, DOTS, UPDATE] {
+    fn take_times(&mut self) -> Result<[f64; 3]> {
+        for t in ALL {
             self.collect(t)?;
         }
-        let out = (self.ms[SPMV] / 1e3, (self.ms[DOTS] + self.ms[UPDATE]) / 1e3);
-        self.ms = [0.0; 3];
+        let ms = self.ms;
+        let out = [ms[SPMV], ms[PRECOND], ms[DOTS] + ms[UPDATE]].map(|t| t / 1e3);
+        self.ms = [0.0; 4];
         Ok(out)
     }
 

@@ -54,6 +54,19 @@ pub use precond::{BlockJacobi, DeviceBlockJacobi};
 
 use serde::Serialize;
 
+/// Which right preconditioner a command-line solve or benchmark uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preconditioner {
+    /// None (`M = I`).
+    #[default]
+    None,
+    /// Point Jacobi: the reciprocals of the diagonal ([`BlockJacobi::point`]).
+    Jacobi,
+    /// Block Jacobi: the inverses of the diagonal blocks ([`BlockJacobi::new`]).
+    BlockJacobi,
+}
+
 /// How each new Krylov vector is made orthogonal to the basis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Orthogonalization {
@@ -157,8 +170,10 @@ pub enum StopReason {
 pub struct GmresTiming {
     /// The whole solve, set-up included.
     pub total: f64,
-    /// Operator and preconditioner applications.
+    /// Operator applications.
     pub spmv: f64,
+    /// Preconditioner applications (zero without one).
+    pub precond: f64,
     /// Orthogonalisation (dots, updates, normalisation).
     pub orthogonalization: f64,
     /// Everything else (residuals at restarts, solution updates, host work).
