@@ -87,6 +87,13 @@ fn gmres_gpu_matches_dense_lu() {
     }
 }
 
+/// A preconditioner's name with its CPU and GPU operators.
+type Pair<'a, V> = (
+    &'a str,
+    Option<&'a dyn LinOp<V>>,
+    Option<&'a dyn DeviceLinOp<V>>,
+);
+
 fn gpu_matches_cpu_on_trace_case<A, V>(gpu: &Gpu, name: &str, rtol: f64)
 where
     A: Element + MatrixScalar<V> + SpmvKernels<V> + PrecondKernels<V> + PrecondKernels<A>,
@@ -109,7 +116,7 @@ where
         DeviceBlockJacobi::point(gpu, &a).expect("point"),
         DeviceBlockJacobi::new(gpu, &a).expect("block"),
     );
-    let preconds: [(&str, Option<&dyn LinOp<V>>, Option<&dyn DeviceLinOp<V>>); 3] = [
+    let preconds: [Pair<V>; 3] = [
         ("none", None, None),
         ("point Jacobi", Some(&cpu_point), Some(&gpu_point)),
         ("block Jacobi", Some(&cpu_block), Some(&gpu_block)),
