@@ -41,9 +41,27 @@ pub struct GmresBenchOptions {
     pub cpu: bool,
 }
 
+/// Which solver a row is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SolverKind {
+    /// ferrocuda on the GPU, delayed CGS2.
+    GpuCgs2,
+    /// ferrocuda on the GPU, MGS.
+    GpuMgs,
+    /// ferrocuda's CPU twin.
+    Cpu,
+    /// CuPy's `cupyx.scipy.sparse.linalg.gmres` (CSR) on the GPU.
+    Cupy,
+    /// SciPy's `scipy.sparse.linalg.gmres` (CSR) on the CPU.
+    Scipy,
+}
+
 /// One solver run.
 #[derive(Debug, Clone, Serialize)]
 pub struct GmresRow {
+    /// Which solver.
+    pub kind: SolverKind,
     /// Where and how.
     pub solver: String,
     /// The solve's report.
@@ -177,6 +195,10 @@ where
                 * 1e3
                 / r.iterations.max(1) as f64;
             rows.push(GmresRow {
+                kind: match orth {
+                    Orthogonalization::Cgs2 => SolverKind::GpuCgs2,
+                    Orthogonalization::Mgs => SolverKind::GpuMgs,
+                },
                 solver: format!("GPU, SBELL, {orth:?}"),
                 ms_per_step: per_step(&r),
                 floor_ms_per_step: Some(floor),
@@ -194,6 +216,7 @@ where
         let mut x = vec![T::ZERO; n];
         let r = kcpu::gmres(&s, cm.as_ref().map(|m| m as &dyn LinOp<T>), &b, &mut x, &o)?;
         rows.push(GmresRow {
+            kind: SolverKind::Cpu,
             solver: "CPU (rayon), SBELL, Cgs2".into(),
             ms_per_step: per_step(&r),
             floor_ms_per_step: None,
@@ -292,5 +315,130 @@ impl GmresBenchReport {
             self.header(),
             markdown_table(&h, &r)
         )
+    }
+}
+
+/// The thesis setup (seed 000): 100 Arnoldi steps without restart on Table 4.1's cases,
+/// single-precision complex as in TRACE and f64.
+#[derive(Debug, Clone, Serialize)]
+pub struct GmresThesisReport {
+    /// GPU name.
+    pub device: Option<String>,
+    /// One report per case and scalar type.
+    pub runs: Vec<GmresBenchReport>,
+}
+
+/// Runs the thesis setup on `cases` (1..6), `c32` and `f64` each; `template` gives the
+/// CPU and peer choices (its GMRES options are replaced by 100 steps, no restart, no
+/// tolerance).
+pub fn run_thesis(
+    gpu: Option<&Gpu>,
+    cases: &[usize],
+    template: &GmresBenchOptions,
+) -> Result<GmresThesisReport> {
+    let mut runs = Vec::new();
+    for &case in cases {
+        for (double, complex) in [(false, true), (true, false)] {
+            let opts = GmresBenchOptions {
+                case: SpmvCase::Thesis(case),
+                double,
+                complex,
+                gmres: template
+                    .gmres
+                    .clone()
+                    .restart(100)
+                    .max_iter(100)
+                    .rtol(0.0)
+                    .atol(0.0),
+                ..template.clone()
+            };
+            runs.push(run(gpu, &opts)?);
+        }
+    }
+    Ok(GmresThesisReport {
+        device: gpu.map(|g| g.name()).transpose()?,
+        runs,
+    })
+}
+
+impl GmresThesisReport {
+    fn cells(&self) -> (Vec<&'static str>, Vec<Vec<String>>) {
+        let headers = vec![
+            "case",
+            "scalar",
+            "steps",
+            "GPU CGS2 ms/step",
+            "x floor",
+            "GPU MGS ms/step",
+            "x floor",
+            "CPU ms/step",
+            "CGS2 vs CPU",
+            "CuPy ms/step",
+            "CGS2 vs CuPy",
+        ];
+        let rows = self
+            .runs
+            .iter()
+            .map(|r| {
+                let find = |k: SolverKind| r.rows.iter().find(|row| row.kind == k);
+                let ms = |k| find(k).map(|row| row.ms_per_step[0]);
+                let cell = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.3}"));
+                let ratio = |a: Option<f64>, b: Option<f64>| {
+                    a.zip(b)
+                        .map_or("-".into(), |(a, b)| format!("{:.1}x", b / a))
+                };
+                let floor = |k| {
+                    find(k)
+                        .and_then(|row| row.floor_ms_per_step.map(|f| row.ms_per_step[0] / f))
+                        .map_or("-".into(), |x| format!("{x:.2}"))
+                };
+                let cgs2 = ms(SolverKind::GpuCgs2);
+                vec![
+                    r.matrix.split(' ').next().unwrap_or("").to_string(),
+                    r.scalar.to_string(),
+                    r.rows
+                        .first()
+                        .map_or("-".into(), |row| row.report.iterations.to_string()),
+                    cell(cgs2),
+                    floor(SolverKind::GpuCgs2),
+                    cell(ms(SolverKind::GpuMgs)),
+                    floor(SolverKind::GpuMgs),
+                    cell(ms(SolverKind::Cpu)),
+                    ratio(cgs2, ms(SolverKind::Cpu)),
+                    cell(ms(SolverKind::Cupy)),
+                    ratio(cgs2, ms(SolverKind::Cupy)),
+                ]
+            })
+            .collect();
+        (headers, rows)
+    }
+
+    fn header(&self) -> String {
+        let first = self.runs.first();
+        format!(
+            "- device: {}; the copy ceiling of each run is in its section below\n- GMRES(100), 100 Arnoldi steps without restart, no tolerance (seed 000's setup), SBELL operator, no preconditioner; CPU: {} rayon threads\n- x floor: time per step over (SBELL SpMV bytes + 2 (k + 1) + 2 basis vectors per step) / copy bandwidth of the same run\n",
+            self.device.as_deref().unwrap_or("none"),
+            first.map_or(0, |r| r.cpu_threads)
+        )
+    }
+
+    /// Plain-text table.
+    pub fn to_text(&self) -> String {
+        let (h, r) = self.cells();
+        format!("{}\n{}\n", self.header(), table(&h, &r))
+    }
+
+    /// The Markdown file: the summary table, then every run's own section.
+    pub fn to_markdown(&self) -> String {
+        let (h, r) = self.cells();
+        let mut text = format!(
+            "# GMRES, the thesis setup\n\nWritten by `ferrocuda bench gmres --thesis`; do not edit by hand.\n\n{}\n{}\n",
+            self.header(),
+            markdown_table(&h, &r)
+        );
+        for run in &self.runs {
+            text.push_str(&run.to_markdown());
+        }
+        text
     }
 }

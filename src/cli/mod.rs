@@ -94,8 +94,17 @@ pub enum BenchCommand {
         results_dir: PathBuf,
     },
     /// GMRES on a TRACE-like case: GPU (SBELL, CGS2 and MGS) against the CPU twin, time
-    /// per step against the bandwidth floor; appends to <results-dir>/gmres.md.
+    /// per step against the bandwidth floor; appends to <results-dir>/gmres.md. With
+    /// `--thesis`: seed 000's setup (100 steps without restart, c32 and f64) on
+    /// `--cases`, written to <results-dir>/gmres-thesis.md.
     Gmres {
+        /// Seed 000's setup on every case of `--cases` (ignores `--case`, `--precision`,
+        /// `--complex`, `--restart`, `--rtol`, `--max-iter`, `--precond`).
+        #[arg(long)]
+        thesis: bool,
+        /// Thesis cases for `--thesis` (comma-separated, 1..6).
+        #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5,6")]
+        cases: Vec<usize>,
         /// Test case: 1..6 (thesis Table 4.1) or `large`.
         #[arg(long, default_value = "4")]
         case: String,
@@ -277,6 +286,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Bench {
             which:
                 BenchCommand::Gmres {
+                    thesis,
+                    cases,
                     case,
                     precision,
                     complex,
@@ -306,6 +317,20 @@ pub fn run(cli: Cli) -> Result<()> {
                 cpu: !no_cpu,
             };
             let (gpu, _) = open_gpu(cli.device)?;
+            if thesis {
+                let report = crate::bench::gmres::run_thesis(gpu.as_ref(), &cases, &opts)?;
+                if gpu.is_some() {
+                    let path = results_dir.join("gmres-thesis.md");
+                    write_file(&path, &report.to_markdown())?;
+                    eprintln!("[bench gmres] wrote {}", path.display());
+                }
+                return if json {
+                    print_json(&report)
+                } else {
+                    print!("{}", report.to_text());
+                    Ok(())
+                };
+            }
             let report = run(gpu.as_ref(), &opts)?;
             if gpu.is_some() {
                 let path = results_dir.join("gmres.md");
