@@ -1,5 +1,7 @@
-//! The `ferrocuda` command line: `info`, `bench <name>`, `spmv`, and the tour (no arguments).
+//! The `ferrocuda` command line: `info`, `bench <name>`, `spmv`, `solve`, and the tour (no
+//! arguments).
 
+pub mod solve;
 pub mod spmv;
 
 use std::path::PathBuf;
@@ -43,6 +45,8 @@ pub enum Command {
     },
     /// y = A x for Matrix Market files, in a chosen format, on the CPU or the GPU.
     Spmv(spmv::SpmvArgs),
+    /// Solves A x = b (Matrix Market files) by restarted GMRES on the CPU or the GPU.
+    Solve(solve::SolveArgs),
     /// Benchmarks against the hardware's ceilings and the CPU.
     Bench {
         /// Which benchmark.
@@ -209,6 +213,17 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Spmv(args) => {
             println!("{}", spmv::run(&args, cli.device)?);
             Ok(())
+        }
+        Command::Solve(args) => {
+            let report = solve::run(&args, cli.device)?;
+            if args.json {
+                print_json(&report)
+            } else {
+                if !args.quiet {
+                    println!("{}", report.to_text());
+                }
+                Ok(())
+            }
         }
         Command::Bench {
             which:
