@@ -56,7 +56,7 @@ use crate::krylov::gpu::KrylovElement;
 use crate::krylov::precond::MAX_BLOCK;
 use crate::krylov::{
     BlockJacobi, DeviceBlockJacobi, DeviceLinOp, GmresOptions, GmresReport, LinOp,
-    Orthogonalization, StopReason, cpu as kcpu, gpu as kgpu,
+    Orthogonalization, Preconditioner, StopReason, cpu as kcpu, gpu as kgpu,
 };
 use crate::sparse::gpu::{DeviceBcsr, DeviceSbell};
 use crate::sparse::{Bcsr, BlockFit, BlockLayout, Coo, CooParts, Csr, MatrixScalar, Sbell, mm};
@@ -79,27 +79,6 @@ pub enum SolveOrth {
     Cgs2,
     /// Modified Gram-Schmidt.
     Mgs,
-}
-
-/// Preconditioner of `ferrocuda solve` (applied on the right).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SolvePrecond {
-    /// None.
-    None,
-    /// Point Jacobi: `x_i / a_ii`.
-    Jacobi,
-    /// Block Jacobi with `--block-size` blocks (at most 8).
-    BlockJacobi,
-}
-
-impl SolvePrecond {
-    fn name(self) -> &'static str {
-        match self {
-            SolvePrecond::None => "none",
-            SolvePrecond::Jacobi => "jacobi",
-            SolvePrecond::BlockJacobi => "block-jacobi",
-        }
-    }
 }
 
 /// Arguments of `ferrocuda solve`.
@@ -133,8 +112,8 @@ pub struct SolveArgs {
     #[arg(long, value_enum, default_value_t = SolveOrth::Cgs2)]
     pub orth: SolveOrth,
     /// Right preconditioner.
-    #[arg(long, value_enum, default_value_t = SolvePrecond::None)]
-    pub precond: SolvePrecond,
+    #[arg(long, value_enum, default_value_t = Preconditioner::None)]
+    pub precond: Preconditioner,
     /// Block size of the GPU's SBELL format (at most 8; larger ones run BCSR) and of
     /// block Jacobi (at most 8).
     #[arg(long, default_value_t = 5)]
@@ -156,10 +135,12 @@ pub struct SolveArgs {
 /// Time spent, in seconds: the solver's phases and the set-up before it.
 #[derive(Debug, Clone, Serialize)]
 pub struct SolveTiming {
-    /// The GMRES solve (`spmv + orthogonalization + rest`).
+    /// The GMRES solve (`spmv + precond + orthogonalization + rest`).
     pub total: f64,
-    /// Operator and preconditioner applications.
+    /// Operator applications.
     pub spmv: f64,
+    /// Preconditioner applications.
+    pub precond: f64,
     /// Orthogonalisation.
     pub orthogonalization: f64,
     /// Everything else inside the solve.
@@ -195,7 +176,7 @@ pub struct SolveReport {
     /// The GPU's name (GPU runs only).
     pub gpu_name: Option<String>,
     /// `none`, `jacobi` or `block-jacobi`.
-    pub precond: &'static str,
+    pub precond: Preconditioner,
     /// The operator's storage format: `csr`, `sbell` or `bcsr`.
     pub format: &'static str,
     /// Why the preferred format was not used, where it was not.
@@ -435,7 +416,7 @@ where
     if bs == 0 {
         return Err(invalid("--block-size must be at least 1".into()));
     }
-    if args.precond == SolvePrecond::BlockJacobi && bs > MAX_BLOCK {
+    if args.precond == Preconditioner::BlockJacobi && bs > MAX_BLOCK {
         return Err(invalid(format!(
             "--block-size {bs}: block Jacobi takes blocks of at most {MAX_BLOCK} x {MAX_BLOCK} (point Jacobi, --precond jacobi, has no limit)"
         )));
@@ -494,7 +475,7 @@ where
     let read = t_read.elapsed().as_secs_f64();
 
     // Blocked formats (the GPU's) and block Jacobi need whole blocks.
-    let blocked = args.on == SolveDevice::Gpu || args.precond == SolvePrecond::BlockJacobi;
+    let blocked = args.on == SolveDevice::Gpu || args.precond == Preconditioner::BlockJacobi;
     let np = if blocked {
         n.div_ceil(bs)
             .checked_mul(bs)
@@ -569,7 +550,7 @@ where
             SolveDevice::Gpu => "gpu",
         },
         gpu_name: solved.gpu_name,
-        precond: args.precond.name(),
+        precond: args.precond,
         format: solved.format,
         format_note: solved.format_note,
         block_size: bs,
@@ -592,6 +573,7 @@ where
         timing: SolveTiming {
             total: r.timing.total,
             spmv: r.timing.spmv,
+            precond: r.timing.precond,
             orthogonalization: r.timing.orthogonalization,
             rest: r.timing.rest,
             setup: solved.setup,
@@ -622,10 +604,10 @@ where
 {
     let t = Instant::now();
     let m: Option<BlockJacobi<T>> = match args.precond {
-        SolvePrecond::None => None,
+        Preconditioner::None => None,
         // Point Jacobi needs no blocks: 1 x 1 keeps the copy as small as CSR.
-        SolvePrecond::Jacobi => Some(BlockJacobi::point(&to_bcsr(sys, 1)?)?),
-        SolvePrecond::BlockJacobi => Some(BlockJacobi::new(&to_bcsr(sys, args.block_size)?)?),
+        Preconditioner::Jacobi => Some(BlockJacobi::point(&to_bcsr(sys, 1)?)?),
+        Preconditioner::BlockJacobi => Some(BlockJacobi::new(&to_bcsr(sys, args.block_size)?)?),
     };
     let setup = t.elapsed().as_secs_f64();
     let mut x = sys.x0.clone();
@@ -672,9 +654,9 @@ where
         }
     };
     let m: Option<DeviceBlockJacobi<T>> = match args.precond {
-        SolvePrecond::None => None,
-        SolvePrecond::Jacobi => Some(DeviceBlockJacobi::point(&g, &bcsr)?),
-        SolvePrecond::BlockJacobi => Some(DeviceBlockJacobi::new(&g, &bcsr)?),
+        Preconditioner::None => None,
+        Preconditioner::Jacobi => Some(DeviceBlockJacobi::point(&g, &bcsr)?),
+        Preconditioner::BlockJacobi => Some(DeviceBlockJacobi::new(&g, &bcsr)?),
     };
     drop(bcsr);
     let db = g.upload(&sys.b)?;

@@ -67,6 +67,16 @@ pub enum Preconditioner {
     BlockJacobi,
 }
 
+impl std::fmt::Display for Preconditioner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Preconditioner::None => "none",
+            Preconditioner::Jacobi => "jacobi",
+            Preconditioner::BlockJacobi => "block-jacobi",
+        })
+    }
+}
+
 /// How each new Krylov vector is made orthogonal to the basis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Orthogonalization {
