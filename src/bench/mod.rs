@@ -3,6 +3,7 @@
 
 pub mod blas1;
 pub mod gmres;
+pub mod peer;
 pub mod plot;
 pub mod spmv;
 pub mod spmv_thesis;
