@@ -130,9 +130,16 @@ pub enum BenchCommand {
         /// Right preconditioner (built from the 5x5 blocks of the matrix).
         #[arg(long, value_enum, default_value_t = Preconditioner::None)]
         precond: Preconditioner,
-        /// Skip the CPU twin.
+        /// Skip the CPU twin (and so SciPy, which is compared with it).
         #[arg(long)]
         no_cpu: bool,
+        /// Other libraries' GMRES on the same system, through scripts/gmres_peer.py
+        /// (Python with NumPy and CuPy / SciPy; a missing one is reported, not an error).
+        #[arg(long, value_enum, value_delimiter = ',', default_value = "cupy,scipy")]
+        peers: Vec<crate::bench::gmres::Peer>,
+        /// No peers.
+        #[arg(long, conflicts_with = "peers")]
+        no_peers: bool,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -311,6 +318,8 @@ pub fn run(cli: Cli) -> Result<()> {
                     max_iter,
                     precond,
                     no_cpu,
+                    peers,
+                    no_peers,
                     json,
                     results_dir,
                 },
@@ -330,6 +339,7 @@ pub fn run(cli: Cli) -> Result<()> {
                     .max_iter(max_iter),
                 precond,
                 cpu: !no_cpu,
+                peers: if no_peers { Vec::new() } else { peers },
             };
             let (gpu, _) = open_gpu(cli.device)?;
             if thesis {
@@ -353,6 +363,11 @@ pub fn run(cli: Cli) -> Result<()> {
                     "# GMRES benchmark\n\nWritten by `ferrocuda bench gmres`; do not edit by hand. One section per run.\n\n".into()
                 });
                 text.push_str(&report.to_markdown());
+                if let Some(chart) = report.convergence_chart() {
+                    let png = results_dir.join(report.plot_name());
+                    chart.write_png(&png, 1024, 576)?;
+                    eprintln!("[bench gmres] wrote {}", png.display());
+                }
                 write_file(&path, &text)?;
                 eprintln!("[bench gmres] wrote {}", path.display());
             }

@@ -137,18 +137,7 @@ pub(crate) fn run(
 ) -> Result<GmresReport> {
     opts.validate()?;
     let start = Instant::now();
-    let mut report = GmresReport {
-        converged: false,
-        reason: StopReason::MaxIterations,
-        iterations: 0,
-        cycles: 0,
-        rhs_norm: 0.0,
-        initial_residual: 0.0,
-        residual: 0.0,
-        relative_residual: 0.0,
-        history: Vec::new(),
-        timing: GmresTiming::default(),
-    };
+    let mut report = GmresReport::empty();
     let mut times = [0.0; 3];
     let bnorm = space.rhs_norm()?;
     report.rhs_norm = bnorm;

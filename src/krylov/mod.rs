@@ -215,3 +215,21 @@ pub struct GmresReport {
     /// Time per phase.
     pub timing: GmresTiming,
 }
+
+impl GmresReport {
+    /// A report of no steps (filled in by the solvers and the benchmarks).
+    pub(crate) fn empty() -> Self {
+        GmresReport {
+            converged: false,
+            reason: StopReason::MaxIterations,
+            iterations: 0,
+            cycles: 0,
+            rhs_norm: 0.0,
+            initial_residual: 0.0,
+            residual: 0.0,
+            relative_residual: 0.0,
+            history: Vec::new(),
+            timing: GmresTiming::default(),
+        }
+    }
+}
