@@ -41,10 +41,10 @@ pub fn fma_allowed() -> bool {
 /// (A closure passed to a feature-enabled function is not reliably inlined into it, so
 /// the body is a real `#[inline(always)]` function that both frames call.)
 macro_rules! fma_kernel {
-    ($(#[$meta:meta])* fn $name:ident [$($gen:tt)*] ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident [$($gen:tt)*] ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
         $(#[$meta])*
         #[allow(clippy::too_many_arguments)]
-        fn $name<$($gen)*>($($arg: $ty),*) $(-> $ret)? {
+        $vis fn $name<$($gen)*>($($arg: $ty),*) $(-> $ret)? {
             #[inline(always)]
             #[allow(clippy::too_many_arguments)]
             fn body<$($gen)*>($($arg: $ty),*) $(-> $ret)? $body

@@ -194,8 +194,9 @@ where
         Preconditioner::BlockJacobi => (a.b() as f64 + 2.0) * n as f64 * size,
     };
     let matrix = format!(
-        "{} (8 grid blocks of {} x {} x {} cells), {} rows, {} SBELL entries",
+        "{} ({} grid blocks of {} x {} x {} cells), {} rows, {} SBELL entries",
         opts.case.name(),
+        spec.grid_blocks,
         spec.nx,
         spec.ntheta,
         spec.nr,

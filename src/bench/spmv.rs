@@ -34,20 +34,52 @@ pub enum SpmvCase {
     Thesis(usize),
     /// [`generate::large`]: more than 1e8 structural nonzeros.
     Large,
+    /// Any size: `grid_blocks` grid blocks of `nx x ntheta x nr` cells.
+    Grid {
+        /// Cells along x per grid block.
+        nx: usize,
+        /// Cells along theta per grid block.
+        ntheta: usize,
+        /// Cells along r per grid block.
+        nr: usize,
+        /// Grid blocks.
+        grid_blocks: usize,
+    },
 }
 
 impl SpmvCase {
-    /// Parses `1`..`6` or `large`.
+    /// Parses `1`..`6`, `large`, or `NXxNTHETAxNRxBLOCKS` (e.g. `10x40x20x2`: 2 grid
+    /// blocks of 10 x 40 x 20 cells).
     pub fn parse(s: &str) -> Result<Self> {
-        match s.trim() {
-            "large" => Ok(SpmvCase::Large),
-            t => match t.parse::<usize>() {
-                Ok(n) if (1..=6).contains(&n) => Ok(SpmvCase::Thesis(n)),
-                _ => Err(Error::InvalidArgument {
-                    op: "bench spmv",
-                    reason: format!("case {s:?} does not exist: use 1..6 or large"),
+        let bad = || Error::InvalidArgument {
+            op: "bench",
+            reason: format!(
+                "case {s:?} does not exist: use 1..6, large, or NXxNTHETAxNRxBLOCKS such as 10x40x20x2"
+            ),
+        };
+        let t = s.trim();
+        if t == "large" {
+            return Ok(SpmvCase::Large);
+        }
+        if t.contains('x') {
+            let v: Vec<usize> = t
+                .split('x')
+                .map(|p| p.parse::<usize>().ok().filter(|&n| n > 0))
+                .collect::<Option<_>>()
+                .ok_or_else(bad)?;
+            return match v[..] {
+                [nx, ntheta, nr, grid_blocks] => Ok(SpmvCase::Grid {
+                    nx,
+                    ntheta,
+                    nr,
+                    grid_blocks,
                 }),
-            },
+                _ => Err(bad()),
+            };
+        }
+        match t.parse::<usize>() {
+            Ok(n) if (1..=6).contains(&n) => Ok(SpmvCase::Thesis(n)),
+            _ => Err(bad()),
         }
     }
 
@@ -55,6 +87,12 @@ impl SpmvCase {
         Ok(match self {
             SpmvCase::Thesis(n) => generate::case(n)?,
             SpmvCase::Large => generate::large(),
+            SpmvCase::Grid {
+                nx,
+                ntheta,
+                nr,
+                grid_blocks,
+            } => TraceSpec::new(nx, ntheta, nr, grid_blocks),
         })
     }
 
@@ -62,6 +100,12 @@ impl SpmvCase {
         match self {
             SpmvCase::Thesis(n) => format!("case{n}"),
             SpmvCase::Large => "large".into(),
+            SpmvCase::Grid {
+                nx,
+                ntheta,
+                nr,
+                grid_blocks,
+            } => format!("{nx}x{ntheta}x{nr}x{grid_blocks}"),
         }
     }
 }
@@ -631,4 +675,34 @@ pub fn write_results(report: &SpmvReport, dir: &std::path::Path) -> Result<std::
     let path = dir.join("spmv.md");
     std::fs::write(&path, index).map_err(io)?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod case_tests {
+    use super::SpmvCase;
+
+    #[test]
+    fn cases_parse_and_name_themselves() {
+        assert_eq!(SpmvCase::parse("6").unwrap(), SpmvCase::Thesis(6));
+        assert_eq!(SpmvCase::parse(" large ").unwrap(), SpmvCase::Large);
+        let g = SpmvCase::parse("10x40x20x2").unwrap();
+        assert_eq!(g.name(), "10x40x20x2");
+        let spec = g.spec().unwrap();
+        assert_eq!(
+            (spec.nx, spec.ntheta, spec.nr, spec.grid_blocks),
+            (10, 40, 20, 2)
+        );
+        for bad in [
+            "0",
+            "7",
+            "10x40x20",
+            "10x0x20x2",
+            "axbxcxd",
+            "",
+            "1x2x3x4x5",
+        ] {
+            let e = SpmvCase::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("NXxNTHETAxNRxBLOCKS"), "{bad:?}: {e}");
+        }
+    }
 }

@@ -115,6 +115,27 @@ fn dot_chunk[T: Element](x: &[T], y: &[T]) -> T {
 }
 
 fma_kernel! {
+/// `(sum conj(v_i) u_i, sum conj(v_i) w_i)` over one chunk: two dot products sharing
+/// the reads of `v`, [`LANES`] interleaved accumulators each (Gram-Schmidt's projections).
+pub(crate) fn dot2_chunk[T: Element](v: &[T], u: &[T], w: &[T]) -> (T, T) {
+    let (mut au, mut aw) = ([T::ZERO; LANES], [T::ZERO; LANES]);
+    let (vb, ub, wb) = (v.chunks_exact(LANES), u.chunks_exact(LANES), w.chunks_exact(LANES));
+    let (vr, ur, wr) = (vb.remainder(), ub.remainder(), wb.remainder());
+    for ((vs, us), ws) in vb.zip(ub).zip(wb) {
+        for l in 0..LANES {
+            au[l] = k::dot_step(au[l], vs[l], us[l]);
+            aw[l] = k::dot_step(aw[l], vs[l], ws[l]);
+        }
+    }
+    for (l, ((&a, &b), &c)) in vr.iter().zip(ur).zip(wr).enumerate() {
+        au[l] = k::dot_step(au[l], a, b);
+        aw[l] = k::dot_step(aw[l], a, c);
+    }
+    (tree_sum(au), tree_sum(aw))
+}
+}
+
+fma_kernel! {
 /// `sum |x_i|^2` over one chunk.
 fn nrm2_chunk[T: Element](x: &[T]) -> T::Real {
     lane_sum(x, |acc: T::Real, v: T| k::nrm2_step(acc, v))

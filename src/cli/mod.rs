@@ -109,7 +109,8 @@ pub enum BenchCommand {
         /// Thesis cases for `--thesis` (comma-separated, 1..6).
         #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5,6")]
         cases: Vec<usize>,
-        /// Test case: 1..6 (thesis Table 4.1) or `large`.
+        /// Test case: 1..6 (thesis Table 4.1), `large`, or any size as
+        /// NXxNTHETAxNRxBLOCKS (e.g. `10x40x20x2`).
         #[arg(long, default_value = "4")]
         case: String,
         /// Floating-point precision.
@@ -345,7 +346,14 @@ pub fn run(cli: Cli) -> Result<()> {
             if thesis {
                 let report = crate::bench::gmres::run_thesis(gpu.as_ref(), &cases, &opts)?;
                 if gpu.is_some() {
-                    let path = results_dir.join("gmres-thesis.md");
+                    // Runs of a subset of the cases get their own file.
+                    let name = if cases == [1, 2, 3, 4, 5, 6] {
+                        "gmres-thesis.md".to_string()
+                    } else {
+                        let list: Vec<String> = cases.iter().map(|c| c.to_string()).collect();
+                        format!("gmres-thesis-cases{}.md", list.join("-"))
+                    };
+                    let path = results_dir.join(name);
                     write_file(&path, &report.to_markdown())?;
                     eprintln!("[bench gmres] wrote {}", path.display());
                 }

@@ -8,12 +8,70 @@ use rayon::prelude::*;
 use super::arnoldi::{self, C, Space, from_c, to_c};
 use super::{GmresOptions, GmresReport, LinOp};
 use crate::blas1::{Element, cpu as b1};
+use crate::cpu_dispatch::fma_kernel;
 use crate::error::{Error, Result, check_len};
 use ferrocuda_kernels::RealScalar;
-use ferrocuda_kernels::blas1::dot_step;
 use ferrocuda_kernels::krylov as k;
 
 const CHUNK: usize = b1::CHUNK;
+
+// The chunk kernels run in an FMA frame where the CPU has one (see cpu_dispatch): the
+// per-element math is built on `mul_add`.
+
+fma_kernel! {
+/// DCGS2 update of rows `lo..lo + uc.len()`: `u <- (u - sum a_j V_j) inv`,
+/// `next <- (w - c u' - sum b_j V_j) inv` (`k::gs_update`).
+fn update_chunk[V: Element](
+    lo: usize,
+    n: usize,
+    head: &[V],
+    a: &[V],
+    b: &[V],
+    c: V,
+    inv: V::Real,
+    w: &[V],
+    uc: &mut [V],
+    nc: &mut [V],
+) {
+    for (o, (ui, ni)) in uc.iter_mut().zip(nc.iter_mut()).enumerate() {
+        let i = lo + o;
+        let (mut sa, mut sb) = (V::ZERO, V::ZERO);
+        for (j, (&aj, &bj)) in a.iter().zip(b).enumerate() {
+            let v = head[j * n + i];
+            sa = k::basis_term(sa, aj, v);
+            sb = k::basis_term(sb, bj, v);
+        }
+        (*ui, *ni) = k::gs_update(*ui, w[i], sa, sb, c, inv);
+    }
+}
+}
+
+fma_kernel! {
+/// `w <- w - h v` (MGS).
+fn eliminate_chunk[V: Element](h: V, v: &[V], w: &mut [V]) {
+    w.iter_mut().zip(v).for_each(|(wi, &vi)| *wi = k::eliminate(*wi, h, vi));
+}
+}
+
+fma_kernel! {
+/// `y <- w / norm`.
+fn normalize_chunk[V: Element](norm: V::Real, w: &[V], y: &mut [V]) {
+    y.iter_mut().zip(w).for_each(|(yi, &wi)| *yi = k::normalize(wi, norm));
+}
+}
+
+fma_kernel! {
+/// `z_i <- sum_j y_j V_j[i]` for rows `lo..lo + z.len()`.
+fn combine_chunk[V: Element](lo: usize, n: usize, basis: &[V], y: &[V], z: &mut [V]) {
+    for (o, zi) in z.iter_mut().enumerate() {
+        let mut s = V::ZERO;
+        for (j, &yj) in y.iter().enumerate() {
+            s = k::basis_term(s, yj, basis[j * n + lo + o]);
+        }
+        *zi = s;
+    }
+}
+}
 
 /// Solves `A x = b` by GMRES(m) with the right preconditioner `m` (`None`: none); `x` holds the initial guess and receives the
 /// solution. Errors (with `x` unchanged): shapes that do not fit (`A` must be square),
@@ -179,13 +237,7 @@ impl<V: Element> Space for CpuSpace<'_, V> {
                 let mut acc = vec![V::ZERO; 2 * k1];
                 for j in 0..k1 {
                     let vj = &basis[j * n + lo..j * n + hi];
-                    let (mut su, mut sw) = (V::ZERO, V::ZERO);
-                    for ((&v, &ui), &wi) in vj.iter().zip(&u[lo..hi]).zip(&wv[lo..hi]) {
-                        su = dot_step(su, v, ui);
-                        sw = dot_step(sw, v, wi);
-                    }
-                    acc[j] = su;
-                    acc[k1 + j] = sw;
+                    (acc[j], acc[k1 + j]) = b1::dot2_chunk(vj, &u[lo..hi], &wv[lo..hi]);
                 }
                 acc
             })
@@ -218,19 +270,7 @@ impl<V: Element> Space for CpuSpace<'_, V> {
             .zip(next.par_chunks_mut(CHUNK))
             .enumerate()
             .for_each(|(ci, (uc, nc))| {
-                let lo = ci * CHUNK;
-                for (o, (ui, ni)) in uc.iter_mut().zip(nc.iter_mut()).enumerate() {
-                    let i = lo + o;
-                    let (mut sa, mut sb) = (V::ZERO, V::ZERO);
-                    for j in 0..kk {
-                        let v = head[j * n + i];
-                        sa = k::basis_term(sa, a[j], v);
-                        sb = k::basis_term(sb, b[j], v);
-                    }
-                    let (q, nx) = k::gs_update(*ui, w[i], sa, sb, c, inv);
-                    *ui = q;
-                    *ni = nx;
-                }
+                update_chunk(ci * CHUNK, n, head, &a, &b, c, inv, w, uc, nc)
             });
         self.t_orth += t.elapsed().as_secs_f64();
         Ok(())
@@ -247,11 +287,7 @@ impl<V: Element> Space for CpuSpace<'_, V> {
             self.w
                 .par_chunks_mut(CHUNK)
                 .zip(vj.par_chunks(CHUNK))
-                .for_each(|(wc, vc)| {
-                    wc.iter_mut()
-                        .zip(vc)
-                        .for_each(|(wi, &v)| *wi = k::eliminate(*wi, hj, v))
-                });
+                .for_each(|(wc, vc)| eliminate_chunk(hj, vc, wc));
             h.push(to_c(hj));
         }
         let w2 = b1::dot(&self.w, &self.w)?;
@@ -260,11 +296,7 @@ impl<V: Element> Space for CpuSpace<'_, V> {
         self.basis[(kk + 1) * n..(kk + 2) * n]
             .par_chunks_mut(CHUNK)
             .zip(w.par_chunks(CHUNK))
-            .for_each(|(yc, wc)| {
-                yc.iter_mut()
-                    .zip(wc)
-                    .for_each(|(y, &wi)| *y = k::normalize(wi, norm))
-            });
+            .for_each(|(yc, wc)| normalize_chunk(norm, wc, yc));
         self.t_orth += t.elapsed().as_secs_f64();
         Ok((h, w2.re().to_f64()))
     }
@@ -276,16 +308,7 @@ impl<V: Element> Space for CpuSpace<'_, V> {
         self.w
             .par_chunks_mut(CHUNK)
             .enumerate()
-            .for_each(|(ci, wc)| {
-                let lo = ci * CHUNK;
-                for (o, wi) in wc.iter_mut().enumerate() {
-                    let mut s = V::ZERO;
-                    for (j, &yj) in y.iter().enumerate() {
-                        s = k::basis_term(s, yj, basis[j * n + lo + o]);
-                    }
-                    *wi = s;
-                }
-            });
+            .for_each(|(ci, wc)| combine_chunk(ci * CHUNK, n, basis, &y, wc));
         match self.m {
             Some(m) => {
                 let t = Instant::now();
