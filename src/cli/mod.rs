@@ -4,6 +4,18 @@
 pub mod solve;
 pub mod spmv;
 
+/// `print!` that ends quietly when stdout is a closed pipe (`ferrocuda ... | head`)
+/// instead of panicking.
+macro_rules! say {
+    ($($t:tt)*) => { write_stdout(&format!($($t)*)) };
+}
+
+/// `println!` through [`say!`].
+macro_rules! sayln {
+    () => { write_stdout("\n") };
+    ($($t:tt)*) => { write_stdout(&format!("{}\n", format_args!($($t)*))) };
+}
+
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
@@ -195,12 +207,24 @@ pub fn main() -> i32 {
     }
 }
 
+/// Writes `text` to stdout; a closed pipe is not an error (the reader has what it
+/// wanted), any other failure is reported on stderr.
+fn write_stdout(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        eprintln!("error: writing to stdout: {e}");
+    }
+}
+
 fn print_json(value: &impl Serialize) -> Result<()> {
     let text = serde_json::to_string_pretty(value).map_err(|e| crate::Error::InvalidArgument {
         op: "json output",
         reason: e.to_string(),
     })?;
-    println!("{text}");
+    sayln!("{text}");
     Ok(())
 }
 
@@ -213,13 +237,13 @@ pub fn run(cli: Cli) -> Result<()> {
             if json {
                 print_json(&report)
             } else {
-                print!("{}", report.to_text());
+                say!("{}", report.to_text());
                 Ok(())
             }
         }
         Command::Info { json } => info(json),
         Command::Spmv(args) => {
-            println!("{}", spmv::run(&args, cli.device)?);
+            sayln!("{}", spmv::run(&args, cli.device)?);
             Ok(())
         }
         Command::Solve(args) => {
@@ -228,7 +252,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 print_json(&report)
             } else {
                 if !args.quiet {
-                    println!("{}", report.to_text());
+                    sayln!("{}", report.to_text());
                 }
                 Ok(())
             }
@@ -262,7 +286,7 @@ pub fn run(cli: Cli) -> Result<()> {
             if json {
                 print_json(&report)
             } else {
-                print!("{}", report.to_text());
+                say!("{}", report.to_text());
                 Ok(())
             }
         }
@@ -284,7 +308,7 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             let (gpu, skipped) = open_gpu(cli.device)?;
             let Some(gpu) = gpu else {
-                println!(
+                sayln!(
                     "no GPU: {} (the thesis tables compare GPU kernels; nothing to run)",
                     skipped.unwrap_or_default()
                 );
@@ -302,7 +326,7 @@ pub fn run(cli: Cli) -> Result<()> {
             if json {
                 print_json(&report)
             } else {
-                print!("{}", report.to_text());
+                say!("{}", report.to_text());
                 Ok(())
             }
         }
@@ -360,7 +384,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 return if json {
                     print_json(&report)
                 } else {
-                    print!("{}", report.to_text());
+                    say!("{}", report.to_text());
                     Ok(())
                 };
             }
@@ -382,7 +406,7 @@ pub fn run(cli: Cli) -> Result<()> {
             if json {
                 print_json(&report)
             } else {
-                print!("{}", report.to_text());
+                say!("{}", report.to_text());
                 Ok(())
             }
         }
@@ -409,7 +433,7 @@ pub fn run(cli: Cli) -> Result<()> {
             if json {
                 print_json(&report)
             } else {
-                print!("{}", report.to_text());
+                say!("{}", report.to_text());
                 Ok(())
             }
         }
@@ -462,17 +486,19 @@ fn info(json: bool) -> Result<()> {
         return print_json(&report);
     }
     if let Some(why) = &report.no_device {
-        println!("{why}");
+        sayln!("{why}");
     }
-    println!(
+    sayln!(
         "PTX: {} kernels for {} (JIT-compiled by the driver for newer GPUs); CUDA bindings {}",
-        report.kernels, report.ptx_arch, report.cuda_bindings_version
+        report.kernels,
+        report.ptx_arch,
+        report.cuda_bindings_version
     );
     if let Some(v) = report.driver_cuda_version {
-        println!("driver CUDA version: {}.{}", v / 1000, (v % 1000) / 10);
+        sayln!("driver CUDA version: {}.{}", v / 1000, (v % 1000) / 10);
     }
     for d in &report.devices {
-        println!("\ndevice {}: {}", d.ordinal, d.name);
+        sayln!("\ndevice {}: {}", d.ordinal, d.name);
         let kib = |b: i32| format!("{} KiB", b / 1024);
         let mhz = |k: Option<i32>| k.map_or("not reported".into(), |k| format!("{} MHz", k / 1000));
         let rows = vec![
@@ -538,7 +564,7 @@ fn info(json: bool) -> Result<()> {
             ],
             vec!["PCI bus id".into(), d.pci_bus_id.clone()],
         ];
-        println!("{}", table(&["property", "value"], &rows));
+        sayln!("{}", table(&["property", "value"], &rows));
     }
     Ok(())
 }
