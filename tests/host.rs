@@ -840,3 +840,46 @@ fn capture_refuses_to_grow_the_scratch_and_graphs_keep_theirs() {
             .all(|&v| v == 2.0 * n as f64)
     );
 }
+
+/// Staged uploads from a reused pageable buffer land in order: each one is seen by the
+/// copy queued after it, although the call does not wait.
+#[test]
+fn staged_uploads_from_a_reused_vec_arrive_in_order() {
+    let Some(gpu) = gpu_or_skip("staged_uploads_from_a_reused_vec_arrive_in_order") else {
+        return;
+    };
+    let n = 1 << 16;
+    let mut host = vec![0.0f64; n];
+    let mut staged = gpu.alloc::<f64>(n).expect("alloc");
+    let mut copies = Vec::new();
+    for round in 0..8 {
+        host.iter_mut()
+            .enumerate()
+            .for_each(|(i, v)| *v = (round * n + i) as f64);
+        // SAFETY: `host` is a Vec (pageable memory).
+        unsafe { staged.copy_from_host_staged(&host) }.expect("staged upload");
+        let mut copy = gpu.alloc::<f64>(n).expect("alloc");
+        copy.copy_from_device(&staged).expect("device copy");
+        copies.push(copy);
+    }
+    for (round, copy) in copies.iter().enumerate() {
+        let got = copy.download().expect("download");
+        assert!(
+            got.iter()
+                .enumerate()
+                .all(|(i, &v)| v == (round * n + i) as f64),
+            "round {round}: first value {}",
+            got[0]
+        );
+    }
+    // SAFETY: as above.
+    match unsafe { staged.copy_from_host_staged(&host[..3]) } {
+        Err(HostError::DimensionMismatch {
+            op: "copy_from_host_staged",
+            expected,
+            found: 3,
+            ..
+        }) if expected == n => {}
+        other => panic!("expected DimensionMismatch, got {other:?}"),
+    }
+}

@@ -92,6 +92,7 @@ struct GpuSpace<'a, V: KrylovElement> {
     z: DeviceBuffer<V>,
     partials: DeviceBuffer<V>,
     dots_out: DeviceBuffer<V>,
+    dots_host: Vec<V>,
     /// `a` in `[0, m)`, `b` in `[m, 2m)` (DCGS2); `y` in `[0, k)` (solution update).
     coef: DeviceBuffer<V>,
     coef_host: Vec<V>,
@@ -132,6 +133,7 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
             z: gpu.alloc(n)?,
             partials: gpu.alloc(2 * (restart + 1) * eb)?,
             dots_out: gpu.alloc(2 * (restart + 1))?,
+            dots_host: vec![V::ZERO; 2 * (restart + 1)],
             coef: gpu.alloc(2 * restart)?,
             coef_host: vec![V::ZERO; 2 * restart],
             h: gpu.alloc(restart + 2)?,
@@ -258,11 +260,11 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
             b1::finish_reduction::<V>(&self.gpu, V::BLAS1.sum_partials, sets, eb, pp, op)?;
         }
         self.stop(DOTS)?;
-        let all = self.dots_out.download()?;
+        self.dots_out.copy_to_host(&mut self.dots_host)?;
         for t in ALL {
             self.collect(t)?;
         }
-        let c: Vec<C> = all[..sets].iter().map(|&v| to_c(v)).collect();
+        let c: Vec<C> = self.dots_host[..sets].iter().map(|&v| to_c(v)).collect();
         Ok((c[..k1].to_vec(), c[k1..].to_vec()))
     }
 
@@ -272,7 +274,8 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
             self.coef_host[j] = from_c(aj);
             self.coef_host[m + j] = from_c(bj);
         }
-        self.coef.copy_from_host(&self.coef_host)?;
+        // SAFETY: coef_host is a Vec (pageable): the driver stages it before returning.
+        unsafe { self.coef.copy_from_host_staged(&self.coef_host)? };
         let c: V = from_c(c);
         let inv = V::Real::from_f64(inv_alpha);
         let (bp, ap, wp) = (
@@ -359,7 +362,8 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         for (j, &yj) in y.iter().enumerate() {
             self.coef_host[j] = from_c(yj);
         }
-        self.coef.copy_from_host(&self.coef_host)?;
+        // SAFETY: coef_host is a Vec (pageable): the driver stages it before returning.
+        unsafe { self.coef.copy_from_host_staged(&self.coef_host)? };
         let (bp, cp, wp) = (
             self.basis.device_ptr(),
             self.coef.device_ptr(),
