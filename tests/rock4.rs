@@ -3,9 +3,10 @@
 //! equation, seed 001's reaction-advection-diffusion problem against a tight-tolerance
 //! reference, accept/reject, one thread against all cores, and bad input.
 
+use ferrocuda::Error;
 use ferrocuda::rock4::coeffs::{DEGREES, RECF_LEN, tables};
-use ferrocuda::rock4::problems::Heat2d;
-use ferrocuda::rock4::{Rock4Options, StopReason, cpu};
+use ferrocuda::rock4::problems::{Advection, Heat2d, ReactionAdvectionDiffusion};
+use ferrocuda::rock4::{Rhs, Rock4Options, SpectralRadius, StopReason, Threads, cpu};
 
 fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
     a.iter()
@@ -177,4 +178,281 @@ fn heat_converges_with_order_four() {
         (3.6..4.6).contains(&slope),
         "fitted order {slope}, orders {orders:?}"
     );
+}
+
+#[test]
+fn heat_matches_the_exact_semi_discrete_solution() {
+    for (n, nu, tol) in [(15usize, 1.0, 1e-6), (31, 0.5, 1e-6)] {
+        let heat = Heat2d::new(n, nu).unwrap();
+        for rho in [SpectralRadius::Auto, SpectralRadius::PowerIteration] {
+            let mut y = heat.initial();
+            let opts = Rock4Options::default()
+                .rtol(1e-8)
+                .atol(1e-8)
+                .spectral_radius(rho);
+            let r = cpu::integrate(&heat, 0.0, 0.1, &mut y, &opts).unwrap();
+            assert_eq!(r.reason, StopReason::Finished);
+            assert_eq!(r.final_time, 0.1);
+            let err = max_abs_diff(&y, &heat.exact(0.1));
+            println!(
+                "heat n = {n} nu = {nu} {rho:?}: max error {err:.2e}, {} accepted, {} rejected, {} f evals, s <= {}, rho in [{:.1}, {:.1}]",
+                r.steps_accepted, r.steps_rejected, r.f_evals, r.max_stages, r.rho_min, r.rho_max
+            );
+            assert!(err < tol, "{err:e}");
+            // The later estimates (from the saved direction, after round-off has excited
+            // the high modes) reach the largest eigenvalue 8 nu cos^2(pi h / 2) / h^2
+            // within the 5 % convergence test and the 1.2 safety factor.
+            let h = heat.spacing();
+            let lmax = 8.0 * nu * (std::f64::consts::PI * h / 2.0).cos().powi(2) / (h * h);
+            assert!(
+                r.rho_max >= 0.95 * lmax && r.rho_max <= 1.3 * lmax,
+                "{} vs {lmax}",
+                r.rho_max
+            );
+        }
+    }
+}
+
+#[test]
+fn power_iteration_estimates_the_spectral_radius() {
+    let heat = Heat2d::new(20, 1.0).unwrap();
+    let h = heat.spacing();
+    let lmax = 8.0 * (std::f64::consts::PI * h / 2.0).cos().powi(2) / (h * h);
+    // Not the initial value: sin(pi x) sin(pi y) is an eigenvector, and the power
+    // iteration started from f(f(y)) stays on its (smallest) eigenvalue.
+    let y: Vec<f64> = (0..400)
+        .map(|i| ((i * 37 % 101) as f64 / 101.0) - 0.3)
+        .collect();
+    let p = cpu::spectral_radius(&heat, 0.0, &y).unwrap();
+    assert!(p.converged);
+    println!(
+        "power iteration {:.2} (x 1.2 safety) vs lambda_max {lmax:.2}, {} iterations",
+        p.rho, p.iterations
+    );
+    assert!(p.rho > 0.8 * lmax && p.rho < 1.3 * lmax);
+    let gersh = heat.spectral_radius_bound(0.0, &heat.initial()).unwrap();
+    assert!(gersh >= lmax);
+}
+
+#[test]
+fn too_large_initial_step_is_rejected() {
+    let heat = Heat2d::new(15, 1.0).unwrap();
+    let mut y = heat.initial();
+    let opts = Rock4Options::default().rtol(1e-8).atol(1e-8).h0(1.0);
+    let r = cpu::integrate(&heat, 0.0, 1.0, &mut y, &opts).unwrap();
+    assert_eq!(r.reason, StopReason::Finished);
+    assert!(!r.history[0].accepted, "{:?}", r.history[0]);
+    assert!(r.history[0].err >= 1.0);
+    assert!(r.steps_rejected >= 1);
+    // Every rejection shrinks the step to between 0.08 and 0.64 of the rejected one
+    // (or 1e-5 after 10 rejections at one time).
+    for w in r.history.windows(2) {
+        if !w[0].accepted {
+            let q = w[1].h / w[0].h;
+            assert!((0.08 - 1e-12..=0.64 + 1e-12).contains(&q), "{q}");
+            assert_eq!(w[1].t, w[0].t);
+        }
+    }
+    assert_eq!(r.steps_accepted + r.steps_rejected, r.history.len());
+    let err = max_abs_diff(&y, &heat.exact(1.0));
+    assert!(err < 1e-7, "{err:e}");
+}
+
+#[test]
+fn thesis_problem_stays_bounded_and_matches_a_tight_reference() {
+    for adv in [Advection::Central, Advection::Forward] {
+        // n = 100: the domain (0, 1.01)^2 is large enough that the reaction holds the
+        // solution up against diffusion (on n = 32 it decays to 0).
+        let p = ReactionAdvectionDiffusion::thesis(100, adv).unwrap();
+        let run = |rtol: f64| {
+            let mut y = p.initial();
+            let opts = Rock4Options::default().rtol(rtol).atol(rtol);
+            let r = cpu::integrate(&p, 0.0, 1.0, &mut y, &opts).unwrap();
+            assert_eq!(r.reason, StopReason::Finished);
+            (y, r)
+        };
+        let (reference, rr) = run(1e-10);
+        for (tol, bound) in [(1e-3, 5e-2), (1e-6, 1e-3), (1e-8, 1e-6)] {
+            let (y, r) = run(tol);
+            let max = y.iter().fold(0.0f64, |a, b| a.max(b.abs()));
+            let diff = max_abs_diff(&y, &reference);
+            println!(
+                "{adv:?} rtol = atol = {tol:e}: max |y| {max:.4}, |y - ref| {diff:.2e}, {} accepted, {} rejected, s <= {}, rho {:.0} (reference: {} steps, s <= {})",
+                r.steps_accepted,
+                r.steps_rejected,
+                r.max_stages,
+                r.rho_max,
+                rr.steps_accepted,
+                rr.max_stages
+            );
+            assert!(y.iter().all(|v| v.is_finite()));
+            // 0 <= y <= 1 (maximum principle for the exact solution); allow the error.
+            assert!(max <= 1.0 + bound, "{max}");
+            assert!(y.iter().all(|&v| v >= -bound));
+            assert!(diff < bound, "{diff:e}");
+            // Not trivially zero.
+            assert!(max > 0.5);
+        }
+    }
+}
+
+#[test]
+fn gershgorin_restores_the_dropped_term() {
+    // Forward differences, y = 0: |a/h + a/h - 4 nu/h^2 + mu| + |nu/h^2 - a/h| x 2
+    // + |nu/h^2| x 2 (the thesis code drops the last |nu/h^2|).
+    let p = ReactionAdvectionDiffusion::thesis(4, Advection::Forward).unwrap();
+    let (nu, h, mu): (f64, f64, f64) = (0.1, 0.01, 10.0);
+    let r = nu / (h * h);
+    let want = (2.0 / h - 4.0 * r + mu).abs() + 2.0 * (r - 1.0 / h).abs() + 2.0 * r;
+    let got = p.gershgorin(&[0.0; 16]);
+    assert!((got - want).abs() <= 1e-12 * want, "{got} vs {want}");
+    // Central: |-4 nu/h^2 + mu| + |nu/h^2 -+ a/(2h)| x 4.
+    let c = ReactionAdvectionDiffusion::thesis(4, Advection::Central).unwrap();
+    let want = (-4.0 * r + mu).abs() + 2.0 * (r - 0.5 / h) + 2.0 * (r + 0.5 / h);
+    let got = c.gershgorin(&[0.0; 16]);
+    assert!((got - want).abs() <= 1e-12 * want, "{got} vs {want}");
+    // The bound holds: power iteration stays below it (up to its 1.2 safety factor).
+    let y = vec![0.5; 16];
+    let est = cpu::spectral_radius(&c, 0.0, &y).unwrap();
+    assert!(est.rho / 1.2 <= c.gershgorin(&y) * 1.05);
+}
+
+#[test]
+fn one_thread_and_all_cores_give_the_same_bits() {
+    // n = 200^2 spans several rayon chunks.
+    let p = ReactionAdvectionDiffusion::thesis(200, Advection::Central).unwrap();
+    let run = |threads| {
+        let mut y = p.initial();
+        let opts = Rock4Options::default()
+            .rtol(1e-4)
+            .atol(1e-4)
+            .threads(threads);
+        let r = cpu::integrate(&p, 0.0, 0.05, &mut y, &opts).unwrap();
+        (y, r)
+    };
+    let (y1, r1) = run(Threads::Single);
+    let (ya, ra) = run(Threads::All);
+    assert_eq!(r1.history, ra.history);
+    assert!(y1.iter().zip(&ya).all(|(a, b)| a.to_bits() == b.to_bits()));
+    let heat = Heat2d::new(130, 1.0).unwrap();
+    let opts = Rock4Options::default().spectral_radius(SpectralRadius::PowerIteration);
+    let (mut a, mut b) = (heat.initial(), heat.initial());
+    let ra = cpu::integrate(
+        &heat,
+        0.0,
+        0.01,
+        &mut a,
+        &opts.clone().threads(Threads::Single),
+    )
+    .unwrap();
+    let rb = cpu::integrate(&heat, 0.0, 0.01, &mut b, &opts).unwrap();
+    assert_eq!(ra.history, rb.history);
+    assert_eq!(a, b);
+}
+
+struct Failing;
+impl Rhs for Failing {
+    fn dim(&self) -> usize {
+        3
+    }
+    fn eval(&self, _t: f64, _y: &[f64], _dy: &mut [f64]) -> ferrocuda::Result<()> {
+        Err(Error::InvalidArgument {
+            op: "Failing",
+            reason: "always".into(),
+        })
+    }
+}
+
+#[test]
+fn bad_input_is_an_error() {
+    let heat = Heat2d::new(4, 1.0).unwrap();
+    let y0 = heat.initial();
+    let ok = Rock4Options::default();
+    let check = |y: &mut [f64], t0: f64, t1: f64, o: &Rock4Options, what: &str| {
+        let before = y.to_vec();
+        let e = cpu::integrate(&heat, t0, t1, y, o).expect_err(what);
+        println!("{what}: {e}");
+        let same = before
+            .iter()
+            .zip(y.iter())
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(same, "{what}: y modified");
+    };
+    check(&mut y0.clone()[..5], 0.0, 1.0, &ok, "short y");
+    check(&mut y0.clone(), 1.0, 1.0, &ok, "t_end == t0");
+    check(&mut y0.clone(), 1.0, 0.0, &ok, "t_end < t0");
+    check(&mut y0.clone(), 0.0, f64::NAN, &ok, "NaN t_end");
+    check(&mut y0.clone(), 0.0, 1.0, &ok.clone().rtol(0.0), "rtol 0");
+    check(
+        &mut y0.clone(),
+        0.0,
+        1.0,
+        &ok.clone().rtol(1e-16),
+        "rtol 1e-16",
+    );
+    check(&mut y0.clone(), 0.0, 1.0, &ok.clone().atol(0.0), "atol 0");
+    check(
+        &mut y0.clone(),
+        0.0,
+        1.0,
+        &ok.clone().atol(f64::INFINITY),
+        "atol inf",
+    );
+    check(&mut y0.clone(), 0.0, 1.0, &ok.clone().h0(2.0), "h0 > span");
+    check(&mut y0.clone(), 0.0, 1.0, &ok.clone().h0(1e-17), "h0 tiny");
+    check(
+        &mut y0.clone(),
+        0.0,
+        1.0,
+        &ok.clone().max_steps(0),
+        "max_steps 0",
+    );
+    let mut fixed_no_h = ok.clone();
+    fixed_no_h.step_control = ferrocuda::rock4::StepControl::Fixed;
+    check(&mut y0.clone(), 0.0, 1.0, &fixed_no_h, "fixed without h0");
+    let mut y = y0.clone();
+    y[3] = f64::NAN;
+    check(&mut y, 0.0, 1.0, &ok, "NaN in y");
+    assert!(matches!(
+        cpu::integrate(&heat, 0.0, 1.0, &mut y0.clone()[..5], &ok),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    // Errors of the right-hand side are passed on, y unchanged.
+    let mut y = vec![1.0; 3];
+    assert!(cpu::integrate(&Failing, 0.0, 1.0, &mut y, &ok).is_err());
+    assert_eq!(y, [1.0; 3]);
+    // Problems.
+    assert!(matches!(
+        Heat2d::new(0, 1.0),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(Heat2d::new(4, 0.0).is_err());
+    assert!(Heat2d::new(4, f64::NAN).is_err());
+    assert!(ReactionAdvectionDiffusion::thesis(0, Advection::Central).is_err());
+    assert!(
+        ReactionAdvectionDiffusion::new(4, -0.01, 0.1, (1.0, 1.0), 10.0, Advection::Central)
+            .is_err()
+    );
+    assert!(
+        ReactionAdvectionDiffusion::new(4, 0.01, 0.1, (f64::NAN, 1.0), 10.0, Advection::Central)
+            .is_err()
+    );
+    assert!(cpu::spectral_radius(&heat, 0.0, &[1.0]).is_err());
+}
+
+#[test]
+fn max_steps_is_a_report() {
+    let heat = Heat2d::new(8, 1.0).unwrap();
+    let mut y = heat.initial();
+    let r = cpu::integrate(
+        &heat,
+        0.0,
+        1.0,
+        &mut y,
+        &Rock4Options::default().rtol(1e-10).max_steps(3),
+    )
+    .unwrap();
+    assert_eq!(r.reason, StopReason::MaxSteps);
+    assert_eq!(r.history.len(), 3);
+    assert!(r.final_time < 1.0);
 }
