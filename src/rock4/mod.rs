@@ -1,0 +1,290 @@
+//! ROCK4: Abdulle's stabilized explicit Runge-Kutta method of order 4 (2002) for stiff
+//! problems with a spectrum near the negative real axis (diffusion-dominated PDEs after
+//! space discretisation), on the CPU (rayon, [`cpu::integrate`]); the GPU path comes
+//! next.
+//!
+//! One step of size `h` from `y_n` (seed 001 ch. 5, Abdulle 2002):
+//! 1. **Degree**: from `h rho` (`rho` = spectral radius of the Jacobian), the stage
+//!    count `s0 = floor(sqrt((3 + h rho) / 0.353)) + 1`, capped at 152 (then `h` is
+//!    shortened to `0.8 (0.353 152^2 - 3) / rho`), rounded up to a tabulated degree
+//!    `m` ([`coeffs`]); the method has `s = m + 4` stages.
+//! 2. **Recurrence** (`m - 1` evaluations of `f`): `g_0 = y_n`, `g_1 = y_n + h a_1 f_n`,
+//!    `g_j = h a_j f(g_{j-1}) + (1 + c_j) g_{j-1} - c_j g_{j-2}`; only three vectors.
+//! 3. **Finishing procedure**: a 4-stage explicit RK method from `u = g_m`:
+//!    `y_{n+1} = u + h (b1 k1 + .. + b4 k4)`, then `k5 = f(y_{n+1})` (reused as the next
+//!    `f_n` on acceptance).
+//! 4. **Error**: the embedded order-3 solution gives
+//!    `delta = h (sum_i (be_i - b_i) k_i + be5 k5)` and
+//!    `err = sqrt(mean((delta_i / (atol + rtol |y_{n+1,i}|))^2))`; accept if `err < 1`.
+//! 5. **Controller**: `fac = err^(-1/4)`, limited by the predictive (Gustafsson)
+//!    factor `(h / h_prev) err_prev^(1/4) / err^(1/2)`, safety 0.8, within `[0.1, facmax]`
+//!    (`facmax` = 5 at the start, 2 after an accepted step, 1 right after a rejection);
+//!    a rejected step is retried with `0.8 h_new`.
+//! 6. **Spectral radius**: a bound from the problem ([`Rhs::spectral_radius_bound`],
+//!    e.g. Gershgorin) or the nonlinear power iteration of Abdulle's code; refreshed every
+//!    5th accepted step and before the retry of a rejected step that used an old
+//!    estimate, or only once with [`Rock4Options::jacobian_constant`].
+//!
+//! The whole step, the controller and the power iteration follow the reference code
+//! as described in the project's `ALGORITHM.md` (Abdulle's Fortran `rock4.f`).
+//!
+//! Users bring their own problem through [`Rhs`]; the test problems are in
+//! [`problems`]: the 2D heat equation with its exact semi-discrete solution
+//! ([`problems::Heat2d`]) and the reaction-advection-diffusion problem of seed 001
+//! ([`problems::ReactionAdvectionDiffusion`]). Per-element math (stencils and stage
+//! updates) lives in `ferrocuda_kernels::rock4`, shared with the coming GPU kernels.
+//!
+//! ```
+//! use ferrocuda::rock4::{Rock4Options, StopReason, cpu, problems::Heat2d};
+//! let heat = Heat2d::new(15, 1.0)?;
+//! let mut y = heat.initial();
+//! let opts = Rock4Options::default().rtol(1e-8).atol(1e-8);
+//! let report = cpu::integrate(&heat, 0.0, 0.1, &mut y, &opts)?;
+//! assert_eq!(report.reason, StopReason::Finished);
+//! let exact = heat.exact(0.1);
+//! let err = y.iter().zip(&exact).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+//! assert!(err < 1e-6, "{err}");
+//! // Bad input is an error, not a panic.
+//! assert!(cpu::integrate(&heat, 0.0, 0.1, &mut y[..3], &opts).is_err());
+//! # Ok::<(), ferrocuda::Error>(())
+//! ```
+
+pub mod coeffs;
+pub mod cpu;
+pub mod problems;
+
+use serde::Serialize;
+
+use crate::error::Result;
+
+/// The right-hand side `y' = f(t, y)` of an ODE system on the CPU.
+///
+/// The GPU twin (next) will be a `DeviceRhs` with the same shape on device buffers, as
+/// [`crate::krylov::LinOp`] / [`crate::krylov::DeviceLinOp`].
+///
+/// ```
+/// use ferrocuda::rock4::{Rhs, Rock4Options, cpu};
+/// /// `y' = -lambda y`, componentwise.
+/// struct Decay(f64, usize);
+/// impl Rhs for Decay {
+///     fn dim(&self) -> usize { self.1 }
+///     fn eval(&self, _t: f64, y: &[f64], dy: &mut [f64]) -> ferrocuda::Result<()> {
+///         dy.iter_mut().zip(y).for_each(|(d, y)| *d = -self.0 * y);
+///         Ok(())
+///     }
+///     fn spectral_radius_bound(&self, _t: f64, _y: &[f64]) -> Option<f64> { Some(self.0) }
+/// }
+/// let mut y = vec![1.0; 4];
+/// cpu::integrate(&Decay(100.0, 4), 0.0, 0.05, &mut y, &Rock4Options::default().rtol(1e-9))?;
+/// assert!((y[0] - (-5.0f64).exp()).abs() < 1e-6);
+/// # Ok::<(), ferrocuda::Error>(())
+/// ```
+pub trait Rhs: Sync {
+    /// Number of equations `n`.
+    fn dim(&self) -> usize;
+    /// `dy <- f(t, y)`; `y` and `dy` have length [`Rhs::dim`] (the integrator checks).
+    /// Parallel implementations should use rayon: the integrator's single-thread mode
+    /// runs them inside a one-thread pool.
+    fn eval(&self, t: f64, y: &[f64], dy: &mut [f64]) -> Result<()>;
+    /// An upper bound of the spectral radius of the Jacobian `df/dy` at `(t, y)`, if the
+    /// problem knows one (e.g. Gershgorin). `None`: the integrator estimates it by power
+    /// iteration.
+    fn spectral_radius_bound(&self, _t: f64, _y: &[f64]) -> Option<f64> {
+        None
+    }
+}
+
+impl<R: Rhs + ?Sized> Rhs for &R {
+    fn dim(&self) -> usize {
+        (**self).dim()
+    }
+    fn eval(&self, t: f64, y: &[f64], dy: &mut [f64]) -> Result<()> {
+        (**self).eval(t, y, dy)
+    }
+    fn spectral_radius_bound(&self, t: f64, y: &[f64]) -> Option<f64> {
+        (**self).spectral_radius_bound(t, y)
+    }
+}
+
+/// Where the spectral radius comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SpectralRadius {
+    /// The problem's bound ([`Rhs::spectral_radius_bound`]) when it has one, else the
+    /// power iteration.
+    #[default]
+    Auto,
+    /// Always the nonlinear power iteration (`rockfrho`), even when a bound exists.
+    PowerIteration,
+}
+
+/// Step-size control.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepControl {
+    /// Error estimate, controller, accept/reject.
+    #[default]
+    Adaptive,
+    /// Constant steps of [`Rock4Options::h0`] (the last one shortened to end at
+    /// `t_end`), every step accepted; the error estimate is still computed and recorded.
+    /// For convergence studies.
+    Fixed,
+}
+
+/// Threads of the CPU integrator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Threads {
+    /// All cores of the current rayon pool.
+    #[default]
+    All,
+    /// One thread (the thesis's CPU column). Same bits as [`Threads::All`].
+    Single,
+}
+
+/// ROCK4 options; `Default`: `rtol = atol = 1e-6`, initial step chosen automatically,
+/// adaptive steps, spectral radius from the problem's bound or power iteration, all
+/// cores, at most 1 000 000 step attempts.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct Rock4Options {
+    /// Relative tolerance, `> 1e-15`.
+    pub rtol: f64,
+    /// Absolute tolerance, `> 0`.
+    pub atol: f64,
+    /// Initial step, `10 uround <= h0 <= t_end - t0`; `None`: the RKC start-up
+    /// heuristic (`rkc_init_dt`). Required for [`StepControl::Fixed`].
+    pub h0: Option<f64>,
+    /// Adaptive or fixed steps.
+    pub step_control: StepControl,
+    /// Where the spectral radius comes from.
+    pub spectral_radius: SpectralRadius,
+    /// Estimate the spectral radius once only (a linear problem with constant Jacobian).
+    pub jacobian_constant: bool,
+    /// Most step attempts (accepted + rejected); then the report says
+    /// [`StopReason::MaxSteps`].
+    pub max_steps: usize,
+    /// All cores or one.
+    pub threads: Threads,
+}
+
+impl Default for Rock4Options {
+    fn default() -> Self {
+        Rock4Options {
+            rtol: 1e-6,
+            atol: 1e-6,
+            h0: None,
+            step_control: StepControl::Adaptive,
+            spectral_radius: SpectralRadius::Auto,
+            jacobian_constant: false,
+            max_steps: 1_000_000,
+            threads: Threads::All,
+        }
+    }
+}
+
+impl Rock4Options {
+    /// Sets the relative tolerance.
+    pub fn rtol(mut self, rtol: f64) -> Self {
+        self.rtol = rtol;
+        self
+    }
+    /// Sets the absolute tolerance.
+    pub fn atol(mut self, atol: f64) -> Self {
+        self.atol = atol;
+        self
+    }
+    /// Sets the initial step.
+    pub fn h0(mut self, h0: f64) -> Self {
+        self.h0 = Some(h0);
+        self
+    }
+    /// Constant steps of `h` (sets `h0` and [`StepControl::Fixed`]).
+    pub fn fixed_step(mut self, h: f64) -> Self {
+        self.h0 = Some(h);
+        self.step_control = StepControl::Fixed;
+        self
+    }
+    /// Sets where the spectral radius comes from.
+    pub fn spectral_radius(mut self, s: SpectralRadius) -> Self {
+        self.spectral_radius = s;
+        self
+    }
+    /// Declares the Jacobian constant (one spectral-radius estimate).
+    pub fn jacobian_constant(mut self, on: bool) -> Self {
+        self.jacobian_constant = on;
+        self
+    }
+    /// Sets the most step attempts.
+    pub fn max_steps(mut self, n: usize) -> Self {
+        self.max_steps = n;
+        self
+    }
+    /// Sets the threads.
+    pub fn threads(mut self, t: Threads) -> Self {
+        self.threads = t;
+        self
+    }
+}
+
+/// Why the integration stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StopReason {
+    /// Reached `t_end`.
+    Finished,
+    /// The step size fell below `10 uround` (or `t + h == t`).
+    StepTooSmall,
+    /// [`Rock4Options::max_steps`] attempts made.
+    MaxSteps,
+}
+
+/// One step attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct StepRecord {
+    /// Time at the start of the attempt.
+    pub t: f64,
+    /// Step size tried.
+    pub h: f64,
+    /// Stages `s = m + 4`.
+    pub stages: usize,
+    /// Spectral radius used for the degree.
+    pub rho: f64,
+    /// Weighted error estimate (accepted if `< 1`).
+    pub err: f64,
+    /// Whether it was accepted.
+    pub accepted: bool,
+}
+
+/// What an integration did.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct Rock4Report {
+    /// Why it stopped.
+    pub reason: StopReason,
+    /// The time reached (`t_end` when finished).
+    pub final_time: f64,
+    /// Accepted steps.
+    pub steps_accepted: usize,
+    /// Rejected steps.
+    pub steps_rejected: usize,
+    /// Evaluations of `f`, power iteration included.
+    pub f_evals: usize,
+    /// Spectral-radius estimates (bounds or power iterations).
+    pub rho_evals: usize,
+    /// Power iterations that did not converge in 50 iterations (the last estimate is
+    /// used, as in Abdulle's code).
+    pub rho_unconverged: usize,
+    /// Smallest and largest spectral radius used.
+    pub rho_min: f64,
+    /// Largest spectral radius used.
+    pub rho_max: f64,
+    /// Largest stage count used.
+    pub max_stages: usize,
+    /// The step size the controller proposes next.
+    pub h_next: f64,
+    /// Every attempt in order.
+    pub history: Vec<StepRecord>,
+    /// Wall time in seconds.
+    pub seconds: f64,
+}

@@ -1,0 +1,318 @@
+//! Test problems on an `nx x ny` grid of interior points with Dirichlet zero outside.
+//! Storage is row-major with `x1` fastest: point `(i, j)` (at `((i + 1) hx, (j + 1) hy)`)
+//! is element `j nx + i`.
+//!
+//! - [`Heat2d`]: `u_t = nu Laplace(u)` on the unit square, `u0 = sin(pi x) sin(pi y)`. The
+//!   initial value is an eigenvector of the 5-point Laplacian, so the semi-discrete
+//!   solution is `exp(lambda t) u0` with `lambda = -8 nu sin^2(pi h / 2) / h^2`
+//!   ([`Heat2d::exact`]).
+//! - [`ReactionAdvectionDiffusion`]: seed 001's problem (5.1),
+//!   `y_t - 0.1 Laplace(y) + y_x1 + y_x2 = 10 (y - y^3)`, `y = 0` on the boundary,
+//!   `y(., 0) = 1`, grid spacing `0.01` in both directions (the domain grows with `N`,
+//!   as in the thesis), with central advection (5.2) or the forward differences of the
+//!   thesis code ([`Advection`]); the spectral-radius bound is Gershgorin's, per row.
+
+use std::f64::consts::PI;
+
+use rayon::prelude::*;
+
+use super::Rhs;
+use crate::blas1::cpu::CHUNK;
+use crate::cpu_dispatch::fma_kernel;
+use crate::error::{Error, Result};
+use ferrocuda_kernels::rock4::{self as k, RadCoeffs};
+
+/// The discretisation of the advection terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Advection {
+    /// Central differences, seed 001 eq. (5.2) (second order).
+    #[default]
+    Central,
+    /// Forward differences `(y_{i+1} - y_i) / h`, as in the thesis code's `eval_pde`
+    /// (first order, downwind for positive velocity).
+    Forward,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Heat,
+    Rad(Advection),
+}
+
+/// A 5-point stencil right-hand side: the shared evaluation of both problems.
+#[derive(Debug, Clone, Copy)]
+struct Stencil {
+    nx: usize,
+    ny: usize,
+    coeffs: RadCoeffs,
+    kind: Kind,
+}
+
+fma_kernel! {
+/// `out` = rows `j0 ..` of `f(y)`.
+fn rows_chunk[](s: &Stencil, y: &[f64], out: &mut [f64], j0: usize) {
+    let (nx, ny, p) = (s.nx, s.ny, &s.coeffs);
+    for (jj, orow) in out.chunks_exact_mut(nx).enumerate() {
+        let j = j0 + jj;
+        let row = &y[j * nx..(j + 1) * nx];
+        let south = if j > 0 { Some(&y[(j - 1) * nx..j * nx]) } else { None };
+        let north = if j + 1 < ny { Some(&y[(j + 1) * nx..(j + 2) * nx]) } else { None };
+        for (i, o) in orow.iter_mut().enumerate() {
+            let c = row[i];
+            let w = if i > 0 { row[i - 1] } else { 0.0 };
+            let e = if i + 1 < nx { row[i + 1] } else { 0.0 };
+            let so = south.map_or(0.0, |r| r[i]);
+            let no = north.map_or(0.0, |r| r[i]);
+            *o = match s.kind {
+                Kind::Heat => k::heat_point(p.nu, c, w, e, so, no, p.rx, p.ry),
+                Kind::Rad(Advection::Central) => k::rad_central_point(p, c, w, e, so, no),
+                Kind::Rad(Advection::Forward) => k::rad_forward_point(p, c, w, e, so, no),
+            };
+        }
+    }
+}
+}
+
+impl Stencil {
+    fn eval(&self, y: &[f64], dy: &mut [f64]) -> Result<()> {
+        let n = self.nx * self.ny;
+        crate::error::check_len("rock4 rhs", "y", n, y.len())?;
+        crate::error::check_len("rock4 rhs", "dy", n, dy.len())?;
+        let rows = (CHUNK / self.nx).max(1);
+        dy.par_chunks_mut(rows * self.nx)
+            .enumerate()
+            .for_each(|(b, c)| rows_chunk(self, y, c, b * rows));
+        Ok(())
+    }
+}
+
+fn check_grid(op: &'static str, n: usize) -> Result<()> {
+    if n == 0 {
+        return Err(Error::InvalidArgument {
+            op,
+            reason: "the grid needs at least 1 interior point per direction, got n = 0".into(),
+        });
+    }
+    n.checked_mul(n).map(|_| ()).ok_or(Error::InvalidArgument {
+        op,
+        reason: format!("grid n = {n} is too large (n^2 overflows)"),
+    })
+}
+
+fn check_positive(op: &'static str, what: &str, v: f64) -> Result<()> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument {
+            op,
+            reason: format!("{what} must be finite and positive, got {v}"),
+        })
+    }
+}
+
+/// `u_t = nu Laplace(u)` on the unit square with `n x n` interior points
+/// (`h = 1 / (n + 1)`), Dirichlet zero, `u0 = sin(pi x) sin(pi y)`.
+#[derive(Debug, Clone)]
+pub struct Heat2d {
+    n: usize,
+    nu: f64,
+    stencil: Stencil,
+}
+
+impl Heat2d {
+    /// The problem on `n x n` interior points with diffusion `nu`.
+    /// Errors: `n == 0`, `nu` not finite and positive.
+    pub fn new(n: usize, nu: f64) -> Result<Self> {
+        check_grid("Heat2d::new", n)?;
+        check_positive("Heat2d::new", "nu", nu)?;
+        let h = 1.0 / (n as f64 + 1.0);
+        let r = 1.0 / (h * h);
+        let coeffs = RadCoeffs {
+            nu,
+            rx: r,
+            ry: r,
+            cx: 0.0,
+            cy: 0.0,
+            mu: 0.0,
+        };
+        Ok(Heat2d {
+            n,
+            nu,
+            stencil: Stencil {
+                nx: n,
+                ny: n,
+                coeffs,
+                kind: Kind::Heat,
+            },
+        })
+    }
+    /// Interior points per direction.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+    /// Grid spacing `1 / (n + 1)`.
+    pub fn spacing(&self) -> f64 {
+        1.0 / (self.n as f64 + 1.0)
+    }
+    /// `sin(pi x) sin(pi y)` at the grid points.
+    pub fn initial(&self) -> Vec<f64> {
+        let h = self.spacing();
+        let s: Vec<f64> = (1..=self.n).map(|i| (PI * i as f64 * h).sin()).collect();
+        let mut u = Vec::with_capacity(self.n * self.n);
+        for sy in &s {
+            u.extend(s.iter().map(|sx| sx * sy));
+        }
+        u
+    }
+    /// The eigenvalue of `nu Laplace_h` for `u0`: `-8 nu sin^2(pi h / 2) / h^2`.
+    pub fn eigenvalue(&self) -> f64 {
+        let h = self.spacing();
+        let s = (PI * h / 2.0).sin();
+        -8.0 * self.nu * s * s / (h * h)
+    }
+    /// The exact semi-discrete solution `exp(lambda t) u0`.
+    pub fn exact(&self, t: f64) -> Vec<f64> {
+        let g = (self.eigenvalue() * t).exp();
+        let mut u = self.initial();
+        u.iter_mut().for_each(|v| *v *= g);
+        u
+    }
+}
+
+impl Rhs for Heat2d {
+    fn dim(&self) -> usize {
+        self.n * self.n
+    }
+    fn eval(&self, _t: f64, y: &[f64], dy: &mut [f64]) -> Result<()> {
+        self.stencil.eval(y, dy)
+    }
+    /// Gershgorin: `8 nu / h^2`.
+    fn spectral_radius_bound(&self, _t: f64, _y: &[f64]) -> Option<f64> {
+        let p = &self.stencil.coeffs;
+        Some(4.0 * p.nu * (p.rx + p.ry))
+    }
+}
+
+/// Seed 001's problem (5.1): `y_t = nu Laplace(y) - ax y_x1 - ay y_x2 + mu (y - y^3)` on
+/// `n x n` interior points of spacing `h` (thesis: `nu = 0.1`, `ax = ay = 1`, `mu = 10`,
+/// `h = 0.01`), `y = 0` on the boundary, `y(., 0) = 1`.
+#[derive(Debug, Clone)]
+pub struct ReactionAdvectionDiffusion {
+    n: usize,
+    spacing: f64,
+    nu: f64,
+    adv: (f64, f64),
+    mu: f64,
+    advection: Advection,
+    stencil: Stencil,
+}
+
+impl ReactionAdvectionDiffusion {
+    /// The thesis's setup on `n x n` points with the given advection scheme.
+    /// Errors: `n == 0`.
+    pub fn thesis(n: usize, advection: Advection) -> Result<Self> {
+        Self::new(n, 0.01, 0.1, (1.0, 1.0), 10.0, advection)
+    }
+
+    /// General coefficients: spacing `h`, diffusion `nu`, velocity `(ax, ay)`, reaction
+    /// rate `mu`. Errors: `n == 0`, `h` or `nu` not finite and positive, `ax`, `ay`, `mu`
+    /// not finite.
+    pub fn new(
+        n: usize,
+        h: f64,
+        nu: f64,
+        (ax, ay): (f64, f64),
+        mu: f64,
+        advection: Advection,
+    ) -> Result<Self> {
+        const OP: &str = "ReactionAdvectionDiffusion::new";
+        check_grid(OP, n)?;
+        check_positive(OP, "h", h)?;
+        check_positive(OP, "nu", nu)?;
+        for (what, v) in [("ax", ax), ("ay", ay), ("mu", mu)] {
+            if !v.is_finite() {
+                return Err(Error::InvalidArgument {
+                    op: OP,
+                    reason: format!("{what} must be finite, got {v}"),
+                });
+            }
+        }
+        let width = match advection {
+            Advection::Central => 2.0 * h,
+            Advection::Forward => h,
+        };
+        let r = 1.0 / (h * h);
+        let coeffs = RadCoeffs {
+            nu,
+            rx: r,
+            ry: r,
+            cx: ax / width,
+            cy: ay / width,
+            mu,
+        };
+        Ok(ReactionAdvectionDiffusion {
+            n,
+            spacing: h,
+            nu,
+            adv: (ax, ay),
+            mu,
+            advection,
+            stencil: Stencil {
+                nx: n,
+                ny: n,
+                coeffs,
+                kind: Kind::Rad(advection),
+            },
+        })
+    }
+    /// Interior points per direction.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+    /// Grid spacing.
+    pub fn spacing(&self) -> f64 {
+        self.spacing
+    }
+    /// `(nu, (ax, ay), mu)`.
+    pub fn coefficients(&self) -> (f64, (f64, f64), f64) {
+        (self.nu, self.adv, self.mu)
+    }
+    /// The advection scheme.
+    pub fn advection(&self) -> Advection {
+        self.advection
+    }
+    /// `y(., 0) = 1`.
+    pub fn initial(&self) -> Vec<f64> {
+        vec![1.0; self.n * self.n]
+    }
+    /// The Gershgorin bound `max_i |J_ii| + sum_{j != i} |J_ij|` at `y` (full stencil in
+    /// every row); for [`Advection::Forward`] the thesis's `rho()` with its dropped
+    /// `|nu / hy^2|` term restored.
+    pub fn gershgorin(&self, y: &[f64]) -> f64 {
+        let p = self.stencil.coeffs;
+        let row = match self.advection {
+            Advection::Central => k::gershgorin_central,
+            Advection::Forward => k::gershgorin_forward,
+        };
+        y.par_chunks(CHUNK)
+            .map(|c| {
+                c.iter()
+                    .map(|&v| row(p.nu, p.rx, p.ry, p.cx, p.cy, p.mu, v))
+                    .fold(0.0, f64::max)
+            })
+            .reduce(|| 0.0, f64::max)
+    }
+}
+
+impl Rhs for ReactionAdvectionDiffusion {
+    fn dim(&self) -> usize {
+        self.n * self.n
+    }
+    fn eval(&self, _t: f64, y: &[f64], dy: &mut [f64]) -> Result<()> {
+        self.stencil.eval(y, dy)
+    }
+    fn spectral_radius_bound(&self, _t: f64, y: &[f64]) -> Option<f64> {
+        Some(self.gershgorin(y))
+    }
+}
