@@ -1,6 +1,7 @@
 //! The `ferrocuda` command line: `info`, `bench <name>`, `spmv`, `solve`, and the tour (no
 //! arguments).
 
+pub mod rock4;
 pub mod solve;
 pub mod spmv;
 
@@ -59,6 +60,8 @@ pub enum Command {
     Spmv(spmv::SpmvArgs),
     /// Solves A x = b (Matrix Market files) by restarted GMRES on the CPU or the GPU.
     Solve(solve::SolveArgs),
+    /// ROCK4 on the 2D heat equation or seed 001's reaction-advection-diffusion problem.
+    Rock4(rock4::Rock4Args),
     /// Benchmarks against the hardware's ceilings and the CPU.
     Bench {
         /// Which benchmark.
@@ -245,6 +248,15 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Spmv(args) => {
             sayln!("{}", spmv::run(&args, cli.device)?);
             Ok(())
+        }
+        Command::Rock4(args) => {
+            let report = rock4::run(&args)?;
+            if args.json {
+                print_json(&report)
+            } else {
+                sayln!("{}", report.to_text());
+                Ok(())
+            }
         }
         Command::Solve(args) => {
             let report = solve::run(&args, cli.device)?;

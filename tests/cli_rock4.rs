@@ -1,0 +1,184 @@
+//! `ferrocuda rock4` as users call it: the heat problem against its exact solution, the
+//! thesis problem, `--out`, and bad input.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The binary under test: `FERROCUDA_BIN` where set (packed binaries on a GPU machine),
+/// else the one cargo built.
+fn ferrocuda() -> Command {
+    let bin =
+        std::env::var_os("FERROCUDA_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_ferrocuda").into());
+    Command::new(bin)
+}
+
+fn scratch_dir(test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ferrocuda-rock4-{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = ferrocuda()
+        .arg("rock4")
+        .args(args)
+        .arg("--json")
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+#[test]
+fn heat_reaches_t_end_within_tolerance_of_the_exact_solution() {
+    let v = json(&[
+        "--problem",
+        "heat",
+        "--n",
+        "31",
+        "--t-end",
+        "0.1",
+        "--rtol",
+        "1e-8",
+    ]);
+    assert_eq!(v["reason"], "finished");
+    assert_eq!(v["final_time"], 0.1);
+    assert_eq!(v["unknowns"], 961);
+    let err = v["max_abs_error"].as_f64().expect("max_abs_error");
+    assert!(err > 0.0 && err < 1e-6, "max |y - exact| = {err}");
+    let acc = v["steps_accepted"].as_u64().expect("steps");
+    assert!(acc > 0);
+    assert_eq!(
+        v["report"]["history"].as_array().expect("history").len() as u64,
+        acc + v["steps_rejected"].as_u64().unwrap()
+    );
+    // A looser tolerance: fewer steps, a larger error.
+    let loose = json(&[
+        "--problem",
+        "heat",
+        "--n",
+        "31",
+        "--t-end",
+        "0.1",
+        "--rtol",
+        "1e-4",
+    ]);
+    assert!(loose["steps_accepted"].as_u64().unwrap() < acc);
+    assert!(loose["max_abs_error"].as_f64().unwrap() > err);
+}
+
+#[test]
+fn thesis_problem_stays_bounded_with_both_advection_schemes_and_thread_modes() {
+    let mut finals = Vec::new();
+    for adv in ["central", "forward"] {
+        for threads in ["all", "single"] {
+            let v = json(&[
+                "--problem",
+                "jahn",
+                "--n",
+                "60",
+                "--advection",
+                adv,
+                "--threads",
+                threads,
+            ]);
+            assert_eq!(v["reason"], "finished", "{adv} {threads}");
+            assert!(v["max_abs_error"].is_null());
+            let (lo, hi) = (
+                v["solution_range"][0].as_f64().unwrap(),
+                v["solution_range"][1].as_f64().unwrap(),
+            );
+            assert!(
+                (-1e-6..=1.0 + 1e-6).contains(&lo) && hi <= 1.0 + 1e-6,
+                "{adv}: [{lo}, {hi}]"
+            );
+            finals.push((
+                adv,
+                v["steps_accepted"].clone(),
+                v["solution_range"].clone(),
+            ));
+        }
+    }
+    // One thread and all cores take the same steps to the same bits.
+    assert_eq!(finals[0].1, finals[1].1);
+    assert_eq!(finals[0].2, finals[1].2);
+    assert_eq!(finals[2].2, finals[3].2);
+}
+
+#[test]
+fn out_is_written_on_success_only() {
+    let dir = scratch_dir("out");
+    let out = dir.join("y.mtx");
+    let o = out.to_str().unwrap();
+    let r = ferrocuda()
+        .args([
+            "rock4",
+            "--problem",
+            "heat",
+            "--n",
+            "4",
+            "--t-end",
+            "0.01",
+            "--out",
+            o,
+        ])
+        .output()
+        .expect("run");
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let text = std::fs::read_to_string(&out).expect("written");
+    assert!(
+        text.starts_with("%%MatrixMarket matrix array real general"),
+        "{text}"
+    );
+    assert_eq!(text.lines().filter(|l| !l.starts_with('%')).count(), 1 + 16);
+    // A failing run leaves it as it was.
+    let r = ferrocuda()
+        .args([
+            "rock4",
+            "--problem",
+            "heat",
+            "--n",
+            "4",
+            "--rtol",
+            "-1",
+            "--out",
+            o,
+        ])
+        .output()
+        .expect("run");
+    assert!(!r.status.success());
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), text);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    for (args, want) in [
+        (vec!["--problem", "heat", "--n", "0"], "--n"),
+        (
+            vec!["--problem", "heat", "--n", "8", "--rtol", "-1"],
+            "rtol",
+        ),
+        (vec!["--problem", "heat", "--n", "8", "--atol", "0"], "atol"),
+        (
+            vec!["--problem", "heat", "--n", "8", "--t-end", "-1"],
+            "t_end",
+        ),
+        (vec!["--problem", "heat", "--n", "8", "--nu", "-2"], "nu"),
+        (
+            vec!["--problem", "heat", "--n", "8", "--t-end", "nan"],
+            "t_end",
+        ),
+        (vec!["--problem", "wave", "--n", "8"], "wave"),
+    ] {
+        let r = ferrocuda().arg("rock4").args(&args).output().expect("run");
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(!r.status.success(), "{args:?} succeeded");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
