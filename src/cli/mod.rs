@@ -163,6 +163,26 @@ pub enum BenchCommand {
         #[arg(long, default_value = "docs/results")]
         results_dir: PathBuf,
     },
+    /// Seed 001's Table 6.4 again: ROCK4 on the thesis problem to t = 1 for N x N grids,
+    /// one core and all cores, beside the thesis's figures; writes <results-dir>/rock4.md
+    /// and rock4.png.
+    Rock4 {
+        /// Grid sizes N (comma-separated) [default: the thesis's 16, 32, .., 256].
+        #[arg(long, value_delimiter = ',')]
+        sizes: Vec<usize>,
+        /// rtol = atol.
+        #[arg(long, default_value_t = 1e-6)]
+        tol: f64,
+        /// Timed runs per entry (median).
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Where the Markdown results go.
+        #[arg(long, default_value = "docs/results")]
+        results_dir: PathBuf,
+    },
     /// axpy, dot and nrm2 (f64, c64) against the device copy bandwidth and the CPU.
     Blas1 {
         /// Print JSON instead of a table.
@@ -335,6 +355,40 @@ pub fn run(cli: Cli) -> Result<()> {
             let path = results_dir.join("spmv-thesis.md");
             write_file(&path, &report.to_markdown())?;
             eprintln!("[bench spmv-thesis] wrote {}", path.display());
+            if json {
+                print_json(&report)
+            } else {
+                say!("{}", report.to_text());
+                Ok(())
+            }
+        }
+        Command::Bench {
+            which:
+                BenchCommand::Rock4 {
+                    sizes,
+                    tol,
+                    reps,
+                    json,
+                    results_dir,
+                },
+        } => {
+            use crate::bench::rock4::{Rock4BenchOptions, run};
+            let mut opts = Rock4BenchOptions {
+                tol,
+                reps,
+                ..Default::default()
+            };
+            if !sizes.is_empty() {
+                opts.sizes = sizes;
+            }
+            let report = run(&opts)?;
+            let png = results_dir.join("rock4.png");
+            report.chart().write_png(&png, 1280, 640)?;
+            write_file(
+                &results_dir.join("rock4.md"),
+                &report.to_markdown(Some("rock4.png")),
+            )?;
+            eprintln!("[bench rock4] wrote {} and rock4.md", png.display());
             if json {
                 print_json(&report)
             } else {
