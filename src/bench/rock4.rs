@@ -240,3 +240,31 @@ impl Rock4BenchReport {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_rows_match_the_thesis_sizes_and_render() {
+        let opts = Rock4BenchOptions {
+            sizes: vec![16, 20],
+            reps: 1,
+            ..Default::default()
+        };
+        let r = run(&opts).expect("bench");
+        assert_eq!(r.rows.len(), 2);
+        assert_eq!(r.rows[0].thesis, Some((0.051, 0.137)));
+        assert_eq!(r.rows[1].thesis, None);
+        for row in &r.rows {
+            assert!(row.steps.0 > 0 && row.cpu_single_s > 0.0 && row.cpu_all_s > 0.0);
+        }
+        let md = r.to_markdown(Some("rock4.png"));
+        assert!(
+            md.contains("| 16 |") && md.contains("![time to t = 1](rock4.png)"),
+            "{md}"
+        );
+        let png = r.chart().render_png(800, 400).expect("png");
+        assert_eq!(&png[1..4], b"PNG");
+    }
+}
