@@ -45,6 +45,7 @@ pub fn run(gpu: Option<&Gpu>, gpu_skipped: Option<String>) -> Result<TourReport>
     blas1_steps(gpu, &mut rows)?;
     spmv_steps(gpu, &mut rows)?;
     gmres_steps(gpu, &mut rows)?;
+    rock4_steps(gpu, &mut rows)?;
     Ok(TourReport {
         device: gpu.map(|g| g.name()).transpose()?,
         gpu_skipped,
@@ -199,6 +200,40 @@ fn gmres_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
         gpu_ms,
         speedup: gpu_ms.map(|g| cpu_ms / g),
         gpu_vs_cpu: diff,
+    });
+    Ok(())
+}
+
+/// ROCK4 on the 2D heat equation (255 x 255 points) to t = 0.01; the check is the
+/// largest error against the exact semi-discrete solution.
+fn rock4_steps(_gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
+    use crate::rock4::problems::Heat2d;
+    use crate::rock4::{Rock4Options, cpu as rcpu};
+    let heat = Heat2d::new(255, 1.0)?;
+    let opts = Rock4Options::default().rtol(1e-8).atol(1e-8);
+    let mut y = heat.initial();
+    let r = rcpu::integrate(&heat, 0.0, 0.01, &mut y, &opts)?;
+    let exact = heat.exact(r.final_time);
+    let err = y
+        .iter()
+        .zip(&exact)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    let cpu_ms = time_cpu(0, 3, || {
+        let mut y = heat.initial();
+        rcpu::integrate(&heat, 0.0, 0.01, &mut y, &opts)
+    })
+    .median_ms;
+    rows.push(TourRow {
+        module: "rock4",
+        problem: format!(
+            "heat 255^2 to t = 0.01, {} steps, max error vs exact {err:.1e}",
+            r.steps_accepted
+        ),
+        cpu_ms,
+        gpu_ms: None,
+        speedup: None,
+        gpu_vs_cpu: None,
     });
     Ok(())
 }
