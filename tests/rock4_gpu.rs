@@ -198,7 +198,11 @@ fn heat_gpu_takes_the_cpu_steps() {
         // trees), which changes `err` by ~1e-16 / tol absolute; the controller carries
         // that into `h` (measured on an H100: 6e-11 relative for n = 31) and so into `y`.
         // Bit-identical sums would need the CPU to add in the device's order.
-        assert!(dy <= 1e-8, "{what}: {dy:e}");
+        // With steps of up to 71 stages (the h0 = 0.05 case) the rounding differences
+        // grow to the tolerance's order (measured: 4e-7 relative at rtol 1e-6), both
+        // solutions staying within the tolerance of the exact one.
+        let ytol = if h0.is_some() { 1e-6 } else { 1e-8 };
+        assert!(dy <= ytol, "{what}: {dy:e}");
         assert_eq!(rg.final_time, 0.1);
     }
 }
