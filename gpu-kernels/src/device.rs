@@ -38,6 +38,11 @@ pub fn block_dim() -> usize {
 pub fn grid_dim() -> usize {
     unsafe { nvptx::_grid_dim_x() as usize }
 }
+/// Blocks per grid (y).
+#[inline(always)]
+pub fn grid_dim_y() -> usize {
+    unsafe { nvptx::_grid_dim_y() as usize }
+}
 /// Global thread index along x: `block_idx * block_dim + thread_idx`.
 #[inline(always)]
 pub fn global_index() -> usize {
@@ -140,6 +145,43 @@ pub fn block_sum<T: Scalar>(value: T) -> T {
             T::ZERO
         };
         total = warp_sum(mine);
+    }
+    sync_threads();
+    total
+}
+
+/// Maximum over the warp (`f64`); lane 0 holds the result. The maximum does not depend
+/// on the order, NaN aside (a NaN operand is dropped by `>`).
+#[inline(always)]
+pub fn warp_max_f64(mut value: f64) -> f64 {
+    let mut delta = (WARP_SIZE / 2) as u32;
+    while delta > 0 {
+        let other = shfl_down(value, delta);
+        value = if other > value { other } else { value };
+        delta /= 2;
+    }
+    value
+}
+
+/// Maximum over the block (`f64`), as [`block_sum`]: thread 0 holds the result, same
+/// shared-memory and block-size requirements, ends with a barrier.
+#[inline(always)]
+pub fn block_max(value: f64) -> f64 {
+    let shared = dynamic_shared::<f64>();
+    let warp_total = warp_max_f64(value);
+    if lane() == 0 {
+        unsafe { *shared.add(warp()) = warp_total };
+    }
+    sync_threads();
+    let mut total = f64::NEG_INFINITY;
+    if warp() == 0 {
+        let warps = block_dim() / WARP_SIZE;
+        let mine = if lane() < warps {
+            unsafe { *shared.add(lane()) }
+        } else {
+            f64::NEG_INFINITY
+        };
+        total = warp_max_f64(mine);
     }
     sync_threads();
     total

@@ -227,6 +227,7 @@ pub const ALL: &[&[&str]] = &[
     // The mixed pairs share the matrix type's invert kernel, listed above.
     &[<f32 as PrecondKernels<Complex<f32>>>::PRECOND.apply],
     &[<f64 as PrecondKernels<Complex<f64>>>::PRECOND.apply],
+    &rock4_list(ROCK4),
 ];
 
 /// Names of the thesis's SpMV variants (`crate::spmv_thesis`) of one (matrix scalar,
@@ -376,4 +377,72 @@ precond_names!(f64, Complex<f64>, "f64", "f64_c64");
 
 const fn precond_list(n: PrecondNames) -> [&'static str; 2] {
     [n.invert, n.apply]
+}
+
+/// Names of the ROCK4 kernels (`crate::rock4`, `f64` only). Stencil kinds are
+/// `crate::rock4::KIND_*`; the coefficients are `RadCoeffs`'s fields in order.
+#[derive(Debug, Clone, Copy)]
+pub struct Rock4Names {
+    /// `dy <- f(y)`: `(nx, ny, kind, nu, rx, ry, cx, cy, mu, y, dy)`.
+    pub stencil_eval: &'static str,
+    /// Fused stencil + recurrence stage `out <- ha f(g1) + (1 + c) g1 - c g2`:
+    /// `(nx, ny, kind, nu, rx, ry, cx, cy, mu, ha, c, g1, g2, out)`.
+    pub stencil_stage: &'static str,
+    /// Block maxima of the Gershgorin rows: `(n, kind, nu, rx, ry, cx, cy, mu, y, partials)`.
+    pub gershgorin_partial: &'static str,
+    /// Recurrence stage from a given `f`: `(n, ha, c, f, g1, g2, out)`.
+    pub recurrence: &'static str,
+    /// `out <- y + ha1 f`: `(n, ha1, y, f, out)`.
+    pub first: &'static str,
+    /// `out <- u + ha21 k1`: `(n, ha21, u, k1, out)`.
+    pub finish2: &'static str,
+    /// `(n, ha31, ha32, u, k1, k2, out)`.
+    pub finish3: &'static str,
+    /// `(n, ha41, ha42, ha43, u, k1, k2, k3, out)`.
+    pub finish4: &'static str,
+    /// `(n, hb1, hb2, hb3, hb4, u, k1, k2, k3, k4, out)`.
+    pub solution: &'static str,
+    /// `(n, hd1, hd2, hd3, hd4, hbe5, atol, rtol, k1, k2, k3, k4, k5, y_new, partials)`.
+    pub error_partial: &'static str,
+    /// `(n, rtol, atol, ft, fy, y, partials)`.
+    pub probe_partial: &'static str,
+    /// `(n, a, b, partials)`: partials of `sum (a_i - b_i)^2`.
+    pub diff_sq_partial: &'static str,
+    /// `out <- y + scale (a - b)`: `(n, scale, y, a, b, out)`.
+    pub shift: &'static str,
+}
+
+/// The ROCK4 kernel names.
+pub const ROCK4: Rock4Names = Rock4Names {
+    stencil_eval: "rock4_stencil_eval_f64",
+    stencil_stage: "rock4_stencil_stage_f64",
+    gershgorin_partial: "rock4_gershgorin_partial_f64",
+    recurrence: "rock4_recurrence_f64",
+    first: "rock4_first_f64",
+    finish2: "rock4_finish2_f64",
+    finish3: "rock4_finish3_f64",
+    finish4: "rock4_finish4_f64",
+    solution: "rock4_solution_f64",
+    error_partial: "rock4_error_partial_f64",
+    probe_partial: "rock4_probe_partial_f64",
+    diff_sq_partial: "rock4_diff_sq_partial_f64",
+    shift: "rock4_shift_f64",
+};
+
+const fn rock4_list(n: Rock4Names) -> [&'static str; 13] {
+    [
+        n.stencil_eval,
+        n.stencil_stage,
+        n.gershgorin_partial,
+        n.recurrence,
+        n.first,
+        n.finish2,
+        n.finish3,
+        n.finish4,
+        n.solution,
+        n.error_partial,
+        n.probe_partial,
+        n.diff_sq_partial,
+        n.shift,
+    ]
 }

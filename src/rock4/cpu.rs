@@ -4,23 +4,16 @@
 //! `n` alone, so one thread and all cores give the same bits.
 
 use std::ops::Range;
-use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::coeffs::{Degree, MAX_STAGES, tables};
-use super::{
-    Rhs, Rock4Options, Rock4Report, SpectralRadius, StepControl, StepRecord, StopReason, Threads,
-};
+use super::coeffs::Degree;
+use super::driver::{self, SQRTU, UROUND};
+use super::{Rhs, Rock4Options, Rock4Report, SpectralRadius, Threads};
 use crate::blas1::cpu::CHUNK;
 use crate::cpu_dispatch::fma_kernel;
 use crate::error::{Error, Result, check_len};
 use ferrocuda_kernels::rock4 as k;
-
-/// Unit roundoff of the reference code (`uround = 1e-16`).
-const UROUND: f64 = 1e-16;
-/// `sqrt(uround)`, the power iteration's relative perturbation.
-const SQRTU: f64 = 1e-8;
 
 fma_kernel! {
 fn first_chunk[](ha1: f64, y: &[f64], f: &[f64], out: &mut [f64]) {
@@ -94,8 +87,7 @@ fma_kernel! {
 fn diff_sq_chunk[](a: &[f64], b: &[f64]) -> f64 {
     let mut sum = 0.0;
     for (&a, &b) in a.iter().zip(b) {
-        let d = a - b;
-        sum = d.mul_add(d, sum);
+        sum = k::diff_sq_step(sum, a, b);
     }
     sum
 }
@@ -116,7 +108,7 @@ fma_kernel! {
 /// `out = y + scale (a - b)`.
 fn shift_chunk[](scale: f64, y: &[f64], a: &[f64], b: &[f64], out: &mut [f64]) {
     for (i, o) in out.iter_mut().enumerate() {
-        *o = scale.mul_add(a[i] - b[i], y[i]);
+        *o = k::shift(scale, y[i], a[i], b[i]);
     }
 }
 }
@@ -405,46 +397,7 @@ fn validate<R: Rhs + ?Sized>(
     y: &[f64],
     o: &Rock4Options,
 ) -> Result<()> {
-    let n = rhs.dim();
-    if n == 0 {
-        return Err(Error::Empty {
-            op: "rock4::cpu::integrate",
-            what: "the system (rhs.dim() = 0)",
-        });
-    }
-    check_len("rock4::cpu::integrate", "y", n, y.len())?;
-    if !(t0.is_finite() && t_end.is_finite() && t_end > t0) {
-        return Err(invalid(format!(
-            "need finite t0 < t_end, got t0 = {t0}, t_end = {t_end}"
-        )));
-    }
-    if !(o.rtol.is_finite() && o.rtol > 10.0 * UROUND) {
-        return Err(invalid(format!(
-            "rtol must be finite and > 1e-15, got {}",
-            o.rtol
-        )));
-    }
-    if !(o.atol.is_finite() && o.atol > 0.0) {
-        return Err(invalid(format!(
-            "atol must be finite and > 0, got {}",
-            o.atol
-        )));
-    }
-    match o.h0 {
-        Some(h) if !(h.is_finite() && h >= 10.0 * UROUND && h <= t_end - t0) => {
-            return Err(invalid(format!(
-                "h0 must lie in [1e-15, t_end - t0 = {}], got {h}",
-                t_end - t0
-            )));
-        }
-        None if o.step_control == StepControl::Fixed => {
-            return Err(invalid("fixed steps need h0".into()));
-        }
-        _ => {}
-    }
-    if o.max_steps == 0 {
-        return Err(invalid("max_steps must be at least 1".into()));
-    }
+    super::validate("rock4::cpu::integrate", rhs.dim(), y.len(), t0, t_end, o)?;
     if let Some(i) = y.iter().position(|v| !v.is_finite()) {
         return Err(invalid(format!("y[{i}] = {} is not finite", y[i])));
     }
@@ -485,224 +438,103 @@ fn run<R: Rhs + ?Sized>(
     y_out: &mut [f64],
     o: &Rock4Options,
 ) -> Result<Rock4Report> {
-    let start = Instant::now();
-    let tab = tables();
     let n = y_out.len();
-    let fixed = o.step_control == StepControl::Fixed;
-    let mut f = Counted { rhs, evals: 0 };
-    let mut y = y_out.to_vec();
-    let mut fy = vec![0.0; n];
-    let mut w = Work {
-        ga: vec![0.0; n],
-        gb: vec![0.0; n],
-        k1: vec![0.0; n],
-        k2: vec![0.0; n],
-        k3: vec![0.0; n],
-        k4: vec![0.0; n],
-        y_new: vec![0.0; n],
-        k5: vec![0.0; n],
+    let mut b = CpuBackend {
+        f: Counted { rhs, evals: 0 },
+        y: y_out.to_vec(),
+        fy: vec![0.0; n],
+        w: Work {
+            ga: vec![0.0; n],
+            gb: vec![0.0; n],
+            k1: vec![0.0; n],
+            k2: vec![0.0; n],
+            k3: vec![0.0; n],
+            k4: vec![0.0; n],
+            y_new: vec![0.0; n],
+            k5: vec![0.0; n],
+        },
+        v: Vec::new(),
+        use_bound: o.spectral_radius == SpectralRadius::Auto,
     };
-    let mut report = Rock4Report {
-        reason: StopReason::Finished,
-        final_time: t0,
-        steps_accepted: 0,
-        steps_rejected: 0,
-        f_evals: 0,
-        rho_evals: 0,
-        rho_unconverged: 0,
-        rho_min: f64::INFINITY,
-        rho_max: 0.0,
-        max_stages: 0,
-        h_next: 0.0,
-        history: Vec::new(),
-        seconds: 0.0,
-    };
-    let mut t = t0;
-    f.eval(t, &y, &mut fy)?;
+    let report = driver::run(&mut b, t0, t_end, o)?;
+    y_out.copy_from_slice(&b.y);
+    Ok(report)
+}
 
-    // Spectral radius: the problem's bound or the power iteration.
-    let mut v: Vec<f64> = Vec::new();
-    let use_bound = o.spectral_radius == SpectralRadius::Auto;
-    let mut estimate = |f: &mut Counted<'_, R>,
-                        t: f64,
-                        y: &[f64],
-                        fy: &[f64],
-                        w: &mut Work,
-                        report: &mut Rock4Report|
-     -> Result<f64> {
+/// The CPU vectors of one integration.
+struct CpuBackend<'a, R: ?Sized> {
+    f: Counted<'a, R>,
+    y: Vec<f64>,
+    fy: Vec<f64>,
+    w: Work,
+    /// The power iteration's saved direction.
+    v: Vec<f64>,
+    use_bound: bool,
+}
+
+impl<R: Rhs + ?Sized> driver::Backend for CpuBackend<'_, R> {
+    fn eval_initial(&mut self, t: f64) -> Result<()> {
+        self.f.eval(t, &self.y, &mut self.fy)
+    }
+
+    fn estimate_rho(&mut self, t: f64, report: &mut Rock4Report) -> Result<f64> {
         report.rho_evals += 1;
-        if use_bound && let Some(b) = rhs.spectral_radius_bound(t, y) {
-            if !(b.is_finite() && b >= 0.0) {
-                return Err(Error::InvalidArgument {
-                    op: "rock4::cpu::integrate",
-                    reason: format!("the spectral-radius bound at t = {t} is {b}"),
-                });
-            }
-            return Ok(b);
+        if self.use_bound
+            && let Some(b) = self.f.rhs.spectral_radius_bound(t, &self.y)
+        {
+            return super::check_bound("rock4::cpu::integrate", t, b);
         }
-        let p = power_iteration(f, t, y, fy, &mut v, &mut w.ga, &mut w.gb)?;
+        let w = &mut self.w;
+        let p = power_iteration(
+            &mut self.f,
+            t,
+            &self.y,
+            &self.fy,
+            &mut self.v,
+            &mut w.ga,
+            &mut w.gb,
+        )?;
         if !p.converged {
             report.rho_unconverged += 1;
         }
         Ok(p.rho)
-    };
-    let mut rho = 0.0;
-    let mut rho_current = false;
+    }
 
-    let span = t_end - t0;
-    let mut h = match o.h0 {
-        Some(h) => h,
-        None => {
-            // rkc_init_dt.
-            rho = estimate(&mut f, t, &y, &fy, &mut w, &mut report)?;
-            rho_current = true;
-            let hmax = span;
-            let hmin = 10.0 * f64::EPSILON * t0.abs().max(hmax);
-            let mut h = if rho * hmax > 1.0 { 1.0 / rho } else { hmax };
-            h = h.max(hmin);
-            let (yt, ft) = (&mut w.k2, &mut w.k3);
-            par_map(yt, |r, c| first_chunk(h, &y[r.clone()], &fy[r], c));
-            f.eval(t + h, yt, ft)?;
-            let (ft, fy_, y_) = (&*ft, &fy, &y);
-            let sum = par_sum(n, |r| {
-                r.map(|i| {
-                    let q = (ft[i] - fy_[i]) / o.rtol.mul_add(y_[i].abs(), o.atol);
-                    q * q
-                })
+    fn probe(&mut self, t: f64, h: f64, rtol: f64, atol: f64) -> Result<f64> {
+        let n = self.y.len();
+        let (y, fy) = (&self.y, &self.fy);
+        let (yt, ft) = (&mut self.w.k2, &mut self.w.k3);
+        par_map(yt, |r, c| first_chunk(h, &y[r.clone()], &fy[r], c));
+        self.f.eval(t + h, yt, ft)?;
+        let ft = &*ft;
+        let sum = par_sum(n, |r| {
+            r.map(|i| k::probe_term(ft[i], fy[i], y[i], rtol, atol))
                 .sum::<f64>()
-            });
-            let est = h * (sum / n as f64).sqrt();
-            if 0.1 * h < hmax * est.sqrt() {
-                (0.1 * h / est.sqrt()).max(hmin)
-            } else {
-                hmax
-            }
-        }
-    };
-    let h_fixed = h;
+        });
+        Ok((sum / n as f64).sqrt())
+    }
 
-    let (mut facmax, mut errp, mut hp) = (5.0f64, 0.0f64, h);
-    let (mut reject, mut last) = (false, false);
-    let (mut told, mut nrej, mut nrho) = (0.0f64, 0usize, 0usize);
-    let mut rho_known = false;
-    let mut attempts = 0usize;
-
-    loop {
-        // End of interval, step too small.
-        if 1.01 * h >= (t_end - t).abs() {
-            h = (t_end - t).abs();
-            last = true;
-        }
-        if h < 10.0 * UROUND || t + h == t {
-            report.reason = StopReason::StepTooSmall;
-            break;
-        }
-        if attempts == o.max_steps {
-            report.reason = StopReason::MaxSteps;
-            break;
-        }
-        attempts += 1;
-        if nrho == 0 && !(o.jacobian_constant && rho_known) {
-            if !rho_current {
-                rho = estimate(&mut f, t, &y, &fy, &mut w, &mut report)?;
-            }
-            rho_known = true;
-            report.rho_min = report.rho_min.min(rho);
-            report.rho_max = report.rho_max.max(rho);
-        }
-        rho_current = false;
-
-        // Stage selection (mdegre).
-        let mut s0 = (((3.0 + h * rho) / 0.353).sqrt() as usize).saturating_add(1);
-        if s0 > MAX_STAGES {
-            h = 0.8 * (0.353 * (MAX_STAGES * MAX_STAGES) as f64 - 3.0) / rho;
-            s0 = MAX_STAGES;
-            last = false;
-        }
-        let m0 = s0.max(5) - 4;
-        let deg = tab.degree_for(m0);
-        report.max_stages = report.max_stages.max(deg.stages());
-
-        let err = attempt(&mut f, &deg, t, h, &y, &fy, &mut w, o.atol, o.rtol)?;
-        report.history.push(StepRecord {
+    fn attempt(&mut self, deg: &Degree<'_>, t: f64, h: f64, atol: f64, rtol: f64) -> Result<f64> {
+        attempt(
+            &mut self.f,
+            deg,
             t,
             h,
-            stages: deg.stages(),
-            rho,
-            err,
-            accepted: fixed || err < 1.0,
-        });
-
-        if fixed {
-            report.steps_accepted += 1;
-            t = if last { t_end } else { t + h };
-            std::mem::swap(&mut y, &mut w.y_new);
-            std::mem::swap(&mut fy, &mut w.k5);
-            nrho = (nrho + 2) % 10;
-            report.h_next = h_fixed;
-            if last {
-                break;
-            }
-            h = h_fixed;
-            continue;
-        }
-
-        // Controller.
-        let mut fac = (1.0 / err).powf(0.25);
-        if errp != 0.0 && !reject {
-            let facp = errp.powf(0.25) * fac * fac * (h / hp);
-            fac = fac.min(facp);
-        }
-        if reject {
-            facmax = 1.0;
-        }
-        fac = facmax.min((0.8 * fac).max(0.1));
-        let mut hnew = h * fac;
-
-        if err < 1.0 {
-            report.steps_accepted += 1;
-            facmax = 2.0;
-            t = if last { t_end } else { t + h };
-            if reject {
-                hnew = hnew.min(h);
-                if t_end < t {
-                    hnew = hnew.max(h);
-                }
-                reject = false;
-                nrej = 0;
-            }
-            hp = h;
-            h = hnew;
-            nrho = (nrho + 2) % 10;
-            std::mem::swap(&mut y, &mut w.y_new);
-            std::mem::swap(&mut fy, &mut w.k5);
-            report.h_next = h;
-            if last {
-                break;
-            }
-            errp = err;
-        } else {
-            report.steps_rejected += 1;
-            reject = true;
-            last = false;
-            h = 0.8 * hnew;
-            if t == told {
-                nrej += 1;
-                if nrej == 10 {
-                    h = 1e-5;
-                }
-            }
-            told = t;
-            nrho = if nrho != 0 { 0 } else { 1 };
-            report.h_next = h;
-        }
+            &self.y,
+            &self.fy,
+            &mut self.w,
+            atol,
+            rtol,
+        )
     }
-    report.final_time = t;
-    report.f_evals = f.evals;
-    if report.rho_min == f64::INFINITY {
-        report.rho_min = 0.0;
+
+    fn accept(&mut self) -> Result<()> {
+        std::mem::swap(&mut self.y, &mut self.w.y_new);
+        std::mem::swap(&mut self.fy, &mut self.w.k5);
+        Ok(())
     }
-    y_out.copy_from_slice(&y);
-    report.seconds = start.elapsed().as_secs_f64();
-    Ok(report)
+
+    fn f_evals(&self) -> usize {
+        self.f.evals
+    }
 }

@@ -51,11 +51,15 @@
 
 pub mod coeffs;
 pub mod cpu;
+mod driver;
+pub mod gpu;
 pub mod problems;
 
 use serde::Serialize;
 
-use crate::error::Result;
+use ferrocuda_host::{DeviceSlice, DeviceView, DeviceViewMut, Gpu};
+
+use crate::error::{Error, Result, check_len};
 
 /// The right-hand side `y' = f(t, y)` of an ODE system on the CPU.
 ///
@@ -287,4 +291,132 @@ pub struct Rock4Report {
     pub history: Vec<StepRecord>,
     /// Wall time in seconds.
     pub seconds: f64,
+}
+
+/// Checks what both paths check: a non-empty system, `y` of length `n`, finite
+/// `t0 < t_end`, the tolerances, `h0`, `max_steps`.
+pub(crate) fn validate(
+    op: &'static str,
+    n: usize,
+    y_len: usize,
+    t0: f64,
+    t_end: f64,
+    o: &Rock4Options,
+) -> Result<()> {
+    let invalid = |reason: String| Error::InvalidArgument { op, reason };
+    if n == 0 {
+        return Err(Error::Empty {
+            op,
+            what: "the system (rhs.dim() = 0)",
+        });
+    }
+    check_len(op, "y", n, y_len)?;
+    if !(t0.is_finite() && t_end.is_finite() && t_end > t0) {
+        return Err(invalid(format!(
+            "need finite t0 < t_end, got t0 = {t0}, t_end = {t_end}"
+        )));
+    }
+    if !(o.rtol.is_finite() && o.rtol > 10.0 * driver::UROUND) {
+        return Err(invalid(format!(
+            "rtol must be finite and > 1e-15, got {}",
+            o.rtol
+        )));
+    }
+    if !(o.atol.is_finite() && o.atol > 0.0) {
+        return Err(invalid(format!(
+            "atol must be finite and > 0, got {}",
+            o.atol
+        )));
+    }
+    match o.h0 {
+        Some(h) if !(h.is_finite() && h >= 10.0 * driver::UROUND && h <= t_end - t0) => {
+            return Err(invalid(format!(
+                "h0 must lie in [1e-15, t_end - t0 = {}], got {h}",
+                t_end - t0
+            )));
+        }
+        None if o.step_control == StepControl::Fixed => {
+            return Err(invalid("fixed steps need h0".into()));
+        }
+        _ => {}
+    }
+    if o.max_steps == 0 {
+        return Err(invalid("max_steps must be at least 1".into()));
+    }
+    Ok(())
+}
+
+/// A problem's spectral-radius bound, checked finite and non-negative.
+pub(crate) fn check_bound(op: &'static str, t: f64, b: f64) -> Result<f64> {
+    if b.is_finite() && b >= 0.0 {
+        Ok(b)
+    } else {
+        Err(Error::InvalidArgument {
+            op,
+            reason: format!("the spectral-radius bound at t = {t} is {b}"),
+        })
+    }
+}
+
+/// The right-hand side `y' = f(t, y)` on one GPU: the device twin of [`Rhs`], shaped like
+/// [`crate::krylov::DeviceLinOp`]. Work is queued on the problem's stream ([`DeviceRhs::gpu`]).
+///
+/// An implementor writes `dim`, `gpu` and [`DeviceRhs::eval_unchecked`]; the provided
+/// [`DeviceRhs::stage_unchecked`] (one recurrence stage: an evaluation and an element-wise
+/// kernel) can be replaced by a fused kernel, as the stencil problems of [`problems`]
+/// do, so that a stage reads two vectors and writes one.
+pub trait DeviceRhs {
+    /// Number of equations `n`.
+    fn dim(&self) -> usize;
+    /// The device (and stream) the problem lives on.
+    fn gpu(&self) -> &Gpu;
+    /// `dy <- f(t, y)`; lengths and devices are already checked. Must not synchronise
+    /// (the integrator queues a whole step without waiting).
+    fn eval_unchecked(
+        &self,
+        t: f64,
+        y: &DeviceView<'_, f64>,
+        dy: &mut DeviceViewMut<'_, f64>,
+    ) -> Result<()>;
+    /// `dy <- f(t, y)`. Errors: lengths other than [`DeviceRhs::dim`], operands on
+    /// another device.
+    fn eval(&self, t: f64, y: &DeviceView<'_, f64>, dy: &mut DeviceViewMut<'_, f64>) -> Result<()> {
+        check_len("DeviceRhs::eval", "y", self.dim(), y.len())?;
+        check_len("DeviceRhs::eval", "dy", self.dim(), dy.len())?;
+        for (what, gpu) in [("y", y.gpu()), ("dy", dy.gpu())] {
+            if !self.gpu().same_device(gpu) {
+                return Err(Error::WrongDevice {
+                    op: "DeviceRhs::eval",
+                    what,
+                    expected: self.gpu().ordinal(),
+                    found: gpu.ordinal(),
+                });
+            }
+        }
+        self.eval_unchecked(t, y, dy)
+    }
+    /// One recurrence stage `out <- ha f(t, g1) + (1 + c) g1 - c g2`, where `g2` is
+    /// `Some(g_{j-2})` or `None` for `out` itself (updated in place); `scratch` is a
+    /// work vector of length `n` the default implementation stores `f(t, g1)` in.
+    /// Lengths and devices are already checked.
+    #[allow(clippy::too_many_arguments)]
+    fn stage_unchecked(
+        &self,
+        t: f64,
+        ha: f64,
+        c: f64,
+        g1: &DeviceView<'_, f64>,
+        g2: Option<&DeviceView<'_, f64>>,
+        out: &mut DeviceViewMut<'_, f64>,
+        scratch: &mut DeviceViewMut<'_, f64>,
+    ) -> Result<()> {
+        self.eval_unchecked(t, g1, scratch)?;
+        gpu::recurrence(ha, c, &*scratch, g1, g2, out)
+    }
+    /// An upper bound of the spectral radius of `df/dy` at `(t, y)`, if the problem knows
+    /// one (computed on the device; returning it may wait for the stream). `None`: the
+    /// integrator estimates it by power iteration.
+    fn spectral_radius_bound(&self, _t: f64, _y: &DeviceView<'_, f64>) -> Result<Option<f64>> {
+        Ok(None)
+    }
 }

@@ -16,7 +16,10 @@ use std::f64::consts::PI;
 
 use rayon::prelude::*;
 
-use super::Rhs;
+use ferrocuda_host::{DeviceSlice, DeviceView, DeviceViewMut, Gpu};
+
+use super::gpu::StencilLaunch;
+use super::{DeviceRhs, Rhs};
 use crate::blas1::cpu::CHUNK;
 use crate::cpu_dispatch::fma_kernel;
 use crate::error::{Error, Result};
@@ -52,7 +55,7 @@ struct Stencil {
 fma_kernel! {
 /// `out` = rows `j0 ..` of `f(y)`.
 fn rows_chunk[](s: &Stencil, y: &[f64], out: &mut [f64], j0: usize) {
-    let (nx, ny, p) = (s.nx, s.ny, &s.coeffs);
+    let (nx, ny, p, kind) = (s.nx, s.ny, &s.coeffs, s.kind.code());
     for (jj, orow) in out.chunks_exact_mut(nx).enumerate() {
         let j = j0 + jj;
         let row = &y[j * nx..(j + 1) * nx];
@@ -64,17 +67,33 @@ fn rows_chunk[](s: &Stencil, y: &[f64], out: &mut [f64], j0: usize) {
             let e = if i + 1 < nx { row[i + 1] } else { 0.0 };
             let so = south.map_or(0.0, |r| r[i]);
             let no = north.map_or(0.0, |r| r[i]);
-            *o = match s.kind {
-                Kind::Heat => k::heat_point(p.nu, c, w, e, so, no, p.rx, p.ry),
-                Kind::Rad(Advection::Central) => k::rad_central_point(p, c, w, e, so, no),
-                Kind::Rad(Advection::Forward) => k::rad_forward_point(p, c, w, e, so, no),
-            };
+            *o = k::stencil_point(kind, p, c, w, e, so, no);
         }
     }
 }
 }
 
+impl Kind {
+    /// The kernels' stencil kind (`ferrocuda_kernels::rock4::KIND_*`).
+    fn code(self) -> u32 {
+        match self {
+            Kind::Heat => k::KIND_HEAT,
+            Kind::Rad(Advection::Central) => k::KIND_RAD_CENTRAL,
+            Kind::Rad(Advection::Forward) => k::KIND_RAD_FORWARD,
+        }
+    }
+}
+
 impl Stencil {
+    fn launch(&self) -> StencilLaunch {
+        StencilLaunch {
+            nx: self.nx,
+            ny: self.ny,
+            kind: self.kind.code(),
+            p: self.coeffs,
+        }
+    }
+
     fn eval(&self, y: &[f64], dy: &mut [f64]) -> Result<()> {
         let n = self.nx * self.ny;
         crate::error::check_len("rock4 rhs", "y", n, y.len())?;
@@ -180,6 +199,13 @@ impl Heat2d {
     }
 }
 
+impl Heat2d {
+    /// The problem on `gpu` ([`DeviceRhs`]); its work runs on the stream of the output.
+    pub fn on_device(&self, gpu: &Gpu) -> DeviceHeat2d {
+        OnDevice::new(self.clone(), self.stencil.launch(), gpu)
+    }
+}
+
 impl Rhs for Heat2d {
     fn dim(&self) -> usize {
         self.n * self.n
@@ -189,8 +215,7 @@ impl Rhs for Heat2d {
     }
     /// Gershgorin: `8 nu / h^2`.
     fn spectral_radius_bound(&self, _t: f64, _y: &[f64]) -> Option<f64> {
-        let p = &self.stencil.coeffs;
-        Some(4.0 * p.nu * (p.rx + p.ry))
+        Some(k::gershgorin_row(k::KIND_HEAT, &self.stencil.coeffs, 0.0))
     }
 }
 
@@ -305,6 +330,13 @@ impl ReactionAdvectionDiffusion {
     }
 }
 
+impl ReactionAdvectionDiffusion {
+    /// The problem on `gpu` ([`DeviceRhs`]); its work runs on the stream of the output.
+    pub fn on_device(&self, gpu: &Gpu) -> DeviceReactionAdvectionDiffusion {
+        OnDevice::new(self.clone(), self.stencil.launch(), gpu)
+    }
+}
+
 impl Rhs for ReactionAdvectionDiffusion {
     fn dim(&self) -> usize {
         self.n * self.n
@@ -314,5 +346,83 @@ impl Rhs for ReactionAdvectionDiffusion {
     }
     fn spectral_radius_bound(&self, _t: f64, y: &[f64]) -> Option<f64> {
         Some(self.gershgorin(y))
+    }
+}
+
+/// A test problem on one GPU: the same stencil through the kernels of
+/// `ferrocuda_kernels::rock4` (one launch per evaluation; one fused launch per
+/// recurrence stage, [`DeviceRhs::stage_unchecked`]). Made by [`Heat2d::on_device`] and
+/// [`ReactionAdvectionDiffusion::on_device`].
+#[derive(Debug, Clone)]
+pub struct OnDevice<P> {
+    problem: P,
+    stencil: StencilLaunch,
+    gpu: Gpu,
+}
+
+/// [`Heat2d`] on the GPU.
+pub type DeviceHeat2d = OnDevice<Heat2d>;
+/// [`ReactionAdvectionDiffusion`] on the GPU.
+pub type DeviceReactionAdvectionDiffusion = OnDevice<ReactionAdvectionDiffusion>;
+
+impl<P> OnDevice<P> {
+    fn new(problem: P, stencil: StencilLaunch, gpu: &Gpu) -> Self {
+        OnDevice {
+            problem,
+            stencil,
+            gpu: gpu.clone(),
+        }
+    }
+    /// The host problem (initial values, exact solution, parameters).
+    pub fn problem(&self) -> &P {
+        &self.problem
+    }
+}
+
+impl<P> DeviceRhs for OnDevice<P> {
+    fn dim(&self) -> usize {
+        self.stencil.nx * self.stencil.ny
+    }
+    fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+    fn eval_unchecked(
+        &self,
+        _t: f64,
+        y: &DeviceView<'_, f64>,
+        dy: &mut DeviceViewMut<'_, f64>,
+    ) -> Result<()> {
+        // SAFETY: both views have dim() elements (checked by the caller); `&mut dy`
+        // excludes aliasing with `y`.
+        unsafe { self.stencil.eval(dy.gpu(), y.device_ptr(), dy.device_ptr()) }
+    }
+    /// The fused kernel: `f(g1)` from the stencil at each point, `g_j` written directly
+    /// (`scratch` unused).
+    fn stage_unchecked(
+        &self,
+        _t: f64,
+        ha: f64,
+        c: f64,
+        g1: &DeviceView<'_, f64>,
+        g2: Option<&DeviceView<'_, f64>>,
+        out: &mut DeviceViewMut<'_, f64>,
+        _scratch: &mut DeviceViewMut<'_, f64>,
+    ) -> Result<()> {
+        let g2p = g2.map_or(out.device_ptr(), |g| g.device_ptr());
+        // SAFETY: all operands have dim() elements (checked by the caller); `out` is a
+        // `&mut` view, so it aliases neither `g1` nor `g2` (None: in place).
+        unsafe {
+            self.stencil
+                .stage(out.gpu(), ha, c, g1.device_ptr(), g2p, out.device_ptr())
+        }
+    }
+    /// Gershgorin, as the CPU problem's: a constant for the heat equation, for the
+    /// reaction-advection-diffusion problem a maximum over `y` computed on the device
+    /// (block maxima read back and reduced on the host).
+    fn spectral_radius_bound(&self, _t: f64, y: &DeviceView<'_, f64>) -> Result<Option<f64>> {
+        if self.stencil.kind == k::KIND_HEAT {
+            return Ok(Some(k::gershgorin_row(k::KIND_HEAT, &self.stencil.p, 0.0)));
+        }
+        self.stencil.gershgorin(y).map(Some)
     }
 }
