@@ -182,3 +182,54 @@ fn bad_input_is_a_clear_error() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+fn gpu_present(test: &str) -> bool {
+    if ferrocuda::gpu::count() > 0 {
+        return true;
+    }
+    assert!(
+        std::env::var("FERROCUDA_REQUIRE_GPU").as_deref() != Ok("1"),
+        "{test}: FERROCUDA_REQUIRE_GPU=1 but no GPU"
+    );
+    eprintln!("SKIPPED {test}: no GPU");
+    false
+}
+
+/// `--device gpu` takes the CPU's steps on the heat problem and meets the same accuracy;
+/// on the thesis problem it finishes within the same bounds.
+#[test]
+fn gpu_matches_the_cpu() {
+    if !gpu_present("gpu_matches_the_cpu") {
+        let r = ferrocuda()
+            .args(["rock4", "--problem", "heat", "--n", "8", "--device", "gpu"])
+            .output()
+            .expect("run");
+        assert!(!r.status.success());
+        assert!(String::from_utf8_lossy(&r.stderr).contains("no CUDA device"));
+        return;
+    }
+    let args = [
+        "--problem",
+        "heat",
+        "--n",
+        "31",
+        "--t-end",
+        "0.1",
+        "--rtol",
+        "1e-8",
+    ];
+    let cpu = json(&args);
+    let mut g = args.to_vec();
+    g.extend(["--device", "gpu"]);
+    let gpu = json(&g);
+    assert_eq!(gpu["device"], "gpu");
+    assert!(gpu["gpu_name"].is_string());
+    assert_eq!(gpu["steps_accepted"], cpu["steps_accepted"]);
+    assert_eq!(gpu["steps_rejected"], cpu["steps_rejected"]);
+    assert_eq!(gpu["final_time"], 0.1);
+    assert!(gpu["max_abs_error"].as_f64().unwrap() < 1e-6);
+    let jahn = json(&["--problem", "jahn", "--n", "100", "--device", "gpu"]);
+    assert_eq!(jahn["reason"], "finished");
+    let hi = jahn["solution_range"][1].as_f64().unwrap();
+    assert!(hi > 0.5 && hi <= 1.0 + 1e-6, "{hi}");
+}

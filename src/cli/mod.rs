@@ -270,7 +270,7 @@ pub fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Rock4(args) => {
-            let report = rock4::run(&args)?;
+            let report = rock4::run(&args, cli.device)?;
             if args.json {
                 print_json(&report)
             } else {

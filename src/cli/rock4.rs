@@ -1,5 +1,6 @@
 //! `ferrocuda rock4 --problem heat|jahn --n N --t-end T [--rtol R] [--atol A] [--nu NU]
-//! [--advection central|forward] [--threads all|single] [--out y.mtx] [--json]`:
+//! [--advection central|forward] [--threads all|single] [--device cpu|gpu] [--out y.mtx]
+//! [--json]`:
 //! integrates one of the built-in problems with ROCK4 and reports the steps taken.
 //!
 //! - `heat`: `u_t = nu Laplace(u)` on the unit square, `n x n` interior points, Dirichlet
@@ -22,8 +23,9 @@ use clap::ValueEnum;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::gpu::Gpu;
 use crate::rock4::problems::{Advection, Heat2d, ReactionAdvectionDiffusion};
-use crate::rock4::{Rhs, Rock4Options, Rock4Report, StopReason, Threads, cpu};
+use crate::rock4::{DeviceRhs, Rhs, Rock4Options, Rock4Report, StopReason, Threads, cpu};
 use crate::sparse::mm;
 
 /// Which problem.
@@ -44,6 +46,16 @@ pub enum Rock4Advection {
     Central,
     /// The thesis code's one-sided differences.
     Forward,
+}
+
+/// Where `ferrocuda rock4` computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rock4Device {
+    /// The CPU (`--threads`).
+    Cpu,
+    /// The GPU (the global `--device N` before the subcommand picks which).
+    Gpu,
 }
 
 /// CPU threads.
@@ -83,6 +95,9 @@ pub struct Rock4Args {
     /// CPU threads.
     #[arg(long, value_enum, default_value_t = Rock4Threads::All)]
     pub threads: Rock4Threads,
+    /// CPU or GPU.
+    #[arg(long = "device", value_enum, default_value_t = Rock4Device::Cpu)]
+    pub on: Rock4Device,
     /// Most step attempts.
     #[arg(long, default_value_t = 1_000_000)]
     pub max_steps: usize,
@@ -104,7 +119,9 @@ pub struct Rock4CliReport {
     /// Unknowns.
     pub unknowns: usize,
     /// Where it ran.
-    pub device: &'static str,
+    pub device: Rock4Device,
+    /// GPU name, when it ran on one.
+    pub gpu_name: Option<String>,
     /// Threads on the CPU.
     pub threads: Rock4Threads,
     /// Tolerances.
@@ -140,8 +157,13 @@ fn invalid(reason: String) -> Error {
     }
 }
 
-/// Runs `ferrocuda rock4`.
-pub fn run(args: &Rock4Args) -> Result<Rock4CliReport> {
+/// Runs `ferrocuda rock4` (on GPU `ordinal` with `--device gpu`).
+pub fn run(args: &Rock4Args, ordinal: usize) -> Result<Rock4CliReport> {
+    let gpu = match args.on {
+        Rock4Device::Cpu => None,
+        Rock4Device::Gpu => Some(crate::gpu::open(ordinal)?),
+    };
+    let gpu = gpu.as_ref();
     if args.n == 0 {
         return Err(invalid("--n must be at least 1".into()));
     }
@@ -158,7 +180,10 @@ pub fn run(args: &Rock4Args) -> Result<Rock4CliReport> {
         Rock4Problem::Heat => {
             let p = Heat2d::new(args.n, args.nu)?;
             let mut y = p.initial();
-            let r = integrate(&p, args.t_end, &mut y, &opts)?;
+            let r = match gpu {
+                Some(g) => integrate_gpu(&p.on_device(g), g, args.t_end, &mut y, &opts)?,
+                None => integrate(&p, args.t_end, &mut y, &opts)?,
+            };
             let exact = p.exact(r.final_time);
             (r, y, Some(exact))
         }
@@ -169,7 +194,10 @@ pub fn run(args: &Rock4Args) -> Result<Rock4CliReport> {
             };
             let p = ReactionAdvectionDiffusion::thesis(args.n, adv)?;
             let mut y = p.initial();
-            let r = integrate(&p, args.t_end, &mut y, &opts)?;
+            let r = match gpu {
+                Some(g) => integrate_gpu(&p.on_device(g), g, args.t_end, &mut y, &opts)?,
+                None => integrate(&p, args.t_end, &mut y, &opts)?,
+            };
             (r, y, None)
         }
     };
@@ -197,7 +225,8 @@ pub fn run(args: &Rock4Args) -> Result<Rock4CliReport> {
         problem: args.problem,
         n: args.n,
         unknowns: y.len(),
-        device: "cpu",
+        device: args.on,
+        gpu_name: gpu.map(|g| g.name()).transpose()?,
         threads: args.threads,
         rtol: args.rtol,
         atol,
@@ -230,6 +259,28 @@ fn integrate(rhs: &dyn Rhs, t_end: f64, y: &mut [f64], opts: &Rock4Options) -> R
     Ok(r)
 }
 
+fn integrate_gpu(
+    rhs: &dyn DeviceRhs,
+    gpu: &Gpu,
+    t_end: f64,
+    y: &mut [f64],
+    opts: &Rock4Options,
+) -> Result<Rock4Report> {
+    eprintln!(
+        "[rock4] integrating {} unknowns to t = {t_end} on {}",
+        rhs.dim(),
+        gpu.name()?
+    );
+    let mut dy = gpu.upload(y)?;
+    let r = crate::rock4::gpu::integrate(rhs, 0.0, t_end, &mut dy, opts)?;
+    dy.copy_to_host(y)?;
+    eprintln!(
+        "[rock4] {} steps accepted, {} rejected, {:.3} s",
+        r.steps_accepted, r.steps_rejected, r.seconds
+    );
+    Ok(r)
+}
+
 /// Writes `y` to a temporary file next to `path`, then renames it: an existing file is
 /// replaced only on success.
 fn write_solution(path: &std::path::Path, y: &[f64]) -> Result<()> {
@@ -255,11 +306,14 @@ impl Rock4CliReport {
         // The names the JSON uses (`heat`, `all`, `finished`).
         let name = |v: serde_json::Value| v.as_str().unwrap_or("?").to_string();
         format!(
-            "ROCK4 {} n = {} ({} unknowns) on the {} ({} threads): t = {} reached ({}), {} steps accepted, {} rejected, {} f evaluations, at most {} stages, {:.3} s; solution in [{:.4}, {:.4}]{err}",
+            "ROCK4 {} n = {} ({} unknowns) on {} ({} threads): t = {} reached ({}), {} steps accepted, {} rejected, {} f evaluations, at most {} stages, {:.3} s; solution in [{:.4}, {:.4}]{err}",
             name(serde_json::json!(self.problem)),
             self.n,
             self.unknowns,
-            self.device,
+            match &self.gpu_name {
+                Some(g) => g.clone(),
+                None => "CPU".into(),
+            },
             name(serde_json::json!(self.threads)),
             self.final_time,
             name(serde_json::json!(self.reason)),
