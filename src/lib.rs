@@ -9,7 +9,7 @@
 //! |---|---|---|---|
 //! | [`blas1`] | yes | yes | fill, scal, axpy, axpby, copy, dot, nrm2, multi-dot; f32, f64, c32, c64 |
 //! | [`sparse`] | yes | not yet | COO, CSR, BCSR, ELL, BELL, block-stencil formats; converters; Matrix Market I/O; test-case generator; SpMV |
-//! | [`rock4`] | yes | not yet | ROCK4 stabilized explicit RK (order 4) with step control; 2D heat and reaction-advection-diffusion test problems |
+//! | [`rock4`] | yes | yes | ROCK4 stabilized explicit RK (order 4) with step control; 2D heat and reaction-advection-diffusion test problems |
 //!
 //! Without a CUDA driver or device everything on the CPU works, and [`gpu::open`]
 //! returns an error for which [`Error::is_no_device`] is true.

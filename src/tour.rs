@@ -206,7 +206,7 @@ fn gmres_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
 
 /// ROCK4 on the 2D heat equation (255 x 255 points) to t = 0.01; the check is the
 /// largest error against the exact semi-discrete solution.
-fn rock4_steps(_gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
+fn rock4_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
     use crate::rock4::problems::Heat2d;
     use crate::rock4::{Rock4Options, cpu as rcpu};
     let heat = Heat2d::new(255, 1.0)?;
@@ -224,6 +224,27 @@ fn rock4_steps(_gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
         rcpu::integrate(&heat, 0.0, 0.01, &mut y, &opts)
     })
     .median_ms;
+    let (mut gpu_ms, mut diff) = (None, None);
+    if let Some(g) = gpu {
+        let dp = heat.on_device(g);
+        let mut dy = g.upload(&heat.initial())?;
+        crate::rock4::gpu::integrate(&dp, 0.0, 0.01, &mut dy, &opts)?;
+        let yg = dy.download()?;
+        diff = Some(
+            yg.iter()
+                .zip(&y)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max)
+                / y.iter().fold(0.0, |m: f64, v| m.max(v.abs())),
+        );
+        gpu_ms = Some(
+            time_gpu(g, 0, 3, || {
+                dy.copy_from_host(&heat.initial())?;
+                crate::rock4::gpu::integrate(&dp, 0.0, 0.01, &mut dy, &opts).map(|_| ())
+            })?
+            .median_ms,
+        );
+    }
     rows.push(TourRow {
         module: "rock4",
         problem: format!(
@@ -231,9 +252,9 @@ fn rock4_steps(_gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
             r.steps_accepted
         ),
         cpu_ms,
-        gpu_ms: None,
-        speedup: None,
-        gpu_vs_cpu: None,
+        gpu_ms,
+        speedup: gpu_ms.map(|g| cpu_ms / g),
+        gpu_vs_cpu: diff,
     });
     Ok(())
 }

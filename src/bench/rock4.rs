@@ -1,16 +1,21 @@
 //! `ferrocuda bench rock4`: seed 001's Table 6.4 measured again: ROCK4 on the thesis
 //! problem (5.1) to `t = 1` for `N x N` grids, on one CPU core (the thesis's CPU column),
 //! on all cores, and on the GPU where there is one, beside the thesis's own figures
-//! (GTX 285 against one core of its 2010 CPU). Writes `<results-dir>/rock4.md` with a
-//! speedup plot.
+//! (GTX 285 against one core of its 2010 CPU). With a GPU also large grids of the heat
+//! equation: the fused stencil stage against the device copy bandwidth of the same run,
+//! and a whole step against the sum of its stages. Writes `<results-dir>/rock4.md` with
+//! a plot.
 
 use serde::Serialize;
 
-use super::plot::{BarChart, BarGroup};
-use super::{markdown_table, table};
+use super::plot::{LineChart, LineSeries};
+use super::{markdown_table, table, time_gpu};
 use crate::error::Result;
-use crate::rock4::problems::{Advection, ReactionAdvectionDiffusion};
-use crate::rock4::{Rock4Options, Rock4Report, StopReason, Threads, cpu};
+use crate::gpu::{Gpu, copy_device};
+use crate::rock4::problems::{Advection, Heat2d, ReactionAdvectionDiffusion};
+use crate::rock4::{
+    DeviceRhs, Rhs, Rock4Options, Rock4Report, StopReason, Threads, cpu, gpu as rgpu,
+};
 
 /// Seed 001, Table 6.4: `(N, CPU s, GPU s)` for the time to `t = 1`.
 pub const THESIS_TABLE_6_4: [(usize, f64, f64); 16] = [
@@ -43,6 +48,8 @@ pub struct Rock4BenchOptions {
     pub advection: Advection,
     /// Timed runs per entry (the median counts).
     pub reps: usize,
+    /// Large heat grids for the GPU (`N x N`).
+    pub large: Vec<usize>,
 }
 
 impl Default for Rock4BenchOptions {
@@ -52,6 +59,7 @@ impl Default for Rock4BenchOptions {
             tol: 1e-6,
             advection: Advection::Forward,
             reps: 3,
+            large: vec![1024, 4096, 8192],
         }
     }
 }
@@ -69,6 +77,8 @@ pub struct Rock4Row {
     pub cpu_single_s: f64,
     /// Seconds on all cores.
     pub cpu_all_s: f64,
+    /// Seconds on the GPU, and its steps (accepted, rejected).
+    pub gpu: Option<(f64, (usize, usize))>,
     /// The thesis's CPU and GPU seconds, where it measured this size.
     pub thesis: Option<(f64, f64)>,
 }
@@ -84,6 +94,27 @@ pub struct Rock4BenchReport {
     pub advection: &'static str,
     /// One row per size.
     pub rows: Vec<Rock4Row>,
+    /// GPU name.
+    pub device: Option<String>,
+    /// Large grids on the GPU.
+    pub large: Vec<LargeRow>,
+}
+
+/// One large heat grid on the GPU.
+#[derive(Debug, Clone, Serialize)]
+pub struct LargeRow {
+    /// Grid points per direction.
+    pub n: usize,
+    /// Device copy bandwidth of this run (read + write of `n^2` f64), GB/s.
+    pub copy_gbps: f64,
+    /// One fused stencil stage (reads `g_{j-1}`, `g_{j-2}`, writes `g_j`), ms.
+    pub stage_ms: f64,
+    /// Its bandwidth (3 `n^2` f64 per stage), GB/s.
+    pub stage_gbps: f64,
+    /// Stages per step of the timed steps.
+    pub stages: usize,
+    /// Wall time of one whole step (fixed step size, controller included), ms.
+    pub step_ms: f64,
 }
 
 fn progress(msg: &str) {
@@ -95,8 +126,8 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Runs the benchmark on the CPU.
-pub fn run(opts: &Rock4BenchOptions) -> Result<Rock4BenchReport> {
+/// Runs the benchmark (the GPU parts where `gpu` is given).
+pub fn run(gpu: Option<&Gpu>, opts: &Rock4BenchOptions) -> Result<Rock4BenchReport> {
     let mut rows = Vec::new();
     for &n in &opts.sizes {
         let p = ReactionAdvectionDiffusion::thesis(n, opts.advection)?;
@@ -118,6 +149,25 @@ pub fn run(opts: &Rock4BenchOptions) -> Result<Rock4BenchReport> {
         progress(&format!("N = {n}"));
         let (single, r) = time(Threads::Single)?;
         let (all, _) = time(Threads::All)?;
+        let gpu_time = match gpu {
+            Some(g) => {
+                let dp = p.on_device(g);
+                let o = Rock4Options::default().rtol(opts.tol).atol(opts.tol);
+                let mut secs = Vec::new();
+                let mut steps = (0, 0);
+                // One untimed run loads the modules.
+                for rep in 0..=opts.reps.max(1) {
+                    let mut y = g.upload(&p.initial())?;
+                    let r = rgpu::integrate(&dp, 0.0, 1.0, &mut y, &o)?;
+                    if rep > 0 {
+                        secs.push(r.seconds);
+                    }
+                    steps = (r.steps_accepted, r.steps_rejected);
+                }
+                Some((median(secs), steps))
+            }
+            None => None,
+        };
         if r.reason != StopReason::Finished {
             progress(&format!(
                 "N = {n}: stopped at t = {} ({:?})",
@@ -130,13 +180,23 @@ pub fn run(opts: &Rock4BenchOptions) -> Result<Rock4BenchReport> {
             max_stages: r.max_stages,
             cpu_single_s: single,
             cpu_all_s: all,
+            gpu: gpu_time,
             thesis: THESIS_TABLE_6_4
                 .iter()
                 .find(|t| t.0 == n)
                 .map(|t| (t.1, t.2)),
         });
     }
+    let mut large = Vec::new();
+    if let Some(g) = gpu {
+        for &n in &opts.large {
+            progress(&format!("large heat grid {n} x {n}"));
+            large.push(large_row(g, n, opts.reps.max(3))?);
+        }
+    }
     Ok(Rock4BenchReport {
+        device: gpu.map(|g| g.name()).transpose()?,
+        large,
         cpu_threads: rayon::current_num_threads(),
         tol: opts.tol,
         advection: match opts.advection {
@@ -144,6 +204,51 @@ pub fn run(opts: &Rock4BenchOptions) -> Result<Rock4BenchReport> {
             Advection::Forward => "forward",
         },
         rows,
+    })
+}
+
+/// Copy bandwidth, one fused stage, and whole steps of fixed size on an `n x n` heat
+/// grid.
+fn large_row(g: &Gpu, n: usize, reps: usize) -> Result<LargeRow> {
+    let heat = Heat2d::new(n, 1.0)?;
+    let dp = heat.on_device(g);
+    let len = n * n;
+    let bytes = (len * size_of::<f64>()) as f64;
+    let src = g.upload(&heat.initial())?;
+    let mut a = g.alloc::<f64>(len)?;
+    let mut b = g.alloc::<f64>(len)?;
+    let mut scratch = g.alloc::<f64>(len)?;
+    let copy = time_gpu(g, 2, reps, || Ok(copy_device(&src, &mut a)?))?;
+    let copy_gbps = copy.gbps(2.0 * bytes);
+    a.copy_from_device(&src)?;
+    b.copy_from_device(&src)?;
+    let stage = time_gpu(g, 2, reps, || {
+        dp.stage_unchecked(
+            0.0,
+            1e-9,
+            0.5,
+            &a.view(..)?,
+            Some(&src.view(..)?),
+            &mut b.view_mut(..)?,
+            &mut scratch.view_mut(..)?,
+        )
+    })?;
+    // A few steps of a fixed size that needs many stages (h rho about 2000).
+    let h = 2000.0 / Rhs::spectral_radius_bound(&heat, 0.0, &[]).unwrap_or(1.0);
+    let steps = 4;
+    let o = Rock4Options::default().fixed_step(h);
+    let mut y = g.upload(&heat.initial())?;
+    rgpu::integrate(&dp, 0.0, h, &mut y, &o)?;
+    let mut y = g.upload(&heat.initial())?;
+    let r = rgpu::integrate(&dp, 0.0, steps as f64 * h, &mut y, &o)?;
+    let taken = r.history.len().max(1);
+    Ok(LargeRow {
+        n,
+        copy_gbps,
+        stage_ms: stage.median_ms,
+        stage_gbps: stage.gbps(3.0 * bytes),
+        stages: r.max_stages,
+        step_ms: r.seconds * 1e3 / taken as f64,
     })
 }
 
@@ -156,6 +261,9 @@ impl Rock4BenchReport {
             "CPU 1 core s",
             "CPU all cores s",
             "all / 1 core",
+            "GPU s",
+            "GPU vs 1 core",
+            "GPU vs all cores",
             "thesis CPU s",
             "thesis GPU s",
             "thesis speedup",
@@ -173,6 +281,14 @@ impl Rock4BenchReport {
                     format!("{:.4}", r.cpu_all_s),
                     format!("{:.1}x", r.cpu_single_s / r.cpu_all_s),
                 ];
+                match r.gpu {
+                    Some((g, _)) => v.extend([
+                        format!("{g:.4}"),
+                        format!("{:.1}x", r.cpu_single_s / g),
+                        format!("{:.1}x", r.cpu_all_s / g),
+                    ]),
+                    None => v.extend(["-", "-", "-"].map(String::from)),
+                }
                 match r.thesis {
                     Some((c, g)) => v.extend([
                         format!("{c:.3}"),
@@ -190,52 +306,101 @@ impl Rock4BenchReport {
 
     fn header(&self) -> String {
         format!(
-            "- problem: seed 001 (5.1), spacing 0.01, N x N interior points, y(., 0) = 1, to t = 1; {} advection differences; rtol = atol = {:e}\n- CPU: one thread, and {} rayon threads; seconds are the median of the runs\n- thesis: Table 6.4 (GTX 285 against one core of its CPU, 2010)\n",
-            self.advection, self.tol, self.cpu_threads
+            "- problem: seed 001 (5.1), spacing 0.01, N x N interior points, y(., 0) = 1, to t = 1; {} advection differences; rtol = atol = {:e}\n- device: {}; CPU: one thread, and {} rayon threads; seconds are the median of the runs (GPU: after one untimed run)\n- thesis: Table 6.4 (GTX 285 against one core of its CPU, 2010)\n",
+            self.advection,
+            self.tol,
+            self.device.as_deref().unwrap_or("none"),
+            self.cpu_threads
         )
     }
+
+    fn large_cells(&self) -> (Vec<&'static str>, Vec<Vec<String>>) {
+        let headers = vec![
+            "N",
+            "copy GB/s",
+            "stage ms",
+            "stage GB/s",
+            "stage % of copy",
+            "stages per step",
+            "step ms",
+            "step / sum of stages",
+        ];
+        let rows = self
+            .large
+            .iter()
+            .map(|r| {
+                vec![
+                    format!("{}^2", r.n),
+                    format!("{:.0}", r.copy_gbps),
+                    format!("{:.4}", r.stage_ms),
+                    format!("{:.0}", r.stage_gbps),
+                    format!("{:.1}", 100.0 * r.stage_gbps / r.copy_gbps),
+                    r.stages.to_string(),
+                    format!("{:.3}", r.step_ms),
+                    format!("{:.3}", r.step_ms / (r.stages as f64 * r.stage_ms)),
+                ]
+            })
+            .collect();
+        (headers, rows)
+    }
+
+    const LARGE_NOTE: &str = "Large grids (GPU): the 2D heat equation (nu = 1), one fused stencil stage (reads g_{j-1} and g_{j-2}, writes g_j: 3 n^2 f64) against the device copy of n^2 f64 in the same run; a whole step of fixed size (h rho = 2000) by wall clock, controller and finishing procedure included, against stages x the fused stage's time.";
 
     /// Plain-text table.
     pub fn to_text(&self) -> String {
         let (h, r) = self.cells();
-        format!("{}\n{}\n", self.header(), table(&h, &r))
+        let mut text = format!("{}\n{}\n", self.header(), table(&h, &r));
+        if !self.large.is_empty() {
+            let (h, r) = self.large_cells();
+            text.push_str(&format!("\n{}\n{}\n", Self::LARGE_NOTE, table(&h, &r)));
+        }
+        text
     }
 
     /// The Markdown file.
     pub fn to_markdown(&self, plot: Option<&str>) -> String {
         let (h, r) = self.cells();
         let img = plot.map_or(String::new(), |p| format!("\n![time to t = 1]({p})\n"));
-        format!(
+        let mut text = format!(
             "# ROCK4, seed 001's Table 6.4\n\nWritten by `ferrocuda bench rock4`; do not edit by hand.\n\n{}\n{}\n{img}",
             self.header(),
             markdown_table(&h, &r)
-        )
+        );
+        if !self.large.is_empty() {
+            let (h, r) = self.large_cells();
+            text.push_str(&format!(
+                "\n## Large grids\n\n{}\n\n{}\n",
+                Self::LARGE_NOTE,
+                markdown_table(&h, &r)
+            ));
+        }
+        text
     }
 
-    /// Seconds to `t = 1` per grid size: this run's CPU paths and the thesis's columns.
-    pub fn chart(&self) -> BarChart {
-        BarChart {
-            title: "ROCK4 to t = 1, seed 001 problem (5.1)".into(),
-            y_label: "seconds".into(),
-            series: vec![
-                "CPU 1 core".into(),
-                "CPU all cores".into(),
-                "thesis CPU (2010)".into(),
-                "thesis GPU (GTX 285)".into(),
-            ],
-            groups: self
+    /// Seconds to `t = 1` against `N` (log scale): this run's CPU and GPU paths and the
+    /// thesis's columns.
+    pub fn chart(&self) -> LineChart {
+        let series = |name: &str, f: &dyn Fn(&Rock4Row) -> Option<f64>| LineSeries {
+            name: name.into(),
+            points: self
                 .rows
                 .iter()
-                .map(|r| BarGroup {
-                    label: format!("N={}", r.n),
-                    values: vec![
-                        Some(r.cpu_single_s),
-                        Some(r.cpu_all_s),
-                        r.thesis.map(|t| t.0),
-                        r.thesis.map(|t| t.1),
-                    ],
-                })
+                .filter_map(|r| f(r).filter(|&v| v > 0.0).map(|v| (r.n as f64, v)))
                 .collect(),
+        };
+        let gpu = self.device.clone().unwrap_or_else(|| "GPU".into());
+        LineChart {
+            title: "ROCK4 to t = 1 on seed 001's problem (5.1)".into(),
+            x_label: "N (N x N grid)".into(),
+            y_label: "seconds".into(),
+            log_y: true,
+            series: vec![
+                series("CPU, 1 core", &|r| Some(r.cpu_single_s)),
+                series("CPU, all cores", &|r| Some(r.cpu_all_s)),
+                series(&gpu, &|r| r.gpu.map(|g| g.0)),
+                series("thesis CPU (2010)", &|r| r.thesis.map(|t| t.0)),
+                series("thesis GTX 285", &|r| r.thesis.map(|t| t.1)),
+            ],
             reference_line: None,
         }
     }
@@ -252,7 +417,7 @@ mod tests {
             reps: 1,
             ..Default::default()
         };
-        let r = run(&opts).expect("bench");
+        let r = run(None, &opts).expect("bench");
         assert_eq!(r.rows.len(), 2);
         assert_eq!(r.rows[0].thesis, Some((0.051, 0.137)));
         assert_eq!(r.rows[1].thesis, None);

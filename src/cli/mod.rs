@@ -381,7 +381,11 @@ pub fn run(cli: Cli) -> Result<()> {
             if !sizes.is_empty() {
                 opts.sizes = sizes;
             }
-            let report = run(&opts)?;
+            let (gpu, skipped) = open_gpu(cli.device)?;
+            if let Some(why) = skipped {
+                eprintln!("[bench rock4] GPU part skipped: {why}");
+            }
+            let report = run(gpu.as_ref(), &opts)?;
             let png = results_dir.join("rock4.png");
             report.chart().write_png(&png, 1280, 640)?;
             write_file(
