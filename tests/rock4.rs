@@ -319,8 +319,9 @@ fn gershgorin_restores_the_dropped_term() {
 
 #[test]
 fn one_thread_and_all_cores_give_the_same_bits() {
-    // n = 200^2 spans several rayon chunks.
-    let p = ReactionAdvectionDiffusion::thesis(200, Advection::Central).unwrap();
+    // n = 400^2 spans several rayon chunks and is above the size the CPU path runs in
+    // parallel from.
+    let p = ReactionAdvectionDiffusion::thesis(400, Advection::Central).unwrap();
     let run = |threads| {
         let mut y = p.initial();
         let opts = Rock4Options::default()
@@ -334,7 +335,7 @@ fn one_thread_and_all_cores_give_the_same_bits() {
     let (ya, ra) = run(Threads::All);
     assert_eq!(r1.history, ra.history);
     assert!(y1.iter().zip(&ya).all(|(a, b)| a.to_bits() == b.to_bits()));
-    let heat = Heat2d::new(130, 1.0).unwrap();
+    let heat = Heat2d::new(380, 1.0).unwrap();
     let opts = Rock4Options::default().spectral_radius(SpectralRadius::PowerIteration);
     let (mut a, mut b) = (heat.initial(), heat.initial());
     let ra = cpu::integrate(

@@ -113,20 +113,32 @@ fn shift_chunk[](scale: f64, y: &[f64], a: &[f64], b: &[f64], out: &mut [f64]) {
 }
 }
 
+/// Vectors shorter than this run their chunks on the calling thread: a stage over a
+/// few chunks costs less than waking the pool (measured in run 35: all cores were
+/// slower than one for N = 144..240). Same chunks either way, so the same bits.
+pub(crate) const PARALLEL_FROM: usize = 8 * CHUNK;
+
 /// `f(range, chunk)` over `out` in chunks of [`CHUNK`].
 fn par_map(out: &mut [f64], f: impl Fn(Range<usize>, &mut [f64]) + Sync) {
-    out.par_chunks_mut(CHUNK).enumerate().for_each(|(i, c)| {
+    let each = |(i, c): (usize, &mut [f64])| {
         let lo = i * CHUNK;
         f(lo..lo + c.len(), c)
-    });
+    };
+    if out.len() < PARALLEL_FROM {
+        out.chunks_mut(CHUNK).enumerate().for_each(each);
+    } else {
+        out.par_chunks_mut(CHUNK).enumerate().for_each(each);
+    }
 }
 
 /// `sum_chunks f(range)`, the chunk sums added in order.
 fn par_sum(n: usize, f: impl Fn(Range<usize>) -> f64 + Sync) -> f64 {
-    let parts: Vec<f64> = (0..n.div_ceil(CHUNK))
-        .into_par_iter()
-        .map(|i| f(i * CHUNK..n.min((i + 1) * CHUNK)))
-        .collect();
+    let part = |i: usize| f(i * CHUNK..n.min((i + 1) * CHUNK));
+    let parts: Vec<f64> = if n < PARALLEL_FROM {
+        (0..n.div_ceil(CHUNK)).map(part).collect()
+    } else {
+        (0..n.div_ceil(CHUNK)).into_par_iter().map(part).collect()
+    };
     parts.into_iter().fold(0.0, |a, b| a + b)
 }
 

@@ -99,9 +99,12 @@ impl Stencil {
         crate::error::check_len("rock4 rhs", "y", n, y.len())?;
         crate::error::check_len("rock4 rhs", "dy", n, dy.len())?;
         let rows = (CHUNK / self.nx).max(1);
-        dy.par_chunks_mut(rows * self.nx)
-            .enumerate()
-            .for_each(|(b, c)| rows_chunk(self, y, c, b * rows));
+        let each = |(b, c): (usize, &mut [f64])| rows_chunk(self, y, c, b * rows);
+        if n < super::cpu::PARALLEL_FROM {
+            dy.chunks_mut(rows * self.nx).enumerate().for_each(each);
+        } else {
+            dy.par_chunks_mut(rows * self.nx).enumerate().for_each(each);
+        }
         Ok(())
     }
 }
