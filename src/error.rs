@@ -75,6 +75,25 @@ impl Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// `Err(DimensionMismatch)` unless `found == expected`.
+/// `Err(WrongDevice)` unless `b` is the device of `a` (operand `what` of `op`).
+pub(crate) fn check_device(
+    op: &'static str,
+    what: &'static str,
+    a: &crate::gpu::Gpu,
+    b: &crate::gpu::Gpu,
+) -> Result<()> {
+    if a.same_device(b) {
+        Ok(())
+    } else {
+        Err(Error::WrongDevice {
+            op,
+            what,
+            expected: a.ordinal(),
+            found: b.ordinal(),
+        })
+    }
+}
+
 pub(crate) fn check_len(
     op: &'static str,
     what: &'static str,

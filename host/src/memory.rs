@@ -186,24 +186,10 @@ impl Gpu {
 impl<T: Pod> DeviceBuffer<T> {
     /// Copies `data` (same length) into the buffer. Returns once `data` may be reused.
     pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
-        if data.len() != self.len {
-            return Err(Error::DimensionMismatch {
-                op: "copy_from_host",
-                what: "host slice",
-                expected: self.len,
-                found: data.len(),
-            });
-        }
-        if self.len == 0 {
-            return Ok(());
-        }
-        let gpu = &self.gpu;
-        gpu.bind()?;
-        // SAFETY: lengths checked; pageable sources are staged before the call returns,
-        // and we synchronise so pinned ones are safe too.
-        unsafe { result::memcpy_htod_async(self.mem.ptr, data, gpu.cu_stream()) }
-            .map_err(|e| gpu.after_kernel("cuMemcpyHtoDAsync", e))?;
-        gpu.synchronize()
+        // SAFETY: the synchronisation below makes any source safe to reuse, pinned ones
+        // included.
+        unsafe { self.queue_htod("copy_from_host", data)? };
+        self.gpu.synchronize()
     }
 
     /// [`copy_from_host`](Self::copy_from_host) without waiting for the copy: it is
@@ -217,9 +203,20 @@ impl<T: Pod> DeviceBuffer<T> {
     /// would instead be read when the stream reaches the copy, so it would have to stay
     /// unchanged until then.
     pub unsafe fn copy_from_host_staged(&mut self, data: &[T]) -> Result<()> {
+        // SAFETY: the caller guarantees a pageable source, which the driver copies to
+        // staging memory before this returns.
+        unsafe { self.queue_htod("copy_from_host_staged", data) }
+    }
+
+    /// Queues the copy of `data` (same length) into the buffer on its stream.
+    ///
+    /// # Safety
+    /// `data` must stay valid and unchanged until the stream has run the copy (always
+    /// true for pageable memory, which the driver stages before returning).
+    unsafe fn queue_htod(&mut self, op: &'static str, data: &[T]) -> Result<()> {
         if data.len() != self.len {
             return Err(Error::DimensionMismatch {
-                op: "copy_from_host_staged",
+                op,
                 what: "host slice",
                 expected: self.len,
                 found: data.len(),
@@ -230,8 +227,7 @@ impl<T: Pod> DeviceBuffer<T> {
         }
         let gpu = &self.gpu;
         gpu.bind()?;
-        // SAFETY: lengths checked; the caller guarantees a pageable source, which the
-        // driver copies to staging memory before this returns.
+        // SAFETY: lengths checked; the source's lifetime is the caller's promise.
         unsafe { result::memcpy_htod_async(self.mem.ptr, data, gpu.cu_stream()) }
             .map_err(|e| gpu.after_kernel("cuMemcpyHtoDAsync", e))
     }

@@ -8,20 +8,7 @@ use ferrocuda_host::{DeviceSlice, DeviceSliceMut, Gpu, LaunchConfig, arg};
 use ferrocuda_kernels::blas1::{BLOCK, MULTI_DOT_CHUNK, reduction_blocks};
 
 use super::Element;
-use crate::error::{Error, Result, check_len};
-
-fn check_device(op: &'static str, what: &'static str, a: &Gpu, b: &Gpu) -> Result<()> {
-    if a.same_device(b) {
-        Ok(())
-    } else {
-        Err(Error::WrongDevice {
-            op,
-            what,
-            expected: a.ordinal(),
-            found: b.ordinal(),
-        })
-    }
-}
+use crate::error::{Error, Result, check_device, check_len};
 
 /// Shared memory of one block-wide reduction of `T`.
 fn reduce_shared<T>() -> u32 {

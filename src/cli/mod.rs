@@ -230,6 +230,23 @@ pub fn main() -> i32 {
     }
 }
 
+/// Whether a Matrix Market file's banner says `complex` (errors name `op` and the file).
+fn is_complex(op: &'static str, path: &std::path::Path) -> Result<bool> {
+    use std::io::BufRead;
+    let err = |e: std::io::Error| crate::Error::InvalidArgument {
+        op,
+        reason: format!("{}: {e}", path.display()),
+    };
+    let mut banner = String::new();
+    std::io::BufReader::new(std::fs::File::open(path).map_err(err)?)
+        .read_line(&mut banner)
+        .map_err(err)?;
+    Ok(banner
+        .to_ascii_lowercase()
+        .split_whitespace()
+        .any(|w| w == "complex"))
+}
+
 /// Writes `text` to stdout; a closed pipe is not an error (the reader has what it
 /// wanted), any other failure is reported on stderr.
 fn write_stdout(text: &str) {

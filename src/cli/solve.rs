@@ -40,7 +40,7 @@
 //!   0 by default.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter};
+use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -286,25 +286,13 @@ fn invalid(reason: String) -> Error {
     }
 }
 
-/// Whether a Matrix Market file's banner says `complex`.
-fn is_complex(path: &Path) -> Result<bool> {
-    let f = File::open(path).map_err(|e| file_error(path, e))?;
-    let mut banner = String::new();
-    BufReader::new(f)
-        .read_line(&mut banner)
-        .map_err(|e| file_error(path, e))?;
-    Ok(banner
-        .to_ascii_lowercase()
-        .split_whitespace()
-        .any(|w| w == "complex"))
-}
-
 /// Runs `ferrocuda solve` on GPU `ordinal` (where `--device gpu`): solves, writes `--out`,
 /// prints progress and the warning for non-convergence to stderr; returns the report.
 pub fn run(args: &SolveArgs, ordinal: usize) -> Result<SolveReport> {
-    let mut complex = is_complex(&args.matrix)? || is_complex(&args.rhs)?;
+    let mut complex =
+        super::is_complex("solve", &args.matrix)? || super::is_complex("solve", &args.rhs)?;
     if let Some(x0) = &args.x0 {
-        complex |= is_complex(x0)?;
+        complex |= super::is_complex("solve", x0)?;
     }
     let report = if complex {
         run_typed::<Complex<f64>>(args, ordinal)?

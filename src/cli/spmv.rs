@@ -8,7 +8,7 @@
 //! first, then renamed), so a failed run leaves an existing `--out` untouched.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter};
+use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
@@ -86,22 +86,9 @@ fn file_error(path: &Path, e: impl std::fmt::Display) -> Error {
     }
 }
 
-/// Whether a Matrix Market file's banner says `complex`.
-fn is_complex(path: &Path) -> Result<bool> {
-    let f = File::open(path).map_err(|e| file_error(path, e))?;
-    let mut banner = String::new();
-    BufReader::new(f)
-        .read_line(&mut banner)
-        .map_err(|e| file_error(path, e))?;
-    Ok(banner
-        .to_ascii_lowercase()
-        .split_whitespace()
-        .any(|w| w == "complex"))
-}
-
 /// Runs `ferrocuda spmv`; returns a one-line summary.
 pub fn run(args: &SpmvArgs, ordinal: usize) -> Result<String> {
-    if is_complex(&args.matrix)? || is_complex(&args.x)? {
+    if super::is_complex("spmv", &args.matrix)? || super::is_complex("spmv", &args.x)? {
         run_typed::<Complex<f64>>(args, ordinal)
     } else {
         run_typed::<f64>(args, ordinal)

@@ -29,22 +29,9 @@ use super::coeffs::Degree;
 use super::driver::{self, SQRTU, UROUND};
 use super::{DeviceRhs, Rock4Options, Rock4Report, SpectralRadius};
 use crate::blas1::gpu as b1;
-use crate::error::{Error, Result, check_len};
+use crate::error::{Error, Result, check_device, check_len};
 
 const OP: &str = "rock4::gpu::integrate";
-
-fn check_device(op: &'static str, what: &'static str, a: &Gpu, b: &Gpu) -> Result<()> {
-    if a.same_device(b) {
-        Ok(())
-    } else {
-        Err(Error::WrongDevice {
-            op,
-            what,
-            expected: a.ordinal(),
-            found: b.ordinal(),
-        })
-    }
-}
 
 /// Launches an element-wise grid-stride kernel over `n > 0` elements.
 ///
