@@ -78,6 +78,17 @@ pub fn time_gpu(
     Ok(Stats::from_samples(samples))
 }
 
+/// The device copy ceiling: median bandwidth (GB/s, read + write bytes) of a
+/// device-to-device copy (`cuMemcpyDtoD`) of `bytes` bytes, measured now on `gpu`. Every
+/// benchmark reports its GPU figures as a fraction of this, taken in the same run.
+pub fn copy_ceiling_gbps(gpu: &Gpu, bytes: usize, reps: usize) -> Result<f64> {
+    let elems = bytes.div_ceil(size_of::<u32>()).max(1);
+    let src = gpu.alloc_zeroed::<u32>(elems)?;
+    let mut dst = gpu.alloc::<u32>(elems)?;
+    let stats = time_gpu(gpu, 2, reps, || Ok(crate::gpu::copy_device(&src, &mut dst)?))?;
+    Ok(stats.gbps(2.0 * (elems * size_of::<u32>()) as f64))
+}
+
 /// Times `f` on the host clock after `warmup` untimed runs.
 pub fn time_cpu<R>(warmup: usize, reps: usize, mut f: impl FnMut() -> R) -> Stats {
     for _ in 0..warmup {
