@@ -5,6 +5,7 @@ pub mod blas1;
 pub mod gmres;
 pub mod peer;
 pub mod plot;
+pub mod rng;
 pub mod rock4;
 pub mod spmv;
 pub mod spmv_thesis;
