@@ -77,6 +77,7 @@ fn gpu_streams_match_cpu_streams_bit_for_bit() {
         (33, 32, 2),
         (65, 64, 2),
         (200, 88, 1),
+        (300, 93, 1),
         (257, 64, 3),
     ] {
         let streams = jump::streams(&base, count, 50).unwrap();

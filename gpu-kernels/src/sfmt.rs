@@ -294,6 +294,7 @@ mod kernels {
     ) {
         const N: usize = N19937;
         const POS1: usize = SFMT19937.pos1;
+        const { assert!(N % 2 == 0 && (N - POS1) % 2 == 0) };
         let s = global_index();
         if s >= n_streams {
             return;
@@ -308,27 +309,39 @@ mod kernels {
             }
             let mut c = (*sh.add((N - 2) * tb + t)).0;
             let mut d = (*sh.add((N - 1) * tb + t)).0;
+            // Two words per iteration, and the four loads of the next pair issued before
+            // this pair is computed and stored (software pipelining, so the shared-memory
+            // latency overlaps the arithmetic). Legal because no slot the next pair reads
+            // is one this pair writes: N - POS1 and N are even, the first region reads
+            // `b` slots >= POS1 + 2 > i + 1, the second reads slots i + 2 + POS1 - N
+            // written 32 steps before, and the next block's first pair reads slots 0, 1,
+            // POS1, POS1 + 1, all written earlier in this pass.
+            let w = |i: usize| sh.add(i * tb + t);
+            let load = |i: usize| {
+                let (b0, b1) = if i < N - POS1 {
+                    (i + POS1, i + 1 + POS1)
+                } else {
+                    (i + POS1 - N, i + 1 + POS1 - N)
+                };
+                ((*w(i)).0, (*w(b0)).0, (*w(i + 1)).0, (*w(b1)).0)
+            };
             let mut j = 0;
+            let mut cur = load(0);
             for _ in 0..blocks {
-                for i in 0..N - POS1 {
-                    let a = (*sh.add(i * tb + t)).0;
-                    let b = (*sh.add((i + POS1) * tb + t)).0;
-                    let r = recursion(&SFMT19937, a, b, c, d);
-                    *sh.add(i * tb + t) = A16(r);
-                    emit(j, r);
-                    j += 1;
-                    c = d;
-                    d = r;
-                }
-                for i in N - POS1..N {
-                    let a = (*sh.add(i * tb + t)).0;
-                    let b = (*sh.add((i + POS1 - N) * tb + t)).0;
-                    let r = recursion(&SFMT19937, a, b, c, d);
-                    *sh.add(i * tb + t) = A16(r);
-                    emit(j, r);
-                    j += 1;
-                    c = d;
-                    d = r;
+                let mut i = 0;
+                while i < N {
+                    let next = load(if i + 2 < N { i + 2 } else { 0 });
+                    let r0 = recursion(&SFMT19937, cur.0, cur.1, c, d);
+                    let r1 = recursion(&SFMT19937, cur.2, cur.3, d, r0);
+                    *w(i) = A16(r0);
+                    *w(i + 1) = A16(r1);
+                    emit(j, r0);
+                    emit(j + 1, r1);
+                    j += 2;
+                    c = r0;
+                    d = r1;
+                    cur = next;
+                    i += 2;
                 }
             }
             for i in 0..N {

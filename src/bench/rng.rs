@@ -28,7 +28,8 @@ pub struct RngBenchOptions {
     pub large_log2: u32,
     /// Timed repetitions per measurement.
     pub reps: usize,
-    /// Threads (= streams) per block of the SFMT kernel to compare.
+    /// Threads (= streams) per block of the SFMT kernel to compare (0: the default,
+    /// `rng::gpu::default_threads`).
     pub threads: Vec<u32>,
     /// Generators of the Table 5.3 setup (1536^2).
     pub thesis_generators: usize,
@@ -43,7 +44,7 @@ impl Default for RngBenchOptions {
         RngBenchOptions {
             large_log2: 30,
             reps: 10,
-            threads: vec![32, 64, 88],
+            threads: vec![64, 0],
             thesis_generators: 1536 * 1536,
             thesis_mul: 8,
             cpu: true,
@@ -115,9 +116,18 @@ fn make_streams(n: usize) -> Result<Vec<Sfmt>> {
 /// shared memory holds.
 fn streams_for(gpu: &Gpu, threads: u32) -> Result<usize> {
     let info = gpu.info()?;
-    let per_block = threads as usize * 156 * 16 + 1024;
+    let per_block = threads as usize * crate::rng::gpu::SHARED_PER_STREAM + 1024;
     let per_sm = (info.shared_memory_per_multiprocessor as usize / per_block).max(1);
     Ok(info.multiprocessors as usize * per_sm * threads as usize)
+}
+
+/// `0` means the default threads per block.
+fn resolve(gpu: &Gpu, threads: u32) -> Result<u32> {
+    if threads == 0 {
+        crate::rng::gpu::default_threads(gpu)
+    } else {
+        Ok(threads)
+    }
 }
 
 /// Runs the benchmark on `gpu`.
@@ -166,7 +176,7 @@ pub fn run(gpu: &Gpu, opts: &RngBenchOptions) -> Result<RngBenchReport> {
     let max_streams = opts
         .threads
         .iter()
-        .map(|&t| streams_for(gpu, t))
+        .map(|&t| streams_for(gpu, resolve(gpu, t)?))
         .collect::<Result<Vec<_>>>()?
         .into_iter()
         .max()
@@ -175,6 +185,7 @@ pub fn run(gpu: &Gpu, opts: &RngBenchOptions) -> Result<RngBenchReport> {
     let all = make_streams(max_streams)?;
     drop(buf);
     for &threads in &opts.threads {
+        let threads = resolve(gpu, threads)?;
         let ns = streams_for(gpu, threads)?;
         let blocks = n.div_ceil(ns * 624);
         let mut dev = SfmtStreams::new(gpu, &all[..ns])?.with_threads(threads)?;
@@ -232,7 +243,7 @@ pub fn run(gpu: &Gpu, opts: &RngBenchOptions) -> Result<RngBenchReport> {
     }
     drop(out);
     {
-        let threads = crate::rng::gpu::DEFAULT_THREADS;
+        let threads = crate::rng::gpu::default_threads(gpu)?;
         let ns = streams_for(gpu, threads)?.min(all.len());
         let blocks = count.div_ceil(ns * 624);
         let mut dev = SfmtStreams::new(gpu, &all[..ns])?;

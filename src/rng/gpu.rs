@@ -40,9 +40,19 @@ use super::cpu::check_streams;
 use super::{Mexp, Sfmt, W128};
 use crate::error::{Error, Result, check_device, check_len};
 
-/// Threads (= streams) per block of the stream kernels unless set otherwise: 64 threads
-/// use 156 KiB of shared memory, one block per SM.
-pub const DEFAULT_THREADS: u32 = 64;
+/// Shared memory per thread (= stream) of the stream kernels: 156 words of 16 bytes.
+pub const SHARED_PER_STREAM: usize = N19937 * 16;
+
+/// The default threads (= streams) per block: as many as one block's opt-in shared memory
+/// and one SM's shared memory hold (93 on an H100: 232 KB; 65 on an A100), so that
+/// each SM runs as many streams as it can.
+pub fn default_threads(gpu: &Gpu) -> Result<u32> {
+    let info = gpu.info()?;
+    let block = info.shared_memory_per_block_optin.max(0) as usize / SHARED_PER_STREAM;
+    let sm = (info.shared_memory_per_multiprocessor.max(0) as usize).saturating_sub(1024)
+        / SHARED_PER_STREAM;
+    Ok(block.min(sm).clamp(1, 1024) as u32)
+}
 
 /// SFMT19937 streams resident on one device.
 pub struct SfmtStreams {
@@ -77,13 +87,13 @@ impl SfmtStreams {
         Ok(SfmtStreams {
             gpu: gpu.clone(),
             n_streams: ns,
-            threads: DEFAULT_THREADS,
+            threads: default_threads(gpu)?,
             state: gpu.upload(&packed)?,
         })
     }
 
-    /// Sets the threads (streams) per block, `1..=` what the device's shared memory
-    /// allows (`threads * 2496` bytes). Errors: 0 or more than 1024.
+    /// Sets the threads (streams) per block (default [`default_threads`]); the launch
+    /// needs `threads * 2496` bytes of shared memory. Errors: 0 or more than 1024.
     pub fn with_threads(mut self, threads: u32) -> Result<SfmtStreams> {
         if threads == 0 || threads > 1024 {
             return Err(Error::InvalidArgument {
@@ -93,6 +103,11 @@ impl SfmtStreams {
         }
         self.threads = threads;
         Ok(self)
+    }
+
+    /// Threads (streams) per block.
+    pub fn threads(&self) -> u32 {
+        self.threads
     }
 
     /// Number of streams.
@@ -143,7 +158,7 @@ impl SfmtStreams {
         if blocks == 0 {
             return Ok(());
         }
-        let shared = self.threads as usize * N19937 * 16;
+        let shared = self.threads as usize * SHARED_PER_STREAM;
         crate::sparse::gpu_thesis::opt_in_shared(out.gpu(), kernel, shared)?;
         let grid = self.n_streams.div_ceil(self.threads as usize) as u32;
         let cfg = LaunchConfig::blocks(grid, self.threads).with_shared_bytes(shared as u32);
