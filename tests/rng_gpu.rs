@@ -9,7 +9,7 @@ mod common;
 
 use common::gpu_or_skip;
 use ferrocuda::gpu::DeviceSlice;
-use ferrocuda::rng::gpu::{SfmtStreams, amd_normals};
+use ferrocuda::rng::gpu::{SfmtStreams, amd_normals, max_threads};
 use ferrocuda::rng::{Mexp, Sfmt, amd_normals_cpu, cpu, jump};
 
 const POISON_U32: u32 = 0xDEAD_BEEF;
@@ -77,7 +77,7 @@ fn gpu_streams_match_cpu_streams_bit_for_bit() {
         (33, 32, 2),
         (65, 64, 2),
         (200, 88, 1),
-        (300, 93, 1),
+        (300, max_threads(&gpu).unwrap(), 1),
         (257, 64, 3),
     ] {
         let streams = jump::streams(&base, count, 50).unwrap();
@@ -198,9 +198,15 @@ fn gpu_bad_input_is_an_error() {
     );
     assert!(SfmtStreams::new(&gpu, &[]).is_err(), "no streams");
     assert!(
-        SfmtStreams::new(&gpu, &[s])
+        SfmtStreams::new(&gpu, std::slice::from_ref(&s))
             .unwrap()
             .with_threads(0)
+            .is_err()
+    );
+    assert!(
+        SfmtStreams::new(&gpu, std::slice::from_ref(&s))
+            .unwrap()
+            .with_threads(max_threads(&gpu).unwrap() + 1)
             .is_err()
     );
     let seeds = gpu.upload(&[1u32, 2, 3]).unwrap();

@@ -28,8 +28,8 @@ pub struct RngBenchOptions {
     pub large_log2: u32,
     /// Timed repetitions per measurement.
     pub reps: usize,
-    /// Threads (= streams) per block of the SFMT kernel to compare (0: the default,
-    /// `rng::gpu::default_threads`).
+    /// Threads (= streams) per block of the SFMT kernel to compare (0: the most that
+    /// fit, `rng::gpu::max_threads`).
     pub threads: Vec<u32>,
     /// Generators of the Table 5.3 setup (1536^2).
     pub thesis_generators: usize,
@@ -44,7 +44,7 @@ impl Default for RngBenchOptions {
         RngBenchOptions {
             large_log2: 30,
             reps: 10,
-            threads: vec![64, 0],
+            threads: vec![32, 64, 80, 88, 0],
             thesis_generators: 1536 * 1536,
             thesis_mul: 8,
             cpu: true,
@@ -121,10 +121,10 @@ fn streams_for(gpu: &Gpu, threads: u32) -> Result<usize> {
     Ok(info.multiprocessors as usize * per_sm * threads as usize)
 }
 
-/// `0` means the default threads per block.
+/// `0` means the most threads per block that fit.
 fn resolve(gpu: &Gpu, threads: u32) -> Result<u32> {
     if threads == 0 {
-        crate::rng::gpu::default_threads(gpu)
+        crate::rng::gpu::max_threads(gpu)
     } else {
         Ok(threads)
     }

@@ -43,10 +43,9 @@ use crate::error::{Error, Result, check_device, check_len};
 /// Shared memory per thread (= stream) of the stream kernels: 156 words of 16 bytes.
 pub const SHARED_PER_STREAM: usize = N19937 * 16;
 
-/// The default threads (= streams) per block: as many as one block's opt-in shared memory
-/// and one SM's shared memory hold (93 on an H100: 232 KB; 65 on an A100), so that
-/// each SM runs as many streams as it can.
-pub fn default_threads(gpu: &Gpu) -> Result<u32> {
+/// Most threads (= streams) per block whose shared memory fits one block's opt-in limit
+/// and one SM (93 on an H100, 65 on an A100).
+pub fn max_threads(gpu: &Gpu) -> Result<u32> {
     let info = gpu.info()?;
     let block = info.shared_memory_per_block_optin.max(0) as usize / SHARED_PER_STREAM;
     let sm = (info.shared_memory_per_multiprocessor.max(0) as usize).saturating_sub(1024)
@@ -54,11 +53,19 @@ pub fn default_threads(gpu: &Gpu) -> Result<u32> {
     Ok(block.min(sm).clamp(1, 1024) as u32)
 }
 
+/// The default threads (= streams) per block: 64, or [`max_threads`] where fewer fit.
+/// On the H100 (runs 1-2 of docs/notes/gpu-runs-rng.md) 64 threads with one block per SM
+/// wrote faster than 88 or 93.
+pub fn default_threads(gpu: &Gpu) -> Result<u32> {
+    Ok(max_threads(gpu)?.min(64))
+}
+
 /// SFMT19937 streams resident on one device.
 pub struct SfmtStreams {
     gpu: Gpu,
     n_streams: usize,
     threads: u32,
+    max_threads: u32,
     state: DeviceBuffer<u32>,
 }
 
@@ -88,17 +95,22 @@ impl SfmtStreams {
             gpu: gpu.clone(),
             n_streams: ns,
             threads: default_threads(gpu)?,
+            max_threads: max_threads(gpu)?,
             state: gpu.upload(&packed)?,
         })
     }
 
     /// Sets the threads (streams) per block (default [`default_threads`]); the launch
-    /// needs `threads * 2496` bytes of shared memory. Errors: 0 or more than 1024.
+    /// needs `threads * 2496` bytes of shared memory. Errors: 0 or more than
+    /// [`max_threads`].
     pub fn with_threads(mut self, threads: u32) -> Result<SfmtStreams> {
-        if threads == 0 || threads > 1024 {
+        if threads == 0 || threads > self.max_threads {
             return Err(Error::InvalidArgument {
                 op: "rng::gpu::SfmtStreams::with_threads",
-                reason: format!("{threads} threads per block (1..=1024)"),
+                reason: format!(
+                    "{threads} threads per block: 1..={} fit this device's shared memory",
+                    self.max_threads
+                ),
             });
         }
         self.threads = threads;
@@ -159,7 +171,11 @@ impl SfmtStreams {
             return Ok(());
         }
         let shared = self.threads as usize * SHARED_PER_STREAM;
-        crate::sparse::gpu_thesis::opt_in_shared(out.gpu(), kernel, shared)?;
+        // The attribute belongs to the function, shared by every thread of the process:
+        // always the same value (room for the largest block), so concurrent launches
+        // with other block sizes cannot lower it under this one.
+        let limit = self.max_threads as usize * SHARED_PER_STREAM;
+        crate::sparse::gpu_thesis::opt_in_shared(out.gpu(), kernel, limit)?;
         let grid = self.n_streams.div_ceil(self.threads as usize) as u32;
         let cfg = LaunchConfig::blocks(grid, self.threads).with_shared_bytes(shared as u32);
         let (ns, sp, op_) = (self.n_streams, self.state.device_ptr(), out.device_ptr());
