@@ -53,11 +53,11 @@ pub fn max_threads(gpu: &Gpu) -> Result<u32> {
     Ok(block.min(sm).clamp(1, 1024) as u32)
 }
 
-/// The default threads (= streams) per block: 64, or [`max_threads`] where fewer fit.
-/// On the H100 (runs 1-2 of docs/notes/gpu-runs-rng.md) 64 threads with one block per SM
-/// wrote faster than 88 or 93.
+/// The default threads (= streams) per block: 80, or [`max_threads`] where fewer fit.
+/// On the H100 (run 3 of docs/notes/gpu-runs-rng.md, one block per SM) 80 threads wrote
+/// fastest: 32, 64, 80, 88, 93 threads gave 84, 86, 94, 90, 58 % of the write ceiling.
 pub fn default_threads(gpu: &Gpu) -> Result<u32> {
-    Ok(max_threads(gpu)?.min(64))
+    Ok(max_threads(gpu)?.min(80))
 }
 
 /// SFMT19937 streams resident on one device.
