@@ -26,7 +26,7 @@
 //! let mut out = gpu.alloc::<u32>(dev.len_u32(2))?;
 //! dev.fill_u32(2, &mut out)?;
 //! let mut host = streams.clone();
-//! let mut want = vec![0u32; out.len()];
+//! let mut want = vec![0u32; dev.len_u32(2)];
 //! cpu::fill_u32(&mut host, 2, &mut want)?;
 //! assert_eq!(out.download()?, want);
 //! # Ok::<(), ferrocuda::Error>(())
