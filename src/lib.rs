@@ -10,6 +10,7 @@
 //! | [`blas1`] | yes | yes | fill, scal, axpy, axpby, copy, dot, nrm2, multi-dot; f32, f64, c32, c64 |
 //! | [`sparse`] | yes | not yet | COO, CSR, BCSR, ELL, BELL, block-stencil formats; converters; Matrix Market I/O; test-case generator; SpMV |
 //! | [`rock4`] | yes | yes | ROCK4 stabilized explicit RK (order 4) with step control; 2D heat and reaction-advection-diffusion test problems |
+//! | [`rng`] | yes | yes | SFMT19937/607 bit-exact (init_gen_rand, init_by_array), jump-ahead streams, uniform and Box-Muller transforms, the seed's "amd" scheme |
 //!
 //! Without a CUDA driver or device everything on the CPU works, and [`gpu::open`]
 //! returns an error for which [`Error::is_no_device`] is true.
@@ -24,6 +25,7 @@ mod error;
 pub mod gpu;
 pub mod kernels;
 pub mod krylov;
+pub mod rng;
 pub mod rock4;
 pub mod sparse;
 pub mod tour;

@@ -46,6 +46,7 @@ pub fn run(gpu: Option<&Gpu>, gpu_skipped: Option<String>) -> Result<TourReport>
     spmv_steps(gpu, &mut rows)?;
     gmres_steps(gpu, &mut rows)?;
     rock4_steps(gpu, &mut rows)?;
+    rng_steps(gpu, &mut rows)?;
     Ok(TourReport {
         device: gpu.map(|g| g.name()).transpose()?,
         gpu_skipped,
@@ -250,6 +251,42 @@ fn rock4_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
         problem: format!(
             "heat 255^2 to t = 0.01, {} steps, max error vs exact {err:.1e}",
             r.steps_accepted
+        ),
+        cpu_ms,
+        gpu_ms,
+        speedup: gpu_ms.map(|g| cpu_ms / g),
+        gpu_vs_cpu: diff,
+    });
+    Ok(())
+}
+
+fn rng_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
+    use crate::rng::{Mexp, Sfmt, cpu as rcpu, gpu::SfmtStreams, jump};
+    const STREAMS: usize = 256;
+    const BLOCKS: usize = 32;
+    let streams = jump::streams(&Sfmt::new(Mexp::M19937, 1234), STREAMS, 64)?;
+    let mut want = vec![0u32; STREAMS * BLOCKS * 624];
+    let cpu_ms = time_cpu(0, 3, || {
+        let mut s = streams.clone();
+        rcpu::fill_u32(&mut s, BLOCKS, &mut want)
+    })
+    .median_ms;
+    let (mut gpu_ms, mut diff) = (None, None);
+    if let Some(g) = gpu {
+        let mut dev = SfmtStreams::new(g, &streams)?;
+        let mut out = g.alloc::<u32>(want.len())?;
+        dev.fill_u32(BLOCKS, &mut out)?;
+        let got = out.download()?;
+        // Fraction of values that differ from the CPU twin: 0 means bit for bit.
+        diff =
+            Some(got.iter().zip(&want).filter(|(a, b)| a != b).count() as f64 / want.len() as f64);
+        gpu_ms = Some(time_gpu(g, 1, 5, || dev.fill_u32(BLOCKS, &mut out))?.median_ms);
+    }
+    rows.push(TourRow {
+        module: "rng",
+        problem: format!(
+            "SFMT19937, {STREAMS} jump-ahead streams x {} u32 (GPU vs CPU: fraction of values that differ)",
+            BLOCKS * 624
         ),
         cpu_ms,
         gpu_ms,

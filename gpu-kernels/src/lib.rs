@@ -36,6 +36,7 @@ pub mod names;
 pub mod precond;
 pub mod rock4;
 pub mod scalar;
+pub mod sfmt;
 pub mod sparse;
 pub mod spmv;
 pub mod spmv_thesis;

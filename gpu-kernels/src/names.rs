@@ -228,6 +228,7 @@ pub const ALL: &[&[&str]] = &[
     &[<f32 as PrecondKernels<Complex<f32>>>::PRECOND.apply],
     &[<f64 as PrecondKernels<Complex<f64>>>::PRECOND.apply],
     &rock4_list(ROCK4),
+    &sfmt_list(SFMT),
 ];
 
 /// Names of the thesis's SpMV variants (`crate::spmv_thesis`) of one (matrix scalar,
@@ -445,4 +446,29 @@ const fn rock4_list(n: Rock4Names) -> [&'static str; 13] {
         n.diff_sq_partial,
         n.shift,
     ]
+}
+
+/// Names of the SFMT kernels (`crate::sfmt`).
+#[derive(Debug, Clone, Copy)]
+pub struct SfmtNames {
+    /// SFMT19937 streams, `u32` output: `(n_streams, blocks, state, out)`.
+    pub u32: &'static str,
+    /// SFMT19937 streams, `f32` Box-Muller normals: `(n_streams, blocks, state, out)`.
+    pub normal_f32: &'static str,
+    /// SFMT19937 streams, `f64` Box-Muller normals: `(n_streams, blocks, state, out)`.
+    pub normal_f64: &'static str,
+    /// The seed's per-thread "amd" scheme: `(n_generators, mul_factor, seeds, out)`.
+    pub amd_normal_f32: &'static str,
+}
+
+/// The SFMT kernel names.
+pub const SFMT: SfmtNames = SfmtNames {
+    u32: "sfmt19937_u32",
+    normal_f32: "sfmt19937_normal_f32",
+    normal_f64: "sfmt19937_normal_f64",
+    amd_normal_f32: "sfmt_amd_normal_f32",
+};
+
+const fn sfmt_list(n: SfmtNames) -> [&'static str; 4] {
+    [n.u32, n.normal_f32, n.normal_f64, n.amd_normal_f32]
 }

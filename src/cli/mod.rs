@@ -1,6 +1,7 @@
 //! The `ferrocuda` command line: `info`, `bench <name>`, `spmv`, `solve`, and the tour (no
 //! arguments).
 
+pub mod rng;
 pub mod rock4;
 pub mod solve;
 pub mod spmv;
@@ -62,6 +63,12 @@ pub enum Command {
     Solve(solve::SolveArgs),
     /// ROCK4 on the 2D heat equation or seed 001's reaction-advection-diffusion problem.
     Rock4(rock4::Rock4Args),
+    /// Random numbers: SFMT19937/607 output in the reference order.
+    Rng {
+        /// Which generator.
+        #[command(subcommand)]
+        which: rng::RngCommand,
+    },
     /// Benchmarks against the hardware's ceilings and the CPU.
     Bench {
         /// Which benchmark.
@@ -73,6 +80,26 @@ pub enum Command {
 /// Benchmarks.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
+    /// SFMT19937 streams on the GPU against the write ceiling and cuRAND (MTGP32, MT19937,
+    /// Philox4x32-10) in one run, and seed 004's Table 5.3 setup; writes
+    /// <results-dir>/rng.md. Needs a GPU.
+    Rng {
+        /// log2 of the numbers per large run.
+        #[arg(long, default_value_t = 30)]
+        large_log2: u32,
+        /// Timed repetitions per measurement.
+        #[arg(long, default_value_t = 10)]
+        reps: usize,
+        /// Skip the CPU twin on the Table 5.3 count.
+        #[arg(long)]
+        no_cpu: bool,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Where the Markdown results go.
+        #[arg(long, default_value = "docs/results")]
+        results_dir: PathBuf,
+    },
     /// SpMV on a TRACE-like matrix (thesis Table 4.1): ferrocuda's kernels, cuSPARSE,
     /// the copy ceiling and the CPU in one run; writes <results-dir>/spmv.md.
     Spmv {
@@ -285,6 +312,53 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Spmv(args) => {
             sayln!("{}", spmv::run(&args, cli.device)?);
             Ok(())
+        }
+        Command::Rng {
+            which: rng::RngCommand::Sfmt(args),
+        } => rng::run(&args, cli.device),
+        Command::Bench {
+            which:
+                BenchCommand::Rng {
+                    large_log2,
+                    reps,
+                    no_cpu,
+                    json,
+                    results_dir,
+                },
+        } => {
+            use crate::bench::rng::{RngBenchOptions, run};
+            if !(20..=32).contains(&large_log2) || reps == 0 {
+                return Err(crate::Error::InvalidArgument {
+                    op: "bench rng",
+                    reason: format!(
+                        "--large-log2 {large_log2} (20..=32) and --reps {reps} (at least 1)"
+                    ),
+                });
+            }
+            let (gpu, skipped) = open_gpu(cli.device)?;
+            let Some(gpu) = gpu else {
+                sayln!(
+                    "no GPU: {} (the RNG benchmark compares GPU generators; nothing to run)",
+                    skipped.unwrap_or_default()
+                );
+                return Ok(());
+            };
+            let opts = RngBenchOptions {
+                large_log2,
+                reps,
+                cpu: !no_cpu,
+                ..Default::default()
+            };
+            let report = run(&gpu, &opts)?;
+            let path = results_dir.join("rng.md");
+            write_file(&path, &report.to_markdown())?;
+            eprintln!("[bench rng] wrote {}", path.display());
+            if json {
+                print_json(&report)
+            } else {
+                say!("{}", report.to_text());
+                Ok(())
+            }
         }
         Command::Rock4(args) => {
             let report = rock4::run(&args, cli.device)?;

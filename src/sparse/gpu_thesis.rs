@@ -1256,7 +1256,7 @@ where
 /// Lets `kernel` use `bytes` of dynamic shared memory (beyond the 48 KiB default). Set per
 /// launch: the attribute belongs to the function of the current context, which a later
 /// context (after every handle was dropped) does not inherit.
-fn opt_in_shared(gpu: &Gpu, kernel: &'static str, bytes: usize) -> Result<()> {
+pub(crate) fn opt_in_shared(gpu: &Gpu, kernel: &'static str, bytes: usize) -> Result<()> {
     let f = gpu.function(kernel)?;
     gpu.bind_to_thread()?;
     let value = i32::try_from(bytes).unwrap_or(i32::MAX);

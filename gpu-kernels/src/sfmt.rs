@@ -1,0 +1,431 @@
+//! SFMT (SIMD-oriented Fast Mersenne Twister, Saito & Matsumoto 2006): the parameter sets
+//! of MEXP 19937 and 607, the 128-bit recursion written once on four `u32` lanes, the
+//! uniform and Box-Muller transforms, and the seed's per-thread "amd" scheme. Shared by
+//! the CPU generator (`ferrocuda::rng`) and the kernels below, so both give the same bits.
+//!
+//! A 128-bit word is `[u32; 4]` with lane 0 the least significant
+//! (`w0 + w1 2^32 + w2 2^64 + w3 2^96`), as in the reference's little-endian layout.
+//!
+//! # Kernels (`nvptx64` only)
+//! `sfmt19937_<out>(n_streams, blocks, state, out)`: thread `s` runs stream `s` (one
+//! SFMT19937 state per thread, held in shared memory, `N * 16` bytes per thread of
+//! dynamic shared memory). It regenerates its state `blocks` times (`N = 156` words
+//! each) and writes word `j` (from 0) of stream `s` at word position `j * n_streams + s`
+//! of `out`: the streams are interleaved word by word, so a warp writes 512 contiguous
+//! bytes per step. `state` is `n_streams * N` words in the same interleaved layout
+//! (word `i` of stream `s` at `i * n_streams + s`), read at the start and written back
+//! at the end, so consecutive launches continue each stream. Per word, `<out>` is:
+//! `u32` (the four lanes), `normal_f32` (four normals, Box-Muller on the disjoint pairs
+//! (lane 0, lane 1) and (lane 2, lane 3)), `normal_f64` (two normals from the pair of
+//! 64-bit halves).
+//!
+//! `sfmt_amd_normal_f32(n_generators, mul_factor, seeds, out)`: the seed's scheme, see
+//! [`amd_generate`].
+
+/// One SFMT parameter set (PARAMS.md §2). Shifts `sl2`, `sr2` are in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SfmtParams {
+    /// Mersenne exponent: the period is a multiple of `2^mexp - 1`.
+    pub mexp: u32,
+    /// 128-bit words in the state, `mexp / 128 + 1`.
+    pub n: usize,
+    /// Offset of the `b` word in the recursion.
+    pub pos1: usize,
+    /// Per-lane left shift of `d`, bits.
+    pub sl1: u32,
+    /// Whole-word left shift of `a`, bytes.
+    pub sl2: u32,
+    /// Per-lane right shift of `b`, bits.
+    pub sr1: u32,
+    /// Whole-word right shift of `c`, bytes.
+    pub sr2: u32,
+    /// Lane masks applied to `b >> sr1`.
+    pub msk: [u32; 4],
+    /// Period-certification parity words.
+    pub parity: [u32; 4],
+}
+
+impl SfmtParams {
+    /// 32-bit words in the state.
+    pub const fn n32(&self) -> usize {
+        4 * self.n
+    }
+    /// 64-bit words in the state.
+    pub const fn n64(&self) -> usize {
+        2 * self.n
+    }
+}
+
+/// SFMT19937 (N = 156, POS1 = 122).
+pub const SFMT19937: SfmtParams = SfmtParams {
+    mexp: 19937,
+    n: 156,
+    pos1: 122,
+    sl1: 18,
+    sl2: 1,
+    sr1: 11,
+    sr2: 1,
+    msk: [0xdfff_ffef, 0xddfe_cb7f, 0xbffa_ffff, 0xbfff_fff6],
+    parity: [0x0000_0001, 0, 0, 0x13c9_e684],
+};
+
+/// SFMT607 (N = 5, POS1 = 2).
+pub const SFMT607: SfmtParams = SfmtParams {
+    mexp: 607,
+    n: 5,
+    pos1: 2,
+    sl1: 15,
+    sl2: 3,
+    sr1: 13,
+    sr2: 3,
+    msk: [0xfdff_37ff, 0xef7f_3f7d, 0xff77_7b7d, 0x7ff7_fb2f],
+    parity: [0x0000_0001, 0, 0, 0x5986_f054],
+};
+
+/// Words of the SFMT19937 state (for the kernels' shared memory).
+pub const N19937: usize = SFMT19937.n;
+
+/// A 128-bit word, lane 0 least significant.
+pub type W128 = [u32; 4];
+
+/// The whole word shifted left by `bits` (`0 < bits < 32`), zeros in.
+#[inline(always)]
+pub fn lshift128(w: W128, bits: u32) -> W128 {
+    let inv = 32 - bits;
+    [
+        w[0] << bits,
+        (w[1] << bits) | (w[0] >> inv),
+        (w[2] << bits) | (w[1] >> inv),
+        (w[3] << bits) | (w[2] >> inv),
+    ]
+}
+
+/// The whole word shifted right by `bits` (`0 < bits < 32`), zeros in.
+#[inline(always)]
+pub fn rshift128(w: W128, bits: u32) -> W128 {
+    let inv = 32 - bits;
+    [
+        (w[0] >> bits) | (w[1] << inv),
+        (w[1] >> bits) | (w[2] << inv),
+        (w[2] >> bits) | (w[3] << inv),
+        w[3] >> bits,
+    ]
+}
+
+/// One step of the recursion (PARAMS.md §4):
+/// `a ^ (a <<128 8 sl2) ^ ((b >>32 sr1) & msk) ^ (c >>128 8 sr2) ^ (d <<32 sl1)` with
+/// `a = x_k, b = x_{k+pos1}, c = x_{k+N-2}, d = x_{k+N-1}`; returns `x_{k+N}`.
+#[inline(always)]
+pub fn recursion(p: &SfmtParams, a: W128, b: W128, c: W128, d: W128) -> W128 {
+    let x = lshift128(a, 8 * p.sl2);
+    let y = rshift128(c, 8 * p.sr2);
+    let mut r = [0u32; 4];
+    for k in 0..4 {
+        r[k] = a[k] ^ x[k] ^ ((b[k] >> p.sr1) & p.msk[k]) ^ y[k] ^ (d[k] << p.sl1);
+    }
+    r
+}
+
+/// Regenerates a state block in place (the reference `gen_rand_all`): `w` holds `N`
+/// consecutive words oldest first and afterwards holds the next `N`.
+#[inline(always)]
+pub fn regenerate(p: &SfmtParams, w: &mut [W128]) {
+    let n = p.n;
+    let mut c = w[n - 2];
+    let mut d = w[n - 1];
+    for i in 0..n {
+        let b = w[if i + p.pos1 < n {
+            i + p.pos1
+        } else {
+            i + p.pos1 - n
+        }];
+        let r = recursion(p, w[i], b, c, d);
+        w[i] = r;
+        c = d;
+        d = r;
+    }
+}
+
+/// `2^-24`.
+pub const TWO_POW_M24: f32 = 1.0 / 16_777_216.0;
+/// `2^-53`.
+pub const TWO_POW_M53: f64 = 1.0 / 9_007_199_254_740_992.0;
+
+/// Uniform on `[0, 1)` with 24 bits: `(x >> 8) 2^-24` (exact in `f32`).
+#[inline(always)]
+pub fn uniform_f32(x: u32) -> f32 {
+    (x >> 8) as f32 * TWO_POW_M24
+}
+
+/// Uniform on `(0, 1]` with 24 bits: `((x >> 8) + 1) 2^-24` (never 0, for logarithms).
+#[inline(always)]
+pub fn uniform_open0_f32(x: u32) -> f32 {
+    ((x >> 8) + 1) as f32 * TWO_POW_M24
+}
+
+/// Uniform on `[0, 1)` with 53 bits: `(x >> 11) 2^-53` (the reference's `res53`).
+#[inline(always)]
+pub fn uniform_f64(x: u64) -> f64 {
+    (x >> 11) as f64 * TWO_POW_M53
+}
+
+/// Uniform on `(0, 1]` with 53 bits: `((x >> 11) + 1) 2^-53`.
+#[inline(always)]
+pub fn uniform_open0_f64(x: u64) -> f64 {
+    ((x >> 11) + 1) as f64 * TWO_POW_M53
+}
+
+/// Box-Muller on one pair: `u1 = uniform_open0(x)` in (0, 1], `u2 = uniform(y)` in
+/// [0, 1), `r = sqrt(-2 ln u1)`, returns `(r cos 2 pi u2, r sin 2 pi u2)`. `libm`'s
+/// functions (plain IEEE arithmetic, no FMA contraction) give the same bits on the CPU
+/// and the GPU. Every output is finite: `|z| <= sqrt(-2 ln 2^-24) < 5.8`.
+#[inline(always)]
+pub fn box_muller_f32(x: u32, y: u32) -> (f32, f32) {
+    let u1 = uniform_open0_f32(x);
+    let u2 = uniform_f32(y);
+    let r = libm::sqrtf(-2.0 * libm::logf(u1));
+    let (s, c) = libm::sincosf(2.0 * core::f32::consts::PI * u2);
+    (r * c, r * s)
+}
+
+/// Box-Muller in `f64` from two 64-bit draws (53-bit uniforms); `|z| < 8.6`.
+#[inline(always)]
+pub fn box_muller_f64(x: u64, y: u64) -> (f64, f64) {
+    let u1 = uniform_open0_f64(x);
+    let u2 = uniform_f64(y);
+    let r = libm::sqrt(-2.0 * libm::log(u1));
+    let (s, c) = libm::sincos(2.0 * core::f64::consts::PI * u2);
+    (r * c, r * s)
+}
+
+/// Four `f32` normals from one word: Box-Muller on (lane 0, lane 1) and (lane 2, lane 3).
+#[inline(always)]
+pub fn normals_f32(w: W128) -> [f32; 4] {
+    let (a, b) = box_muller_f32(w[0], w[1]);
+    let (c, d) = box_muller_f32(w[2], w[3]);
+    [a, b, c, d]
+}
+
+/// Two `f64` normals from one word: Box-Muller on its two 64-bit halves
+/// (`w0 | w1 << 32`, `w2 | w3 << 32`), the 64-bit output order.
+#[inline(always)]
+pub fn normals_f64(w: W128) -> [f64; 2] {
+    let x = w[0] as u64 | (w[1] as u64) << 32;
+    let y = w[2] as u64 | (w[3] as u64) << 32;
+    let (a, b) = box_muller_f64(x, y);
+    [a, b]
+}
+
+/// Most 128-bit words one generator of the "amd" scheme makes.
+pub const AMD_MAX_WORDS: usize = 8;
+
+/// The seed's per-thread scheme (ch. 5: the APP SDK's OpenCL `gaussianRand` kernel that
+/// the thesis ran as "amd"), re-implemented from its description, quirks included:
+///
+/// 1. **Seeding**: five words only, `s_1 = seed` and, lane by lane,
+///    `s_{j+1} = 1812433253 (s_j ^ (s_j >> 30)) + j` (`j = 1..4`, the same `j` in every
+///    lane, unlike SFMT's `init_gen_rand`, which counts 32-bit positions). No period
+///    certification.
+/// 2. **Generation**: the SFMT607 recursion (N = 5, POS1 = 2, SL1 = 15, SL2 = SR2 = 3
+///    bytes, SR1 = 13, SFMT607's masks) run `m <= 8` steps from that state; the seeded
+///    words themselves are not output. Returns the `m` new words in `words[..m]`.
+///
+/// See [`amd_normals`] for its transform.
+#[inline(always)]
+pub fn amd_generate(seed: W128, m: usize, words: &mut [W128; AMD_MAX_WORDS]) {
+    let mut x = [[0u32; 4]; 5 + AMD_MAX_WORDS];
+    x[0] = seed;
+    for j in 1..5 {
+        let prev = x[j - 1];
+        for (v, s) in x[j].iter_mut().zip(prev) {
+            *v = 1_812_433_253u32
+                .wrapping_mul(s ^ (s >> 30))
+                .wrapping_add(j as u32);
+        }
+    }
+    let m = if m < AMD_MAX_WORDS { m } else { AMD_MAX_WORDS };
+    for i in 0..m {
+        x[i + 5] = recursion(&SFMT607, x[i], x[i + 2], x[i + 3], x[i + 4]);
+        words[i] = x[i + 5];
+    }
+}
+
+/// The "amd" transform (its quirks kept): for `i = 0 .. m/2`, `u = float(x) / 2^32`
+/// lane by lane (`f32` rounding: `u` may be 0, giving an infinite radius, or 1) for word
+/// `i` (radius) and word `i + 1` (angle): `out[2i] = r cos(2 pi u')`,
+/// `out[2i+1] = r sin(2 pi u')`, four lanes each, so `out` gets `4 m` floats (`8 i + 4
+/// lane` for the cosines, `8 i + 4 + lane` for the sines). The pairs **overlap** (word 1
+/// is the angle of pair 0 and the radius of pair 1), and words `m/2 + 1 .. m` are never
+/// used. Odd `m` leaves the last `4` floats unwritten.
+#[inline(always)]
+pub fn amd_normals(words: &[W128; AMD_MAX_WORDS], m: usize, out: &mut [f32]) {
+    let m = if m < AMD_MAX_WORDS { m } else { AMD_MAX_WORDS };
+    const INV_2_32: f32 = 1.0 / 4_294_967_296.0;
+    for i in 0..m / 2 {
+        for k in 0..4 {
+            let u1 = words[i][k] as f32 * INV_2_32;
+            let u2 = words[i + 1][k] as f32 * INV_2_32;
+            let r = libm::sqrtf(-2.0 * libm::logf(u1));
+            let (s, c) = libm::sincosf(2.0 * core::f32::consts::PI * u2);
+            out[8 * i + k] = r * c;
+            out[8 * i + 4 + k] = r * s;
+        }
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod kernels {
+    use super::*;
+    use crate::device::{block_dim, dynamic_shared, global_index, thread_idx};
+
+    /// A 16-byte aligned word, so shared and global accesses are 128-bit.
+    #[derive(Clone, Copy)]
+    #[repr(C, align(16))]
+    struct A16(W128);
+
+    /// Runs stream `global_index()` for `blocks` blocks; `emit(j, word)` gets its words
+    /// in order (`j` from 0).
+    #[inline(always)]
+    unsafe fn run_streams(
+        n_streams: usize,
+        blocks: usize,
+        state: *mut u32,
+        mut emit: impl FnMut(usize, W128),
+    ) {
+        const N: usize = N19937;
+        const POS1: usize = SFMT19937.pos1;
+        const { assert!(N % 2 == 0 && (N - POS1) % 2 == 0) };
+        let s = global_index();
+        if s >= n_streams {
+            return;
+        }
+        let t = thread_idx();
+        let tb = block_dim();
+        let sh = dynamic_shared::<A16>();
+        let st = state as *mut A16;
+        unsafe {
+            for i in 0..N {
+                *sh.add(i * tb + t) = *st.add(i * n_streams + s);
+            }
+            let mut c = (*sh.add((N - 2) * tb + t)).0;
+            let mut d = (*sh.add((N - 1) * tb + t)).0;
+            // Two words per iteration, and the four loads of the next pair issued before
+            // this pair is computed and stored (software pipelining, so the shared-memory
+            // latency overlaps the arithmetic). Legal because no slot the next pair reads
+            // is one this pair writes: N - POS1 and N are even, the first region reads
+            // `b` slots >= POS1 + 2 > i + 1, the second reads slots i + 2 + POS1 - N
+            // written 32 steps before, and the next block's first pair reads slots 0, 1,
+            // POS1, POS1 + 1, all written earlier in this pass.
+            let w = |i: usize| sh.add(i * tb + t);
+            let load = |i: usize| {
+                let (b0, b1) = if i < N - POS1 {
+                    (i + POS1, i + 1 + POS1)
+                } else {
+                    (i + POS1 - N, i + 1 + POS1 - N)
+                };
+                ((*w(i)).0, (*w(b0)).0, (*w(i + 1)).0, (*w(b1)).0)
+            };
+            let mut j = 0;
+            let mut cur = load(0);
+            for _ in 0..blocks {
+                let mut i = 0;
+                while i < N {
+                    let next = load(if i + 2 < N { i + 2 } else { 0 });
+                    let r0 = recursion(&SFMT19937, cur.0, cur.1, c, d);
+                    let r1 = recursion(&SFMT19937, cur.2, cur.3, d, r0);
+                    *w(i) = A16(r0);
+                    *w(i + 1) = A16(r1);
+                    emit(j, r0);
+                    emit(j + 1, r1);
+                    j += 2;
+                    c = r0;
+                    d = r1;
+                    cur = next;
+                    i += 2;
+                }
+            }
+            for i in 0..N {
+                *st.add(i * n_streams + s) = *sh.add(i * tb + t);
+            }
+        }
+    }
+
+    /// `u32` output: word `j` of stream `s` at 128-bit position `j * n_streams + s`.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn sfmt19937_u32(
+        n_streams: usize,
+        blocks: usize,
+        state: *mut u32,
+        out: *mut u32,
+    ) {
+        let s = global_index();
+        let o = out as *mut A16;
+        unsafe {
+            run_streams(n_streams, blocks, state, |j, w| {
+                *o.add(j * n_streams + s) = A16(w);
+            })
+        }
+    }
+
+    /// Four `f32` normals per word ([`normals_f32`]), same positions as `u32`.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn sfmt19937_normal_f32(
+        n_streams: usize,
+        blocks: usize,
+        state: *mut u32,
+        out: *mut f32,
+    ) {
+        #[derive(Clone, Copy)]
+        #[repr(C, align(16))]
+        struct F4([f32; 4]);
+        let s = global_index();
+        let o = out as *mut F4;
+        unsafe {
+            run_streams(n_streams, blocks, state, |j, w| {
+                *o.add(j * n_streams + s) = F4(normals_f32(w));
+            })
+        }
+    }
+
+    /// Two `f64` normals per word ([`normals_f64`]), same positions as `u32`.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn sfmt19937_normal_f64(
+        n_streams: usize,
+        blocks: usize,
+        state: *mut u32,
+        out: *mut f64,
+    ) {
+        #[derive(Clone, Copy)]
+        #[repr(C, align(16))]
+        struct D2([f64; 2]);
+        let s = global_index();
+        let o = out as *mut D2;
+        unsafe {
+            run_streams(n_streams, blocks, state, |j, w| {
+                *o.add(j * n_streams + s) = D2(normals_f64(w));
+            })
+        }
+    }
+
+    /// The seed's "amd" scheme: generator `g` reads `seeds[g]` (a 128-bit word, as four
+    /// `u32`) and writes `4 * mul_factor` floats at `out[4 * mul_factor * g ..]`
+    /// ([`amd_generate`], [`amd_normals`]). `mul_factor <= 8`.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn sfmt_amd_normal_f32(
+        n_generators: usize,
+        mul_factor: usize,
+        seeds: *const u32,
+        out: *mut f32,
+    ) {
+        let g = global_index();
+        if g >= n_generators {
+            return;
+        }
+        let seed = unsafe { (*(seeds as *const A16).add(g)).0 };
+        let mut words = [[0u32; 4]; AMD_MAX_WORDS];
+        amd_generate(seed, mul_factor, &mut words);
+        let len = 4 * mul_factor;
+        let dst = unsafe { core::slice::from_raw_parts_mut(out.add(len * g), len) };
+        amd_normals(&words, mul_factor, dst);
+    }
+}
