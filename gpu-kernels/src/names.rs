@@ -198,7 +198,7 @@ const fn krylov_list(n: KrylovNames) -> [&'static str; 5] {
 
 /// Every kernel name the host may ask for, in groups (BLAS-1 per scalar type, then SpMV
 /// per matrix/vector scalar pair, then the thesis's SpMV variants per pair, then block
-/// Jacobi per pair).
+/// Jacobi per pair, ROCK4, the probe's micro-benchmarks).
 pub const ALL: &[&[&str]] = &[
     &blas1_list(<f32 as Blas1Kernels>::BLAS1),
     &blas1_list(<f64 as Blas1Kernels>::BLAS1),
@@ -228,6 +228,7 @@ pub const ALL: &[&[&str]] = &[
     &[<f32 as PrecondKernels<Complex<f32>>>::PRECOND.apply],
     &[<f64 as PrecondKernels<Complex<f64>>>::PRECOND.apply],
     &rock4_list(ROCK4),
+    &probe_list(PROBE),
 ];
 
 /// Names of the thesis's SpMV variants (`crate::spmv_thesis`) of one (matrix scalar,
@@ -444,5 +445,84 @@ const fn rock4_list(n: Rock4Names) -> [&'static str; 13] {
         n.probe_partial,
         n.diff_sq_partial,
         n.shift,
+    ]
+}
+
+/// Names of the micro-benchmark kernels of `ferrocuda probe` (`crate::probe`).
+#[derive(Debug, Clone, Copy)]
+pub struct ProbeNames {
+    /// Peak f32 kernels `(iters, b, c, out, clocks)`: add, mul, fma, each with 1 and 8
+    /// chains per thread, in that order.
+    pub peak_f32: [&'static str; 6],
+    /// Peak f64 kernels, same order and arguments.
+    pub peak_f64: [&'static str; 6],
+    /// FP64 tensor cores: `(iters, a, b, c0, out, clocks)`.
+    pub dmma: &'static str,
+    /// Linear read through L1: `(n, passes, per_block, src, out)`.
+    pub read: &'static str,
+    /// Linear read through L2 only (`ld.global.cg`): `(n, passes, per_block, src, out)`.
+    pub read_cg: &'static str,
+    /// Linear write: `(n, value, dst)`.
+    pub write: &'static str,
+    /// Linear copy: `(n, src, dst)`.
+    pub copy: &'static str,
+    /// Gather through an index buffer: `(n, idx, src, out)`.
+    pub gather: &'static str,
+    /// Shared-memory reads with a lane stride: `(iters, stride, out)`.
+    pub shared: &'static str,
+    /// Pointer chase: `(steps, next, out)`.
+    pub chase: &'static str,
+    /// Latency chains `(iters, x, y, out)`: FADD, FFMA, DFMA, IMAD, sin, ex2, rsqrt.
+    pub latency: [&'static str; 7],
+    /// Warp divergence: `(iters, paths, b, c, out)`.
+    pub diverge: &'static str,
+}
+
+/// The probe kernel names.
+pub const PROBE: ProbeNames = ProbeNames {
+    peak_f32: [
+        "probe_add_f32_w1",
+        "probe_add_f32_w8",
+        "probe_mul_f32_w1",
+        "probe_mul_f32_w8",
+        "probe_fma_f32_w1",
+        "probe_fma_f32_w8",
+    ],
+    peak_f64: [
+        "probe_add_f64_w1",
+        "probe_add_f64_w8",
+        "probe_mul_f64_w1",
+        "probe_mul_f64_w8",
+        "probe_fma_f64_w1",
+        "probe_fma_f64_w8",
+    ],
+    dmma: "probe_dmma_f64",
+    read: "probe_read",
+    read_cg: "probe_read_cg",
+    write: "probe_write",
+    copy: "probe_copy",
+    gather: "probe_gather",
+    shared: "probe_shared",
+    chase: "probe_chase",
+    latency: [
+        "probe_lat_fadd",
+        "probe_lat_ffma",
+        "probe_lat_dfma",
+        "probe_lat_imad",
+        "probe_lat_sin",
+        "probe_lat_ex2",
+        "probe_lat_rsqrt",
+    ],
+    diverge: "probe_diverge",
+};
+
+const fn probe_list(n: ProbeNames) -> [&'static str; 28] {
+    let p = n.peak_f32;
+    let d = n.peak_f64;
+    let l = n.latency;
+    [
+        p[0], p[1], p[2], p[3], p[4], p[5], d[0], d[1], d[2], d[3], d[4], d[5], n.dmma, n.read,
+        n.read_cg, n.write, n.copy, n.gather, n.shared, n.chase, l[0], l[1], l[2], l[3], l[4],
+        l[5], l[6], n.diverge,
     ]
 }
