@@ -190,6 +190,31 @@ fn figures_above_their_ceiling_are_flagged() {
     let none = Figure::new("latency", "fadd", 4.0, "cycles", None, "ok");
     assert!(!none.impossible && none.percent.is_none());
     assert!(none.flag("below 1 cycle").impossible);
+    let clock = Figure::new(
+        "clock",
+        "SM clock",
+        1980.5,
+        "MHz",
+        Some((1980.0, "peak".into())),
+        "",
+    );
+    assert!(clock.impossible, "above 100 % without a tolerance");
+    assert!(
+        !clock.clone().with_tolerance(0.1).impossible,
+        "0.03 % within 0.1 %"
+    );
+    assert!(
+        Figure::new(
+            "clock",
+            "SM clock",
+            1990.0,
+            "MHz",
+            Some((1980.0, "peak".into())),
+            ""
+        )
+        .with_tolerance(0.1)
+        .impossible
+    );
     let nan = Figure::new("memory", "copy", f64::NAN, "GB/s", None, "");
     assert!(nan.impossible, "a NaN figure is no result");
     let mut r = ProbeReport::skipped("test".into());

@@ -86,9 +86,15 @@ fn memory_kernels_write_read_copy_and_gather_exactly() {
         for (j, v) in host.iter().enumerate() {
             assert_eq!(*v, write_pattern(j, 77), "write, {words} words, word {j}");
         }
-        let mut dst = gpu.upload(&vec![0u32; words]).unwrap();
-        k::copy(&gpu, BLOCKS, &src, &mut dst).unwrap();
-        assert_eq!(dst.download().unwrap(), host, "copy of {words} words");
+        for stream in [false, true] {
+            let mut dst = gpu.upload(&vec![0u32; words]).unwrap();
+            k::copy(&gpu, stream, BLOCKS, &src, &mut dst).unwrap();
+            assert_eq!(
+                dst.download().unwrap(),
+                host,
+                "copy (stream {stream}) of {words} words"
+            );
+        }
         let total: u32 = host.iter().fold(0, |a, &b| a.wrapping_add(b));
         let mut out = gpu.upload(&vec![1u32; n]).unwrap();
         for (cg, per_block, passes) in [
@@ -163,13 +169,13 @@ fn shared_chase_latency_and_divergence_kernels_compute_their_values() {
     next[96] = 0;
     let dnext = gpu.upload(&next).unwrap();
     let mut o = gpu.alloc::<u64>(2).unwrap();
-    for steps in [1u32, 5, 6] {
-        k::chase(&gpu, steps, &dnext, 96, &mut o).unwrap();
+    for (steps, start) in [(1u32, 0u32), (5, 0), (6, 32)] {
+        k::chase(&gpu, steps, start, &dnext, 96, &mut o).unwrap();
         let v = o.download().unwrap();
         assert_eq!(
             v[1],
-            chase(&next, 0, 2 * steps) as u64,
-            "chase {steps} steps"
+            chase(&next, start, 2 * steps) as u64,
+            "chase {steps} steps from {start}"
         );
         assert!(v[0] >= steps as u64, "at least a cycle per dependent load");
     }
@@ -233,7 +239,7 @@ fn quick_probe_figures_are_positive_and_within_their_ceilings() {
             assert!(f.value > 0.0, "{}: {}", f.name, f.value);
         }
         if let Some(p) = f.percent {
-            assert!(p <= 100.0, "{}: {p} %", f.name);
+            assert!(p <= 100.0 + f.tolerance_pct, "{}: {p} %", f.name);
         }
     }
     for g in [

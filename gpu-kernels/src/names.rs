@@ -466,11 +466,13 @@ pub struct ProbeNames {
     pub write: &'static str,
     /// Linear copy: `(n, src, dst)`.
     pub copy: &'static str,
+    /// Streaming copy (`ld.global.cg`, `st.global.cs`, 4 loads in flight): `(n, src, dst)`.
+    pub copy_stream: &'static str,
     /// Gather through an index buffer: `(n, idx, src, out)`.
     pub gather: &'static str,
     /// Shared-memory reads with a lane stride: `(iters, stride, out)`.
     pub shared: &'static str,
-    /// Pointer chase: `(steps, next, out)`.
+    /// Pointer chase: `(steps, start, next, out)`.
     pub chase: &'static str,
     /// Latency chains `(iters, x, y, out)`: FADD, FFMA, DFMA, IMAD, sin, ex2, rsqrt.
     pub latency: [&'static str; 7],
@@ -501,6 +503,7 @@ pub const PROBE: ProbeNames = ProbeNames {
     read_cg: "probe_read_cg",
     write: "probe_write",
     copy: "probe_copy",
+    copy_stream: "probe_copy_stream",
     gather: "probe_gather",
     shared: "probe_shared",
     chase: "probe_chase",
@@ -516,13 +519,39 @@ pub const PROBE: ProbeNames = ProbeNames {
     diverge: "probe_diverge",
 };
 
-const fn probe_list(n: ProbeNames) -> [&'static str; 28] {
+const fn probe_list(n: ProbeNames) -> [&'static str; 29] {
     let p = n.peak_f32;
     let d = n.peak_f64;
     let l = n.latency;
     [
-        p[0], p[1], p[2], p[3], p[4], p[5], d[0], d[1], d[2], d[3], d[4], d[5], n.dmma, n.read,
-        n.read_cg, n.write, n.copy, n.gather, n.shared, n.chase, l[0], l[1], l[2], l[3], l[4],
-        l[5], l[6], n.diverge,
+        p[0],
+        p[1],
+        p[2],
+        p[3],
+        p[4],
+        p[5],
+        d[0],
+        d[1],
+        d[2],
+        d[3],
+        d[4],
+        d[5],
+        n.dmma,
+        n.read,
+        n.read_cg,
+        n.write,
+        n.copy,
+        n.copy_stream,
+        n.gather,
+        n.shared,
+        n.chase,
+        l[0],
+        l[1],
+        l[2],
+        l[3],
+        l[4],
+        l[5],
+        l[6],
+        n.diverge,
     ]
 }

@@ -453,6 +453,52 @@ mod kernels {
         }
     }
 
+    /// 16-byte streaming store `st.global.cs.v4.u32` (evict first: the copy's output is
+    /// not read again).
+    #[inline(always)]
+    unsafe fn store4_cs(p: *mut Word4, v: Word4) {
+        unsafe {
+            asm!(
+                "st.global.cs.v4.u32 [{p}], {{{x}, {y}, {z}, {w}}};",
+                p = in(reg64) p,
+                x = in(reg32) v.0[0],
+                y = in(reg32) v.0[1],
+                z = in(reg32) v.0[2],
+                w = in(reg32) v.0[3],
+                options(nostack, preserves_flags)
+            );
+        }
+    }
+
+    /// Streaming copy `dst <- src`: four `ld.global.cg` loads in flight per thread, then
+    /// four `st.global.cs` stores. `(n, src[n], dst[n])`.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn probe_copy_stream(
+        n: usize,
+        src: *const Word4,
+        dst: *mut Word4,
+    ) {
+        let stride = grid_stride();
+        let mut i = global_index();
+        while i + 3 * stride < n {
+            unsafe {
+                let a = load_cg(src.add(i));
+                let b = load_cg(src.add(i + stride));
+                let c = load_cg(src.add(i + 2 * stride));
+                let d = load_cg(src.add(i + 3 * stride));
+                store4_cs(dst.add(i), a);
+                store4_cs(dst.add(i + stride), b);
+                store4_cs(dst.add(i + 2 * stride), c);
+                store4_cs(dst.add(i + 3 * stride), d);
+            }
+            i += 4 * stride;
+        }
+        while i < n {
+            unsafe { store4_cs(dst.add(i), load_cg(src.add(i))) };
+            i += stride;
+        }
+    }
+
     /// Gather `sum src[idx[i]]` over a grid-stride loop: `(n, idx[n], src, out[threads])`.
     #[unsafe(no_mangle)]
     pub unsafe extern "ptx-kernel" fn probe_gather(
@@ -500,15 +546,20 @@ mod kernels {
         unsafe { *out.add(global_index()) = acc };
     }
 
-    /// Pointer chase by thread 0 of block 0: `steps` untimed steps from 0 (warming the
-    /// caches), then `steps` timed ones. Writes `[cycles, final index]`.
-    /// `(steps, next, out[2])`.
+    /// Pointer chase by thread 0 of block 0: `steps` untimed steps from `start` (warming
+    /// the caches), then `steps` timed ones. Writes `[cycles, final index]`.
+    /// `(steps, start, next, out[2])`.
     #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn probe_chase(steps: u32, next: *const u32, out: *mut u64) {
+    pub unsafe extern "ptx-kernel" fn probe_chase(
+        steps: u32,
+        start: u32,
+        next: *const u32,
+        out: *mut u64,
+    ) {
         if global_index() != 0 {
             return;
         }
-        let mut p = 0u32;
+        let mut p = start;
         let mut s = 0;
         while s < steps {
             p = unsafe { *next.add(p as usize) };

@@ -184,9 +184,11 @@ pub fn write(gpu: &Gpu, blocks: u32, value: u32, dst: &mut DeviceBuffer<u32>) ->
     Ok(())
 }
 
-/// Copies `src` into `dst` (same length).
+/// Copies `src` into `dst` (same length); `stream`: the streaming variant (`.cg` loads,
+/// `.cs` stores, 4 loads in flight).
 pub fn copy(
     gpu: &Gpu,
+    stream: bool,
     blocks: u32,
     src: &DeviceBuffer<u32>,
     dst: &mut DeviceBuffer<u32>,
@@ -199,7 +201,11 @@ pub fn copy(
     // SAFETY: (n, src, dst), both n x 16 B.
     unsafe {
         gpu.launch(
-            PROBE.copy,
+            if stream {
+                PROBE.copy_stream
+            } else {
+                PROBE.copy
+            },
             LaunchConfig::blocks(blocks, BLOCK),
             &mut [arg(&n), arg(&s), arg(&d)],
         )?
@@ -277,25 +283,27 @@ pub fn shared(
     Ok(())
 }
 
-/// Pointer chase of `steps` steps from 0 (after as many untimed ones); `out = [cycles,
-/// final index]`. Every entry of `next` must be an index into `next` (checked here).
+/// Pointer chase of `steps` steps (after as many untimed ones) from `start`; `out =
+/// [cycles, final index]`. Every entry of `next` must be an index into `next`: the
+/// caller passes the largest (from [`check_indices`]), checked against the length here.
 pub fn chase(
     gpu: &Gpu,
     steps: u32,
+    start: u32,
     next: &DeviceBuffer<u32>,
     max_entry: u32,
     out: &mut DeviceBuffer<u64>,
 ) -> Result<()> {
     const OP: &str = "probe chase";
     at_least(OP, "out", 2, out.len())?;
-    at_least(OP, "next", max_entry as usize + 1, next.len())?;
+    at_least(OP, "next", max_entry.max(start) as usize + 1, next.len())?;
     let (n, o) = (next.device_ptr(), out.device_ptr());
-    // SAFETY: (steps, next, out[2]); entries index `next` (checked by the caller).
+    // SAFETY: (steps, start, next, out[2]); entries index `next` (checked by the caller).
     unsafe {
         gpu.launch(
             PROBE.chase,
             LaunchConfig::blocks(1, 32),
-            &mut [arg(&steps), arg(&n), arg(&o)],
+            &mut [arg(&steps), arg(&start), arg(&n), arg(&o)],
         )?
     };
     Ok(())

@@ -106,9 +106,12 @@ pub struct Figure {
     pub ceiling_source: String,
     /// `100 x value / ceiling`.
     pub percent: Option<f64>,
-    /// Above 100 % of the ceiling, or otherwise impossible (a latency below one
-    /// cycle): a measurement bug, never a result.
+    /// Above 100 % (plus `tolerance_pct`) of the ceiling, or otherwise impossible (a
+    /// latency below one cycle): a measurement bug, never a result.
     pub impossible: bool,
+    /// Percentage points above 100 % that the measurement's own resolution allows (the
+    /// clock figure: two timers; 0 for everything else).
+    pub tolerance_pct: f64,
     /// Whether the kernel's output was checked against the CPU, and what came out.
     pub check: String,
 }
@@ -144,8 +147,17 @@ impl Figure {
             ceiling_source: ceiling.map(|c| c.1).unwrap_or_default(),
             percent,
             impossible: percent.is_some_and(|p| p > 100.0) || !value.is_finite(),
+            tolerance_pct: 0.0,
             check: check.into(),
         }
+    }
+
+    /// Allows `pct` percentage points above 100 % before the figure counts as
+    /// impossible (for figures whose resolution is coarser than the ceiling).
+    pub fn with_tolerance(mut self, pct: f64) -> Figure {
+        self.tolerance_pct = pct;
+        self.impossible = self.percent.is_some_and(|p| p > 100.0 + pct) || !self.value.is_finite();
+        self
     }
 
     /// Marks the figure impossible for a reason of its own (e.g. a latency below 1
