@@ -270,8 +270,8 @@ fn probe_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
     let (mut gpu_ms, mut diff, mut note) = (None, None, String::new());
     if let Some(g) = gpu {
         let info = g.info()?;
-        let blocks = (info.multiprocessors.max(1) as u32)
-            * (info.max_threads_per_multiprocessor.max(256) as u32 / 256);
+        // One 16-byte vector per thread.
+        let blocks = (WORDS / 4).div_ceil(256) as u32;
         let dsrc = g.upload(&src)?;
         let mut ddst = g.alloc_zeroed::<u32>(WORDS)?;
         let ms = time_gpu(g, 2, 10, || {

@@ -320,12 +320,32 @@ fn memory(cx: &Ctx, r: &mut ProbeReport) -> Result<()> {
         k::write(gpu, cx.blocks, 0, dst)?;
         Ok(ok)
     };
-    let copy = timed(cx, || k::copy(gpu, false, cx.blocks, &src, &mut dst))?;
-    let copy_ok = copy_check(&mut dst, &mut out)?;
-    let stream = timed(cx, || k::copy(gpu, true, cx.blocks, &src, &mut dst))?;
-    let stream_ok = copy_check(&mut dst, &mut out)?;
-    let waves4 = timed(cx, || k::copy(gpu, true, 4 * cx.blocks, &src, &mut dst))?;
-    let waves4_ok = copy_check(&mut dst, &mut out)?;
+    // Copy kernels by grid size: one wave of resident blocks looping over the buffer,
+    // more waves, and one 16-byte vector per thread (the grid covers the buffer).
+    let vecs = (words / 4) as u32;
+    let w = cx.blocks;
+    let variants = [
+        (false, w, "kernel, 1 wave"),
+        (
+            false,
+            vecs.div_ceil(2 * ferrocuda_kernels::probe::BLOCK),
+            "kernel, 2 vectors per thread",
+        ),
+        (true, w, "streaming kernel (ld.cg x4, st.cs), 1 wave"),
+        (true, 4 * w, "streaming kernel, 4 waves"),
+        (true, 16 * w, "streaming kernel, 16 waves"),
+        (
+            true,
+            vecs.div_ceil(ferrocuda_kernels::probe::BLOCK),
+            "streaming kernel, 1 vector per thread",
+        ),
+    ];
+    let mut copies = Vec::new();
+    for (stream, blocks, label) in variants {
+        let st = timed(cx, || k::copy(gpu, stream, blocks, &src, &mut dst))?;
+        let good = copy_check(&mut dst, &mut out)?;
+        copies.push((label, blocks, st, good));
+    }
     let ok = |b: bool| {
         if b {
             "ok (checksum)"
@@ -349,36 +369,19 @@ fn memory(cx: &Ctx, r: &mut ProbeReport) -> Result<()> {
         dram.clone(),
         ok(read_ok),
     ));
-    r.figures.push(Figure::new(
-        "memory",
-        format!("copy {} MiB (kernel, read + write)", bytes >> 20),
-        copy.gbps(2.0 * bytes as f64),
-        "GB/s",
-        dram.clone(),
-        ok(copy_ok),
-    ));
-    r.figures.push(Figure::new(
-        "memory",
-        format!(
-            "copy {} MiB (streaming kernel: ld.cg x4, st.cs; read + write)",
-            bytes >> 20
-        ),
-        stream.gbps(2.0 * bytes as f64),
-        "GB/s",
-        dram.clone(),
-        ok(stream_ok),
-    ));
-    r.figures.push(Figure::new(
-        "memory",
-        format!(
-            "copy {} MiB (streaming kernel, 4 waves of blocks; read + write)",
-            bytes >> 20
-        ),
-        waves4.gbps(2.0 * bytes as f64),
-        "GB/s",
-        dram.clone(),
-        ok(waves4_ok),
-    ));
+    for (label, blocks, st, good) in copies {
+        r.figures.push(Figure::new(
+            "memory",
+            format!(
+                "copy {} MiB ({label}: {blocks} blocks; read + write)",
+                bytes >> 20
+            ),
+            st.gbps(2.0 * bytes as f64),
+            "GB/s",
+            dram.clone(),
+            ok(good),
+        ));
+    }
     let memcpy = crate::bench::copy_ceiling_gbps(gpu, bytes, cx.opts.reps)?;
     r.figures.push(Figure::new(
         "memory",
