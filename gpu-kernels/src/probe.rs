@@ -325,21 +325,28 @@ mod kernels {
     load4!(load_ca, "ld.global.v4.u32");
     load4!(load_cg, "ld.global.cg.v4.u32");
 
-    /// 16-byte global store `st.global.v4.u32`.
-    #[inline(always)]
-    unsafe fn store4(p: *mut Word4, v: Word4) {
-        unsafe {
-            asm!(
-                "st.global.v4.u32 [{p}], {{{x}, {y}, {z}, {w}}};",
-                p = in(reg64) p,
-                x = in(reg32) v.0[0],
-                y = in(reg32) v.0[1],
-                z = in(reg32) v.0[2],
-                w = in(reg32) v.0[3],
-                options(nostack, preserves_flags)
-            );
-        }
+    /// 16-byte global store `st.global{cache}.v4.u32`.
+    macro_rules! store4 {
+        ($name:ident, $op:literal) => {
+            #[inline(always)]
+            unsafe fn $name(p: *mut Word4, v: Word4) {
+                unsafe {
+                    asm!(
+                        concat!($op, " [{p}], {{{x}, {y}, {z}, {w}}};"),
+                        p = in(reg64) p,
+                        x = in(reg32) v.0[0],
+                        y = in(reg32) v.0[1],
+                        z = in(reg32) v.0[2],
+                        w = in(reg32) v.0[3],
+                        options(nostack, preserves_flags)
+                    );
+                }
+            }
+        };
     }
+    store4!(store4, "st.global.v4.u32");
+    // Streaming store (evict first: the copy's output is not read again).
+    store4!(store4_cs, "st.global.cs.v4.u32");
 
     #[inline(always)]
     fn fold(acc: u32, v: Word4) -> u32 {
@@ -450,23 +457,6 @@ mod kernels {
         }
         if i < n {
             unsafe { store4(dst.add(i), load_ca(src.add(i))) };
-        }
-    }
-
-    /// 16-byte streaming store `st.global.cs.v4.u32` (evict first: the copy's output is
-    /// not read again).
-    #[inline(always)]
-    unsafe fn store4_cs(p: *mut Word4, v: Word4) {
-        unsafe {
-            asm!(
-                "st.global.cs.v4.u32 [{p}], {{{x}, {y}, {z}, {w}}};",
-                p = in(reg64) p,
-                x = in(reg32) v.0[0],
-                y = in(reg32) v.0[1],
-                z = in(reg32) v.0[2],
-                w = in(reg32) v.0[3],
-                options(nostack, preserves_flags)
-            );
         }
     }
 

@@ -32,6 +32,25 @@ fn positive(op: &'static str, what: &str, v: usize) -> Result<()> {
     }
 }
 
+/// The launch of `blocks` probe blocks whose threads each write one element of an
+/// output of `out_len` (checked: at least one block, an element per thread).
+fn grid(op: &'static str, blocks: u32, out_len: usize) -> Result<LaunchConfig> {
+    positive(op, "blocks", blocks as usize)?;
+    at_least(op, "out", threads(blocks), out_len)?;
+    Ok(LaunchConfig::blocks(blocks, BLOCK))
+}
+
+/// [`grid`] for the kernels that also record each block's clocks in `clocks_len` words.
+fn timed_grid(
+    op: &'static str,
+    blocks: u32,
+    out_len: usize,
+    clocks_len: usize,
+) -> Result<LaunchConfig> {
+    at_least(op, "clocks", blocks as usize * CLOCK_WORDS, clocks_len)?;
+    grid(op, blocks, out_len)
+}
+
 /// Threads of a launch of `blocks` probe blocks.
 pub fn threads(blocks: u32) -> usize {
     blocks as usize * BLOCK as usize
@@ -83,16 +102,13 @@ pub fn peak<T: PeakFloat>(
     out: &mut DeviceBuffer<T>,
     clocks: &mut DeviceBuffer<u64>,
 ) -> Result<()> {
-    const OP: &str = "probe peak";
-    positive(OP, "blocks", blocks as usize)?;
-    at_least(OP, "out", threads(blocks), out.len())?;
-    at_least(OP, "clocks", blocks as usize * CLOCK_WORDS, clocks.len())?;
+    let cfg = timed_grid("probe peak", blocks, out.len(), clocks.len())?;
     let (o, k) = (out.device_ptr(), clocks.device_ptr());
     // SAFETY: (iters: u32, b: T, c: T, out: *mut T, clocks: *mut u64); lengths checked.
     unsafe {
         gpu.launch(
             peak_name::<T>(op, wide),
-            LaunchConfig::blocks(blocks, BLOCK),
+            cfg,
             &mut [arg(&iters), arg(&b), arg(&c), arg(&o), arg(&k)],
         )?
     };
@@ -112,16 +128,13 @@ pub fn dmma(
     out: &mut DeviceBuffer<f64>,
     clocks: &mut DeviceBuffer<u64>,
 ) -> Result<()> {
-    const OP: &str = "probe dmma";
-    positive(OP, "blocks", blocks as usize)?;
-    at_least(OP, "out", threads(blocks), out.len())?;
-    at_least(OP, "clocks", blocks as usize * CLOCK_WORDS, clocks.len())?;
+    let cfg = timed_grid("probe dmma", blocks, out.len(), clocks.len())?;
     let (o, k) = (out.device_ptr(), clocks.device_ptr());
     // SAFETY: (iters, a, b, c0, out, clocks); lengths checked.
     unsafe {
         gpu.launch(
             PROBE.dmma,
-            LaunchConfig::blocks(blocks, BLOCK),
+            cfg,
             &mut [arg(&iters), arg(&a), arg(&b), arg(&c0), arg(&o), arg(&k)],
         )?
     };
@@ -151,16 +164,15 @@ pub fn read(
     out: &mut DeviceBuffer<u32>,
 ) -> Result<()> {
     const OP: &str = "probe read";
-    positive(OP, "blocks", blocks as usize)?;
+    let cfg = grid(OP, blocks, out.len())?;
     let n = words4(OP, "src", src.len())?;
-    at_least(OP, "out", threads(blocks), out.len())?;
     let (s, o, pb) = (src.device_ptr(), out.device_ptr(), per_block as u32);
     let kernel = if cg { PROBE.read_cg } else { PROBE.read };
     // SAFETY: (n: usize, passes: u32, per_block: u32, src: n x 16 B, out); checked.
     unsafe {
         gpu.launch(
             kernel,
-            LaunchConfig::blocks(blocks, BLOCK),
+            cfg,
             &mut [arg(&n), arg(&passes), arg(&pb), arg(&s), arg(&o)],
         )?
     };
@@ -225,8 +237,7 @@ pub fn gather(
     out: &mut DeviceBuffer<u32>,
 ) -> Result<()> {
     const OP: &str = "probe gather";
-    positive(OP, "blocks", blocks as usize)?;
-    at_least(OP, "out", threads(blocks), out.len())?;
+    let cfg = grid(OP, blocks, out.len())?;
     at_least(OP, "src", max_index as usize + 1, src.len())?;
     let (n, i, s, o) = (
         idx.len(),
@@ -235,13 +246,7 @@ pub fn gather(
         out.device_ptr(),
     );
     // SAFETY: (n, idx, src, out); indices below max_index < src.len() by the caller.
-    unsafe {
-        gpu.launch(
-            PROBE.gather,
-            LaunchConfig::blocks(blocks, BLOCK),
-            &mut [arg(&n), arg(&i), arg(&s), arg(&o)],
-        )?
-    };
+    unsafe { gpu.launch(PROBE.gather, cfg, &mut [arg(&n), arg(&i), arg(&s), arg(&o)])? };
     Ok(())
 }
 
@@ -268,15 +273,13 @@ pub fn shared(
     stride: u32,
     out: &mut DeviceBuffer<u32>,
 ) -> Result<()> {
-    const OP: &str = "probe shared";
-    positive(OP, "blocks", blocks as usize)?;
-    at_least(OP, "out", threads(blocks), out.len())?;
+    let cfg = grid("probe shared", blocks, out.len())?;
     let o = out.device_ptr();
     // SAFETY: (iters, stride, out) with SHARED_WORDS words of dynamic shared memory.
     unsafe {
         gpu.launch(
             PROBE.shared,
-            LaunchConfig::blocks(blocks, BLOCK).with_shared_bytes(SHARED_WORDS * 4),
+            cfg.with_shared_bytes(SHARED_WORDS * 4),
             &mut [arg(&iters), arg(&stride), arg(&o)],
         )?
     };
@@ -412,20 +415,19 @@ pub fn diverge(
     out: &mut DeviceBuffer<f32>,
 ) -> Result<()> {
     const OP: &str = "probe diverge";
-    positive(OP, "blocks", blocks as usize)?;
+    let cfg = grid(OP, blocks, out.len())?;
     if !(1..=32).contains(&paths) {
         return Err(Error::InvalidArgument {
             op: OP,
             reason: format!("paths must be in 1..=32, got {paths}"),
         });
     }
-    at_least(OP, "out", threads(blocks), out.len())?;
     let o = out.device_ptr();
     // SAFETY: (iters, paths, b, c, out); checked.
     unsafe {
         gpu.launch(
             PROBE.diverge,
-            LaunchConfig::blocks(blocks, BLOCK),
+            cfg,
             &mut [arg(&iters), arg(&paths), arg(&b), arg(&c), arg(&o)],
         )?
     };
