@@ -47,6 +47,7 @@ pub fn run(gpu: Option<&Gpu>, gpu_skipped: Option<String>) -> Result<TourReport>
     gmres_steps(gpu, &mut rows)?;
     rock4_steps(gpu, &mut rows)?;
     rng_steps(gpu, &mut rows)?;
+    probe_steps(gpu, &mut rows)?;
     Ok(TourReport {
         device: gpu.map(|g| g.name()).transpose()?,
         gpu_skipped,
@@ -288,6 +289,47 @@ fn rng_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
             "SFMT19937, {STREAMS} jump-ahead streams x {} u32 (GPU vs CPU: fraction of values that differ)",
             BLOCKS * 624
         ),
+        cpu_ms,
+        gpu_ms,
+        speedup: gpu_ms.map(|g| cpu_ms / g),
+        gpu_vs_cpu: diff,
+    });
+    Ok(())
+}
+
+/// The probe's headline: a 256 MiB device copy (streaming kernel) against the
+/// theoretical DRAM bandwidth, beside a CPU copy of the same bytes.
+fn probe_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
+    const WORDS: usize = 1 << 26;
+    let src: Vec<u32> = (0..WORDS as u32).collect();
+    let mut dst = vec![0u32; WORDS];
+    let cpu_ms = time_cpu(1, 5, || dst.copy_from_slice(&src)).median_ms;
+    let (mut gpu_ms, mut diff, mut note) = (None, None, String::new());
+    if let Some(g) = gpu {
+        let info = g.info()?;
+        // One 16-byte vector per thread.
+        let blocks = (WORDS / 4).div_ceil(256) as u32;
+        let dsrc = g.upload(&src)?;
+        let mut ddst = g.alloc_zeroed::<u32>(WORDS)?;
+        let ms = time_gpu(g, 2, 10, || {
+            crate::probe::gpu::copy(g, true, blocks, &dsrc, &mut ddst)
+        })?
+        .median_ms;
+        diff = Some((ddst.download()? != src) as u8 as f64);
+        let gbps = 2.0 * (WORDS * 4) as f64 / (ms * 1e-3) / 1e9;
+        note = match info.theoretical_dram_bandwidth() {
+            Some(b) => format!(
+                ": {gbps:.0} GB/s = {:.1} % of DRAM {:.0} GB/s (ferrocuda probe: all ceilings)",
+                100.0 * gbps * 1e9 / b,
+                b / 1e9
+            ),
+            None => format!(": {gbps:.0} GB/s"),
+        };
+        gpu_ms = Some(ms);
+    }
+    rows.push(TourRow {
+        module: "probe",
+        problem: format!("copy 256 MiB{note}"),
         cpu_ms,
         gpu_ms,
         speedup: gpu_ms.map(|g| cpu_ms / g),

@@ -34,6 +34,7 @@ pub mod krylov;
 pub mod math;
 pub mod names;
 pub mod precond;
+pub mod probe;
 pub mod rock4;
 pub mod scalar;
 pub mod sfmt;

@@ -229,6 +229,7 @@ pub const ALL: &[&[&str]] = &[
     &[<f64 as PrecondKernels<Complex<f64>>>::PRECOND.apply],
     &rock4_list(ROCK4),
     &sfmt_list(SFMT),
+    &probe_list(PROBE),
 ];
 
 /// Names of the thesis's SpMV variants (`crate::spmv_thesis`) of one (matrix scalar,
@@ -471,4 +472,112 @@ pub const SFMT: SfmtNames = SfmtNames {
 
 const fn sfmt_list(n: SfmtNames) -> [&'static str; 4] {
     [n.u32, n.normal_f32, n.normal_f64, n.amd_normal_f32]
+}
+
+/// Names of the micro-benchmark kernels of `ferrocuda probe` (`crate::probe`).
+#[derive(Debug, Clone, Copy)]
+pub struct ProbeNames {
+    /// Peak f32 kernels `(iters, b, c, out, clocks)`: add, mul, fma, each with 1 and 8
+    /// chains per thread, in that order.
+    pub peak_f32: [&'static str; 6],
+    /// Peak f64 kernels, same order and arguments.
+    pub peak_f64: [&'static str; 6],
+    /// FP64 tensor cores: `(iters, a, b, c0, out, clocks)`.
+    pub dmma: &'static str,
+    /// Linear read through L1: `(n, passes, per_block, src, out)`.
+    pub read: &'static str,
+    /// Linear read through L2 only (`ld.global.cg`): `(n, passes, per_block, src, out)`.
+    pub read_cg: &'static str,
+    /// Linear write: `(n, value, dst)`.
+    pub write: &'static str,
+    /// Linear copy: `(n, src, dst)`.
+    pub copy: &'static str,
+    /// Streaming copy (`ld.global.cg`, `st.global.cs`, 4 loads in flight): `(n, src, dst)`.
+    pub copy_stream: &'static str,
+    /// Gather through an index buffer: `(n, idx, src, out)`.
+    pub gather: &'static str,
+    /// Shared-memory reads with a lane stride: `(iters, stride, out)`.
+    pub shared: &'static str,
+    /// Pointer chase: `(steps, start, next, out)`.
+    pub chase: &'static str,
+    /// Latency chains `(iters, x, y, out)`: FADD, FFMA, DFMA, IMAD, sin, ex2, rsqrt.
+    pub latency: [&'static str; 7],
+    /// Warp divergence: `(iters, paths, b, c, out)`.
+    pub diverge: &'static str,
+}
+
+/// The probe kernel names.
+pub const PROBE: ProbeNames = ProbeNames {
+    peak_f32: [
+        "probe_add_f32_w1",
+        "probe_add_f32_w8",
+        "probe_mul_f32_w1",
+        "probe_mul_f32_w8",
+        "probe_fma_f32_w1",
+        "probe_fma_f32_w8",
+    ],
+    peak_f64: [
+        "probe_add_f64_w1",
+        "probe_add_f64_w8",
+        "probe_mul_f64_w1",
+        "probe_mul_f64_w8",
+        "probe_fma_f64_w1",
+        "probe_fma_f64_w8",
+    ],
+    dmma: "probe_dmma_f64",
+    read: "probe_read",
+    read_cg: "probe_read_cg",
+    write: "probe_write",
+    copy: "probe_copy",
+    copy_stream: "probe_copy_stream",
+    gather: "probe_gather",
+    shared: "probe_shared",
+    chase: "probe_chase",
+    latency: [
+        "probe_lat_fadd",
+        "probe_lat_ffma",
+        "probe_lat_dfma",
+        "probe_lat_imad",
+        "probe_lat_sin",
+        "probe_lat_ex2",
+        "probe_lat_rsqrt",
+    ],
+    diverge: "probe_diverge",
+};
+
+const fn probe_list(n: ProbeNames) -> [&'static str; 29] {
+    let p = n.peak_f32;
+    let d = n.peak_f64;
+    let l = n.latency;
+    [
+        p[0],
+        p[1],
+        p[2],
+        p[3],
+        p[4],
+        p[5],
+        d[0],
+        d[1],
+        d[2],
+        d[3],
+        d[4],
+        d[5],
+        n.dmma,
+        n.read,
+        n.read_cg,
+        n.write,
+        n.copy,
+        n.copy_stream,
+        n.gather,
+        n.shared,
+        n.chase,
+        l[0],
+        l[1],
+        l[2],
+        l[3],
+        l[4],
+        l[5],
+        l[6],
+        n.diverge,
+    ]
 }

@@ -55,6 +55,107 @@ pub struct DeviceInfo {
     pub pci_bus_id: String,
     /// Driver's CUDA version, e.g. 13000 for 13.0.
     pub driver_cuda_version: i32,
+    /// The PCIe link to the host as Linux reports it (`/sys/bus/pci/devices/<id>/`), or
+    /// `None` where that is not readable (no sysfs, a container without it, not PCIe).
+    pub pcie: Option<PcieLink>,
+}
+
+/// A PCIe link: the speed per lane and the lane count, now and at most.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PcieLink {
+    /// Transfer rate per lane now, GT/s (an idle GPU may have trained the link down).
+    pub current_gts: f64,
+    /// Lanes now.
+    pub current_width: u32,
+    /// Highest rate per lane the device supports, GT/s.
+    pub max_gts: f64,
+    /// Most lanes the device supports.
+    pub max_width: u32,
+}
+
+impl PcieLink {
+    /// Parses sysfs's `current_link_speed`, `current_link_width`, `max_link_speed` and
+    /// `max_link_width` texts (e.g. `"16.0 GT/s PCIe"`, `"16"`).
+    ///
+    /// ```
+    /// let l = ferrocuda_host::PcieLink::parse("32.0 GT/s PCIe", "16", "32.0 GT/s PCIe", "16").unwrap();
+    /// assert_eq!((l.generation(), l.current_width), (Some(5), 16));
+    /// ```
+    pub fn parse(
+        current_speed: &str,
+        current_width: &str,
+        max_speed: &str,
+        max_width: &str,
+    ) -> Option<PcieLink> {
+        let gts = |s: &str| {
+            s.split_whitespace()
+                .next()?
+                .parse::<f64>()
+                .ok()
+                .filter(|v| *v > 0.0)
+        };
+        let width = |s: &str| s.trim().parse::<u32>().ok().filter(|w| *w > 0);
+        Some(PcieLink {
+            current_gts: gts(current_speed)?,
+            current_width: width(current_width)?,
+            max_gts: gts(max_speed)?,
+            max_width: width(max_width)?,
+        })
+    }
+
+    /// PCIe generation of a per-lane rate: 2.5 GT/s is 1, 5 is 2, 8 is 3, 16 is 4, 32 is
+    /// 5, 64 is 6.
+    pub fn generation_of(gts: f64) -> Option<u32> {
+        [2.5, 5.0, 8.0, 16.0, 32.0, 64.0]
+            .iter()
+            .position(|&g| (gts - g).abs() < 0.1)
+            .map(|i| i as u32 + 1)
+    }
+
+    /// Generation of the link now.
+    pub fn generation(&self) -> Option<u32> {
+        Self::generation_of(self.current_gts)
+    }
+
+    /// Payload-independent line rate in bytes/s per direction of `lanes` lanes at `gts`:
+    /// `gts x lanes x encoding / 8`, encoding 8b/10b up to 5 GT/s, 128b/130b from 8 to
+    /// 32 GT/s, 242/256 (FLIT) at 64 GT/s. Packet headers cost a few percent more, so
+    /// no transfer reaches it.
+    pub fn bandwidth_of(gts: f64, lanes: u32) -> f64 {
+        let encoding = if gts <= 5.0 {
+            0.8
+        } else if gts <= 32.0 {
+            128.0 / 130.0
+        } else {
+            242.0 / 256.0
+        };
+        gts * 1e9 * lanes as f64 * encoding / 8.0
+    }
+
+    /// Line rate per direction at the highest speed and width both ends of this
+    /// device's side support (the link trains up under load), bytes/s.
+    pub fn max_bandwidth(&self) -> f64 {
+        Self::bandwidth_of(self.max_gts, self.max_width)
+    }
+
+    /// Line rate per direction of the link as it is now, bytes/s.
+    pub fn current_bandwidth(&self) -> f64 {
+        Self::bandwidth_of(self.current_gts, self.current_width)
+    }
+}
+
+/// Reads the link of the PCI function `domain:bus:device.0` from sysfs.
+fn pcie_link(domain: i32, bus: i32, device: i32) -> Option<PcieLink> {
+    let dir = std::path::PathBuf::from(format!(
+        "/sys/bus/pci/devices/{domain:04x}:{bus:02x}:{device:02x}.0"
+    ));
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+    PcieLink::parse(
+        &read("current_link_speed")?,
+        &read("current_link_width")?,
+        &read("max_link_speed")?,
+        &read("max_link_width")?,
+    )
 }
 
 /// Version of the installed driver's CUDA API (e.g. 13000), without opening a context.
@@ -74,6 +175,11 @@ impl Gpu {
         let ctx = self.context();
         let attr = |a: A| check(ctx.attribute(a), || format!("cuDeviceGetAttribute({a:?})"));
         let opt = |a: A| ctx.attribute(a).ok().filter(|&v| v > 0);
+        let (domain, bus, device) = (
+            attr(A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)?,
+            attr(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?,
+            attr(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?,
+        );
         Ok(DeviceInfo {
             ordinal: self.ordinal(),
             name: self.name()?,
@@ -107,13 +213,9 @@ impl Gpu {
             warp_size: attr(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
             async_engines: attr(A::CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT)?,
             ecc_enabled: attr(A::CU_DEVICE_ATTRIBUTE_ECC_ENABLED)? != 0,
-            pci_bus_id: format!(
-                "{:04x}:{:02x}:{:02x}",
-                attr(A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)?,
-                attr(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?,
-                attr(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?
-            ),
+            pci_bus_id: format!("{domain:04x}:{bus:02x}:{device:02x}"),
             driver_cuda_version: driver_cuda_version()?,
+            pcie: pcie_link(domain, bus, device),
         })
     }
 }

@@ -1,7 +1,7 @@
 //! The GPU runtime of ferrocuda: a small, typed, safe layer over cudarc's driver API.
 //!
 //! It knows nothing of numerics: a [`Gpu`] (device context, stream, module cache),
-//! typed [`DeviceBuffer`]s and views, [`LaunchConfig`] and the one `unsafe` launch path,
+//! typed [`DeviceBuffer`]s and views, page-locked host memory ([`PinnedBuffer`]), [`LaunchConfig`] and the one `unsafe` launch path,
 //! [`EventTimer`], CUDA-graph capture ([`Graph`]), device queries ([`DeviceInfo`]) and
 //! one [`Error`] type whose messages name the failing driver call or kernel.
 //!
@@ -15,17 +15,19 @@ mod graph;
 mod info;
 mod launch;
 mod memory;
+mod pinned;
 mod timing;
 
 pub use bytemuck::Pod;
 pub use error::{DriverStatus, Error, Result};
 pub use gpu::{Gpu, device_count, driver_present};
 pub use graph::Graph;
-pub use info::{DeviceInfo, driver_cuda_version};
+pub use info::{DeviceInfo, PcieLink, driver_cuda_version};
 pub use launch::{LaunchConfig, MAX_BLOCK_THREADS, MAX_GRID_X, MAX_GRID_YZ, arg};
 pub use memory::{
     DeviceBuffer, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, copy_device,
 };
+pub use pinned::PinnedBuffer;
 pub use timing::EventTimer;
 
 /// Version of the CUDA driver API these bindings were generated for.

@@ -1,6 +1,7 @@
-//! The `ferrocuda` command line: `info`, `bench <name>`, `spmv`, `solve`, and the tour (no
-//! arguments).
+//! The `ferrocuda` command line: `info`, `probe`, `bench <name>`, `spmv`, `solve`, and the
+//! tour (no arguments).
 
+pub mod probe;
 pub mod rng;
 pub mod rock4;
 pub mod solve;
@@ -51,12 +52,15 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Properties of every CUDA device.
+    /// Properties of every CUDA device, with the ceilings derived from them.
     Info {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
+    /// Micro-benchmarks against the hardware's ceilings (peak FLOP/s, bandwidths,
+    /// latencies, transfers, divergence); writes <results-dir>/probe.md and plots.
+    Probe(probe::ProbeArgs),
     /// y = A x for Matrix Market files, in a chosen format, on the CPU or the GPU.
     Spmv(spmv::SpmvArgs),
     /// Solves A x = b (Matrix Market files) by restarted GMRES on the CPU or the GPU.
@@ -309,6 +313,15 @@ pub fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Info { json } => info(json),
+        Command::Probe(args) => {
+            let report = probe::run(&args, cli.device)?;
+            if args.json {
+                print_json(&report)
+            } else {
+                say!("{}", report.to_text());
+                Ok(())
+            }
+        }
         Command::Spmv(args) => {
             sayln!("{}", spmv::run(&args, cli.device)?);
             Ok(())
@@ -616,6 +629,7 @@ fn write_file(path: &std::path::Path, text: &str) -> Result<()> {
 #[derive(Debug, Serialize)]
 struct InfoReport {
     devices: Vec<DeviceInfo>,
+    ceilings: Vec<crate::probe::Ceilings>,
     no_device: Option<String>,
     driver_cuda_version: Option<i32>,
     cuda_bindings_version: &'static str,
@@ -626,6 +640,7 @@ struct InfoReport {
 fn info(json: bool) -> Result<()> {
     let mut report = InfoReport {
         devices: Vec::new(),
+        ceilings: Vec::new(),
         no_device: None,
         driver_cuda_version: gpu::driver_cuda_version().ok(),
         cuda_bindings_version: ferrocuda_host::CUDA_BINDINGS_VERSION,
@@ -638,7 +653,9 @@ fn info(json: bool) -> Result<()> {
         }
         Ok(count) => {
             for ordinal in 0..count {
-                report.devices.push(gpu::open(ordinal)?.info()?);
+                let d = gpu::open(ordinal)?.info()?;
+                report.ceilings.push(crate::probe::Ceilings::from_info(&d));
+                report.devices.push(d);
             }
         }
         Err(e) => report.no_device = Some(e.to_string()),
@@ -658,7 +675,7 @@ fn info(json: bool) -> Result<()> {
     if let Some(v) = report.driver_cuda_version {
         sayln!("driver CUDA version: {}.{}", v / 1000, (v % 1000) / 10);
     }
-    for d in &report.devices {
+    for (d, c) in report.devices.iter().zip(&report.ceilings) {
         sayln!("\ndevice {}: {}", d.ordinal, d.name);
         let kib = |b: i32| format!("{} KiB", b / 1024);
         let mhz = |k: Option<i32>| k.map_or("not reported".into(), |k| format!("{} MHz", k / 1000));
@@ -726,6 +743,10 @@ fn info(json: bool) -> Result<()> {
             vec!["PCI bus id".into(), d.pci_bus_id.clone()],
         ];
         sayln!("{}", table(&["property", "value"], &rows));
+        sayln!(
+            "\nceilings (table of per-SM rates per compute capability: ferrocuda::probe::ceilings)\n{}",
+            table(&["ceiling", "value"], &c.rows())
+        );
     }
     Ok(())
 }
