@@ -86,8 +86,8 @@ mod kernels {
     //! them per scalar type.
     use super::*;
     use crate::device::{
-        block_dim, block_idx, block_idx_y, dynamic_shared, global_index, grid_dim, grid_stride,
-        shfl_down, sync_threads, thread_idx, warp, lane, WARP_SIZE,
+        WARP_SIZE, block_dim, block_idx, block_idx_y, dynamic_shared, global_index, grid_dim,
+        grid_stride, lane, shfl_down, sync_threads, thread_idx, warp,
     };
     use crate::scalar::Scalar;
     use core::arch::asm;
@@ -165,7 +165,8 @@ mod kernels {
     }
 
     /// See the module docs. `j0 <= j <= pend <= n`; column `j - 1` (if `j > j0`) has its
-    /// pivot in place; `j < pend` means: find and swap column `j`'s pivot.
+    /// pivot in place; `j < pend` means: find and swap column `j`'s pivot (`pivot == 0`:
+    /// take the diagonal, no search).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn lu_panel_step<T: RealScalar>(
@@ -174,6 +175,7 @@ mod kernels {
         j0: usize,
         j: usize,
         pend: usize,
+        pivot: u32,
         a: *mut T,
         ipiv: *mut u32,
         info: *mut u32,
@@ -196,10 +198,10 @@ mod kernels {
                 c += block_dim();
             }
             sync_threads();
-            let pivot = unsafe { *at(q, q) };
+            let piv = unsafe { *at(q, q) };
             let mut i = j + global_index();
             while i < n {
-                let l = multiplier(unsafe { *at(i, q) }, pivot);
+                let l = multiplier(unsafe { *at(i, q) }, piv);
                 unsafe { *at(i, q) = l };
                 let mut c = j;
                 while c < pend {
@@ -207,7 +209,7 @@ mod kernels {
                     unsafe { *p = rank1(*p, l, *urow.add(c - j)) };
                     c += 1;
                 }
-                if has_next {
+                if has_next && (pivot != 0 || i == j) {
                     let v = unsafe { *at(i, j) }.to_f64();
                     let v = if v < 0.0 { -v } else { v };
                     if better_pivot(v, i as u32, best_v, best_i) {
@@ -222,7 +224,7 @@ mod kernels {
             while i < n {
                 let v = unsafe { *at(i, j) }.to_f64();
                 let v = if v < 0.0 { -v } else { v };
-                if better_pivot(v, i as u32, best_v, best_i) {
+                if (pivot != 0 || i == j) && better_pivot(v, i as u32, best_v, best_i) {
                     best_v = v;
                     best_i = i as u32;
                 }
@@ -543,15 +545,21 @@ mod kernels {
                 let (i, kk) = (e % DMMA_TILE, e / DMMA_TILE);
                 let (gi, gk) = (m0 + i, k0 + kk);
                 let ok = gi < m && gk < k;
-                let src = if ok { unsafe { a.add(gi + gk * lda) } } else { a };
+                let src = if ok {
+                    unsafe { a.add(gi + gk * lda) }
+                } else {
+                    a
+                };
                 unsafe { cp_async_8(shared_addr(base.add(kk * LDS + i)), src, ok) };
                 let (kk, jj) = (e % DMMA_K, e / DMMA_K);
                 let (gk, gj) = (k0 + kk, n0 + jj);
                 let ok = gk < k && gj < n;
-                let src = if ok { unsafe { b.add(gk + gj * ldb) } } else { b };
-                unsafe {
-                    cp_async_8(shared_addr(base.add(DMMA_K * LDS + kk * LDS + jj)), src, ok)
+                let src = if ok {
+                    unsafe { b.add(gk + gj * ldb) }
+                } else {
+                    b
                 };
+                unsafe { cp_async_8(shared_addr(base.add(DMMA_K * LDS + kk * LDS + jj)), src, ok) };
             }
         };
 
@@ -762,6 +770,7 @@ macro_rules! dense_entries {
                 j0: usize,
                 j: usize,
                 pend: usize,
+                pivot: u32,
                 a: *mut $t,
                 ipiv: *mut u32,
                 info: *mut u32,
@@ -771,7 +780,7 @@ macro_rules! dense_entries {
             ) {
                 unsafe {
                     kernels::lu_panel_step(
-                        n, lda, j0, j, pend, a, ipiv, info, part_val, part_idx, counter,
+                        n, lda, j0, j, pend, pivot, a, ipiv, info, part_val, part_idx, counter,
                     )
                 }
             }

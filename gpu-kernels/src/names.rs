@@ -453,7 +453,7 @@ const fn rock4_list(n: Rock4Names) -> [&'static str; 13] {
 /// Names of the dense LU kernels (`crate::dense`) of one real scalar type.
 #[derive(Debug, Clone, Copy)]
 pub struct DenseNames {
-    /// `(n, lda, j0, j, pend, a, ipiv, info, part_val, part_idx, counter)`: one column
+    /// `(n, lda, j0, j, pend, pivot, a, ipiv, info, part_val, part_idx, counter)`: one column
     /// of the pivoting panel factorisation.
     pub panel_step: &'static str,
     /// `(ncols, lda, k0, k1, skip0, skip1, a, ipiv)`: row interchanges outside a panel.
