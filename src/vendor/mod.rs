@@ -3,3 +3,4 @@
 //! where a library is missing, its constructor returns [`crate::Error::Vendor`].
 
 pub mod cusparse;
+pub mod dense;
