@@ -15,7 +15,7 @@
 //! - `lu_trsm`: `A12 <- L11^{-1} A12` (unit lower triangular, one thread per column).
 //! - `gemm_nn`: `C <- alpha A B + beta C` tiled for the CUDA cores (FFMA / DFMA), and
 //!   `gemm_dmma_f64`: the same on the FP64 tensor cores (`mma.sync.m8n8k4.f64`), 128x128
-//!   block tiles, eight warps of 64x32, `cp.async` double buffering.
+//!   block tiles, eight warps of 64x32, a four-stage `cp.async` pipeline.
 //! - seed 004's reproductions: the unblocked right-looking LU without pivoting (`f64`:
 //!   `thesis_lu_scale`, `thesis_lu_update`) and the Rodinia-style blocked LU (`f32`, block
 //!   size 16: `rodinia_lud_diagonal`, `rodinia_lud_perimeter`, `rodinia_lud_internal`).
@@ -43,8 +43,11 @@ pub const DMMA_K: usize = 8;
 /// Padding of each shared-memory row of `gemm_dmma_f64` (elements): makes the fragment
 /// loads of a half-warp hit 16 different banks.
 pub const DMMA_PAD: usize = 4;
-/// Dynamic shared memory of `gemm_dmma_f64` in bytes: two stages of A and B tiles.
-pub const DMMA_SHARED_BYTES: usize = 2 * 2 * DMMA_K * (DMMA_TILE + DMMA_PAD) * 8;
+/// Shared-memory stages of `gemm_dmma_f64` (tiles in flight: `DMMA_STAGES - 1`).
+pub const DMMA_STAGES: usize = 4;
+/// Dynamic shared memory of `gemm_dmma_f64` in bytes: [`DMMA_STAGES`] stages of A and B
+/// tiles (over the default 48 KiB: the host raises the kernel's limit).
+pub const DMMA_SHARED_BYTES: usize = DMMA_STAGES * 2 * DMMA_K * (DMMA_TILE + DMMA_PAD) * 8;
 /// Dynamic shared memory of `lu_panel_step` in bytes for panels up to [`MAX_PANEL`]
 /// wide: the pivot row, then the per-warp maxima (value, index).
 pub const PANEL_SHARED_BYTES: usize = MAX_PANEL * 8 + 32 * 8 + 32 * 4;
@@ -486,10 +489,11 @@ mod kernels {
         unsafe { asm!("cp.async.commit_group;", options(nostack)) };
     }
 
-    /// Waits until at most one committed group is still in flight.
+    /// Waits until at most `DMMA_STAGES - 2` committed groups are still in flight.
     #[inline(always)]
-    fn cp_async_wait_1() {
-        unsafe { asm!("cp.async.wait_group 1;", options(nostack)) };
+    fn cp_async_wait_stages() {
+        const { assert!(DMMA_STAGES == 4) };
+        unsafe { asm!("cp.async.wait_group 2;", options(nostack)) };
     }
 
     /// `d <- a b + d` for one 8x8x4 tile (`mma.sync.aligned.m8n8k4.row.col.f64`).
@@ -509,7 +513,8 @@ mod kernels {
 
     /// `C <- alpha A B + beta C` in `f64` on the FP64 tensor cores: [`DMMA_TILE`]-square
     /// block tiles, 8 warps (2 along m, 4 along n) of 64x32 results = 8x4 fragments of
-    /// 8x8, k-steps of [`DMMA_K`] in two shared-memory stages filled by `cp.async`.
+    /// 8x8, k-steps of [`DMMA_K`] in [`DMMA_STAGES`] shared-memory stages filled by
+    /// `cp.async` (one barrier per k-step).
     /// `beta == 0` does not read `C`. Needs [`DMMA_SHARED_BYTES`] of shared memory.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
@@ -564,17 +569,26 @@ mod kernels {
         };
 
         let mut acc = [[[0.0f64; 2]; 4]; 8];
-        load(0, 0);
-        cp_async_commit();
-        let (fr, fk) = (ln / 4, ln % 4);
-        for kt in 0..ktiles {
-            if kt + 1 < ktiles {
-                load((kt + 1) & 1, kt + 1);
+        // Prologue: the first DMMA_STAGES - 1 tiles in flight, one commit group each.
+        for s in 0..DMMA_STAGES - 1 {
+            if s < ktiles {
+                load(s, s);
             }
             cp_async_commit();
-            cp_async_wait_1();
+        }
+        let (fr, fk) = (ln / 4, ln % 4);
+        for kt in 0..ktiles {
+            // At most DMMA_STAGES - 2 groups still in flight: tile kt has landed.
+            cp_async_wait_stages();
             sync_threads();
-            let sa = unsafe { smem.add((kt & 1) * STAGE) };
+            // The stage refilled now was read in iteration kt - 1, which every warp has
+            // finished (the barrier above).
+            let next = kt + DMMA_STAGES - 1;
+            if next < ktiles {
+                load(next % DMMA_STAGES, next);
+            }
+            cp_async_commit();
+            let sa = unsafe { smem.add((kt % DMMA_STAGES) * STAGE) };
             let sb = unsafe { sa.add(DMMA_K * LDS) };
             for k4 in 0..DMMA_K / 4 {
                 let row = (k4 * 4 + fk) * LDS;
@@ -592,7 +606,6 @@ mod kernels {
                     });
                 });
             }
-            sync_threads();
         }
         unroll!(mi in [0, 1, 2, 3, 4, 5, 6, 7] {
             let gi = m0 + wm * 64 + mi * 8 + fr;

@@ -56,7 +56,7 @@ impl Default for LuBenchOptions {
             reps: 3,
             thesis: true,
             cpu_max_n: 8192,
-            block: 64,
+            block: 128,
             f32: true,
         }
     }
@@ -113,6 +113,8 @@ pub struct LuBenchReport {
     pub device: Option<String>,
     /// CPU threads of the twin.
     pub cpu_threads: usize,
+    /// Panel width of the GPU LU.
+    pub block: usize,
     /// Seed 004's tables, ours.
     pub thesis: Vec<ThesisRow>,
     /// The pivoting-LU comparison.
@@ -140,6 +142,7 @@ pub fn run(gpu: Option<&Gpu>, opts: &LuBenchOptions) -> Result<LuBenchReport> {
     let mut report = LuBenchReport {
         device: gpu.map(|g| g.name()).transpose()?,
         cpu_threads: rayon::current_num_threads(),
+        block: opts.block,
         thesis: Vec::new(),
         rows: Vec::new(),
     };
@@ -352,6 +355,10 @@ fn compare<T: VendorDense>(gpu: Option<&Gpu>, n: usize, opts: &LuBenchOptions) -
     Ok(row)
 }
 
+fn pct(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{:.1}%", 100.0 * v))
+}
+
 fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:.digits$}"))
 }
@@ -445,10 +452,10 @@ impl LuBenchReport {
                     r.n.to_string(),
                     opt(r.ours_gflops, 0),
                     opt(r.cusolver_gflops, 0),
-                    opt(r.ours_vs_cusolver.map(|x| 100.0 * x), 1) + "%",
+                    pct(r.ours_vs_cusolver),
                     opt(r.gemm_gflops, 0),
                     opt(r.cublas_gemm_gflops, 0),
-                    opt(r.gemm_vs_cublas.map(|x| 100.0 * x), 1) + "%",
+                    pct(r.gemm_vs_cublas),
                     opt(r.cpu_gflops, 1),
                     r.backward_error.map_or("-".into(), |b| format!("{b:.2e}")),
                     r.pivots_equal_cusolver
@@ -476,9 +483,10 @@ impl LuBenchReport {
         let (h, r) = self.thesis_rows();
         let (h2, r2) = self.lu_rows();
         let mut s = format!(
-            "# Dense LU (written by `ferrocuda bench lu`)\n\nDevice: {}; CPU twin on {} threads.\n\n## Seed 004, Tables 3.1, 3.2, 4.1\n\nSeconds; the thesis's rows as published, ours measured in this run. \"vs CPU ref\": largest difference of the GPU factors to the CPU twin's (same algorithm, no pivoting), relative to the largest entry.\n\n{}\n## Pivoting LU against cuSOLVER and GEMM against cuBLAS\n\nSame matrix, same run; percentages are ours / vendor.\n\n{}\n",
+            "# Dense LU (written by `ferrocuda bench lu`)\n\nDevice: {}; CPU twin on {} threads; GPU LU panel width {}.\n\n## Seed 004, Tables 3.1, 3.2, 4.1\n\nSeconds; the thesis's rows as published, ours measured in this run. \"vs CPU ref\": largest difference of the GPU factors to the CPU twin's (same algorithm, no pivoting), relative to the largest entry.\n\n{}\n## Pivoting LU against cuSOLVER and GEMM against cuBLAS\n\nSame matrix, same run; percentages are ours / vendor.\n\n{}\n",
             self.device.as_deref().unwrap_or("none (CPU only)"),
             self.cpu_threads,
+            self.block,
             markdown_table(&h, &r),
             markdown_table(&h2, &r2)
         );

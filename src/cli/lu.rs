@@ -64,7 +64,7 @@ pub struct LuArgs {
     #[arg(long, value_enum, default_value_t = super::Precision::F64)]
     pub precision: super::Precision,
     /// Panel width (1..=128).
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 128)]
     pub block: usize,
     /// Print JSON instead of text.
     #[arg(long)]

@@ -207,7 +207,7 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 8192)]
         cpu_max_n: usize,
         /// Panel width of the GPU LU.
-        #[arg(long, default_value_t = 64)]
+        #[arg(long, default_value_t = 128)]
         block: usize,
         /// Print JSON instead of tables.
         #[arg(long)]

@@ -328,10 +328,24 @@ unsafe fn gemm_raw<T: LuScalar>(
     (c, ldc): (u64, usize),
 ) -> Result<()> {
     let (kernel, cfg) = match T::TENSOR_GEMM {
-        Some(name) if tensor_cores => (
-            name,
-            grid_2d(m, n, DMMA_TILE, 256).with_shared_bytes(DMMA_SHARED_BYTES as u32),
-        ),
+        Some(name) if tensor_cores => {
+            // The pipeline needs more than the default 48 KiB of dynamic shared memory.
+            gpu.bind_to_thread()?;
+            gpu.function(name)?
+                .set_attribute(
+                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    DMMA_SHARED_BYTES as i32,
+                )
+                .map_err(|e| Error::Vendor {
+                    library: "CUDA driver",
+                    call: "cuFuncSetAttribute(gemm_dmma_f64, MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+                    status: format!("{e:?}"),
+                })?;
+            (
+                name,
+                grid_2d(m, n, DMMA_TILE, 256).with_shared_bytes(DMMA_SHARED_BYTES as u32),
+            )
+        }
         _ => (
             T::DENSE.gemm,
             grid_2d(m, n, GEMM_TILE, 256)

@@ -190,7 +190,7 @@ impl Default for LuOptions {
     fn default() -> Self {
         LuOptions {
             pivoting: Pivoting::Partial,
-            block: 64,
+            block: 128,
             backward_error: true,
             tensor_cores: true,
         }
