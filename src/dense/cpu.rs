@@ -22,7 +22,7 @@ use ferrocuda_kernels::dense::{better_pivot, multiplier};
 /// ```
 /// use ferrocuda::dense::{Matrix, LuOptions, cpu};
 /// use ferrocuda::Error;
-/// let a = Matrix::new(2, 2, vec![1.0, 2.0, 2.0, 4.0])?; // rank 1
+/// let a = Matrix::new(2, 2, vec![1.0f64, 2.0, 2.0, 4.0])?; // rank 1
 /// match cpu::factor(&a, &LuOptions::default()) {
 ///     Err(Error::Singular { column, .. }) => assert_eq!(column, 1),
 ///     other => panic!("{other:?}"),

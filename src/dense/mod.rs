@@ -18,7 +18,7 @@
 //!
 //! ```
 //! use ferrocuda::dense::{Matrix, LuOptions, cpu};
-//! let a = Matrix::new(2, 2, vec![0.0, 1.0, 2.0, 3.0])?; // [[0, 2], [1, 3]]
+//! let a = Matrix::new(2, 2, vec![0.0f64, 1.0, 2.0, 3.0])?; // [[0, 2], [1, 3]]
 //! let lu = cpu::factor(&a, &LuOptions::default())?;
 //! assert_eq!(lu.ipiv, vec![1, 1]); // the zero leading entry forced a swap
 //! let x = lu.solve(&Matrix::new(2, 1, vec![2.0, 4.0])?)?;
@@ -394,7 +394,7 @@ pub fn backward_error<T: LuScalar>(
 ///
 /// ```
 /// use ferrocuda::dense::{Matrix, LuOptions, solve};
-/// let a = Matrix::new(2, 2, vec![4.0, 2.0, 1.0, 3.0])?; // [[4, 1], [2, 3]]
+/// let a = Matrix::new(2, 2, vec![4.0f64, 2.0, 1.0, 3.0])?; // [[4, 1], [2, 3]]
 /// let b = Matrix::new(2, 2, vec![5.0, 5.0, 1.0, 2.0])?; // two right-hand sides
 /// let (x, report) = solve(&a, &b, &LuOptions::default())?;
 /// assert!((x.get(0, 0) - 1.0).abs() < 1e-14 && (x.get(1, 0) - 1.0).abs() < 1e-14);
