@@ -273,19 +273,7 @@ fn lu_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
     let (mut gpu_ms, mut diff) = (None, None);
     if let Some(g) = gpu {
         let d = dgpu::factor(g, &a, &opts)?;
-        let scale = c
-            .factors
-            .as_slice()
-            .iter()
-            .fold(0.0f64, |m, v| m.max(v.abs()));
-        diff = Some(
-            d.factors
-                .as_slice()
-                .iter()
-                .zip(c.factors.as_slice())
-                .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()))
-                / scale,
-        );
+        diff = Some(d.factors.max_rel_diff(&c.factors)?);
         let orig = g.upload(a.as_slice())?;
         let mut work = g.alloc::<f64>(n * n)?;
         let mut ipiv = g.alloc::<u32>(n)?;

@@ -248,18 +248,6 @@ fn lu_gpu_no_pivoting_matches_cpu() {
     assert!(be < 10.0 * bc.max(1.0), "GPU {be} vs CPU {bc}");
 }
 
-fn max_rel_diff<T: LuScalar>(x: &Matrix<T>, y: &Matrix<T>) -> f64 {
-    let scale = y
-        .as_slice()
-        .iter()
-        .fold(0.0f64, |m, v| m.max(v.to_f64().abs()));
-    x.as_slice()
-        .iter()
-        .zip(y.as_slice())
-        .fold(0.0f64, |m, (a, b)| m.max((a.to_f64() - b.to_f64()).abs()))
-        / scale
-}
-
 #[test]
 fn thesis_unblocked_matches_cpu_reference() {
     let Some(g) = gpu_or_skip("thesis_unblocked_matches_cpu_reference") else {
@@ -270,7 +258,7 @@ fn thesis_unblocked_matches_cpu_reference() {
         let a = Matrix::<f64>::random(n, n, 1.0, 3.0, n as u64);
         let (f, t) = thesis::unblocked_gpu(&g, &a).unwrap();
         let r = cpu::factor(&a, &LuOptions::default().with_pivoting(Pivoting::None)).unwrap();
-        let d = max_rel_diff(&f, &r.factors);
+        let d = f.max_rel_diff(&r.factors).unwrap();
         assert!(d < 1e-10, "n={n}: unblocked GPU vs CPU: {d}");
         assert!(t.total_ms >= t.factor_ms);
         let be =
@@ -292,7 +280,7 @@ fn thesis_blocked_matches_cpu_reference() {
         }
         let (f, _) = thesis::blocked_gpu(&g, &a).unwrap();
         let r = cpu::factor(&a, &LuOptions::default().with_pivoting(Pivoting::None)).unwrap();
-        let d = max_rel_diff(&f, &r.factors);
+        let d = f.max_rel_diff(&r.factors).unwrap();
         assert!(d < 1e-5, "n={n}: blocked GPU vs CPU: {d}");
     }
     let a = Matrix::<f32>::random(20, 20, 1.0, 3.0, 1);

@@ -125,18 +125,6 @@ fn lu_gflops(n: usize, s: &Stats) -> f64 {
     2.0 / 3.0 * (n as f64).powi(3) / (s.median_ms * 1e-3) / 1e9
 }
 
-fn rel_diff<T: crate::dense::LuScalar>(x: &Matrix<T>, y: &Matrix<T>) -> f64 {
-    let scale = y
-        .as_slice()
-        .iter()
-        .fold(0.0f64, |m, v| m.max(v.to_f64().abs()));
-    x.as_slice()
-        .iter()
-        .zip(y.as_slice())
-        .fold(0.0f64, |m, (a, b)| m.max((a.to_f64() - b.to_f64()).abs()))
-        / scale
-}
-
 /// Runs the benchmark (the GPU parts only where `gpu` is given).
 pub fn run(gpu: Option<&Gpu>, opts: &LuBenchOptions) -> Result<LuBenchReport> {
     let mut report = LuBenchReport {
@@ -194,7 +182,9 @@ fn thesis_tables(gpu: Option<&Gpu>, opts: &LuBenchOptions, out: &mut Vec<ThesisR
             n: 4000,
             lu_s: med(&|t| t.factor_ms),
             total_s: Some(med(&|t| t.total_ms)),
-            rel_diff_to_cpu: last.map(|f| rel_diff(&f, &reference.factors)),
+            rel_diff_to_cpu: last
+                .map(|f| f.max_rel_diff(&reference.factors))
+                .transpose()?,
         });
         let piv = LuOptions::default()
             .with_block(opts.block)
@@ -243,7 +233,9 @@ fn thesis_tables(gpu: Option<&Gpu>, opts: &LuBenchOptions, out: &mut Vec<ThesisR
             total_s: Some(
                 Stats::from_samples(runs.iter().map(|t| t.total_ms).collect()).median_ms * 1e-3,
             ),
-            rel_diff_to_cpu: last.map(|f| rel_diff(&f, &reference.factors)),
+            rel_diff_to_cpu: last
+                .map(|f| f.max_rel_diff(&reference.factors))
+                .transpose()?,
         });
     }
     Ok(())

@@ -149,6 +149,24 @@ impl<T: LuScalar> Matrix<T> {
                 .collect(),
         }
     }
+    /// `max |self - other| / max |other|` over the entries, in `f64` (0 for a zero
+    /// `other` equal to `self`): how far apart two results of the same computation are.
+    /// Errors: the shapes differ.
+    pub fn max_rel_diff(&self, other: &Matrix<T>) -> Result<f64> {
+        crate::error::check_len("Matrix::max_rel_diff", "rows", self.nrows, other.nrows)?;
+        crate::error::check_len("Matrix::max_rel_diff", "columns", self.ncols, other.ncols)?;
+        let scale = other
+            .data
+            .iter()
+            .fold(0.0f64, |m, v| m.max(v.to_f64().abs()));
+        let diff = self
+            .data
+            .iter()
+            .zip(&other.data)
+            .fold(0.0f64, |m, (a, b)| m.max((a.to_f64() - b.to_f64()).abs()));
+        Ok(if diff == 0.0 { 0.0 } else { diff / scale })
+    }
+
     /// The 1-norm (largest column sum of magnitudes), in `f64`.
     pub fn norm1(&self) -> f64 {
         if self.nrows == 0 {
