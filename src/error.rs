@@ -54,6 +54,24 @@ pub enum Error {
         /// What it returned.
         status: String,
     },
+    /// A matrix with an exactly zero pivot: `column` (0-based) of the factorisation.
+    #[error("{op}: the matrix is singular: the pivot of column {column} (0-based) is exactly zero")]
+    Singular {
+        /// The operation.
+        op: &'static str,
+        /// The first column whose pivot was zero.
+        column: usize,
+    },
+    /// A matrix that must be square.
+    #[error("{op}: the matrix is {rows} x {cols}, not square")]
+    NotSquare {
+        /// The operation.
+        op: &'static str,
+        /// Rows.
+        rows: usize,
+        /// Columns.
+        cols: usize,
+    },
     /// An argument outside its valid range.
     #[error("{op}: {reason}")]
     InvalidArgument {

@@ -46,6 +46,7 @@ pub fn run(gpu: Option<&Gpu>, gpu_skipped: Option<String>) -> Result<TourReport>
     spmv_steps(gpu, &mut rows)?;
     gmres_steps(gpu, &mut rows)?;
     rock4_steps(gpu, &mut rows)?;
+    lu_steps(gpu, &mut rows)?;
     rng_steps(gpu, &mut rows)?;
     probe_steps(gpu, &mut rows)?;
     Ok(TourReport {
@@ -330,6 +331,48 @@ fn probe_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
     rows.push(TourRow {
         module: "probe",
         problem: format!("copy 256 MiB{note}"),
+        cpu_ms,
+        gpu_ms,
+        speedup: gpu_ms.map(|g| cpu_ms / g),
+        gpu_vs_cpu: diff,
+    });
+    Ok(())
+}
+
+/// LU with partial pivoting of a random 1024 x 1024 f64 matrix; the check is the
+/// largest difference of the GPU factors from the CPU's, relative to the largest entry.
+fn lu_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
+    use crate::dense::{LuOptions, Matrix, cpu as dcpu, gpu as dgpu};
+    let n = 1024;
+    let a = Matrix::<f64>::random(n, n, -1.0, 1.0, 1024);
+    let opts = LuOptions::default().with_backward_error(false);
+    let c = dcpu::factor(&a, &opts.with_backward_error(true))?;
+    let be = c.report.backward_error.unwrap_or(f64::NAN);
+    let cpu_ms = time_cpu(0, 3, || dcpu::factor(&a, &opts)).median_ms;
+    let (mut gpu_ms, mut diff) = (None, None);
+    if let Some(g) = gpu {
+        let d = dgpu::factor(g, &a, &opts)?;
+        diff = Some(d.factors.max_rel_diff(&c.factors)?);
+        let orig = g.upload(a.as_slice())?;
+        let mut work = g.alloc::<f64>(n * n)?;
+        let mut ipiv = g.alloc::<u32>(n)?;
+        let mut ws = dgpu::LuWorkspace::new(g)?;
+        let mut samples = Vec::new();
+        let timer = g.timer()?;
+        for r in 0..4 {
+            crate::gpu::copy_device(&orig, &mut work)?;
+            timer.start()?;
+            dgpu::factor_device(n, &mut work, &mut ipiv, &mut ws, &opts)?;
+            timer.stop()?;
+            if r > 0 {
+                samples.push(timer.elapsed_ms()?);
+            }
+        }
+        gpu_ms = Some(crate::bench::Stats::from_samples(samples).median_ms);
+    }
+    rows.push(TourRow {
+        module: "dense",
+        problem: format!("LU, partial pivoting, random {n}^2 f64, CPU backward error {be:.1e}"),
         cpu_ms,
         gpu_ms,
         speedup: gpu_ms.map(|g| cpu_ms / g),

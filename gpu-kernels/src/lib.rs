@@ -28,6 +28,7 @@
 extern crate std;
 
 pub mod blas1;
+pub mod dense;
 #[cfg(target_arch = "nvptx64")]
 pub mod device;
 pub mod krylov;

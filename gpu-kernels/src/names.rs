@@ -228,6 +228,9 @@ pub const ALL: &[&[&str]] = &[
     &[<f32 as PrecondKernels<Complex<f32>>>::PRECOND.apply],
     &[<f64 as PrecondKernels<Complex<f64>>>::PRECOND.apply],
     &rock4_list(ROCK4),
+    &dense_list(<f32 as DenseKernels>::DENSE),
+    &dense_list(<f64 as DenseKernels>::DENSE),
+    &dense_special_list(DENSE_SPECIAL),
     &sfmt_list(SFMT),
     &probe_list(PROBE),
 ];
@@ -579,5 +582,84 @@ const fn probe_list(n: ProbeNames) -> [&'static str; 29] {
         l[5],
         l[6],
         n.diverge,
+    ]
+}
+
+/// Names of the dense LU kernels (`crate::dense`) of one real scalar type.
+#[derive(Debug, Clone, Copy)]
+pub struct DenseNames {
+    /// `(n, lda, j0, j, pend, pivot, a, ipiv, info, part_val, part_idx, counter)`: one column
+    /// of the pivoting panel factorisation.
+    pub panel_step: &'static str,
+    /// `(ncols, lda, k0, k1, skip0, skip1, a, ipiv)`: row interchanges outside a panel.
+    pub laswp: &'static str,
+    /// `(ncols, lda, k0, kb, c0, a)`: `A12 <- L11^{-1} A12`.
+    pub trsm: &'static str,
+    /// `(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)`: `C <- alpha A B + beta C` on the
+    /// CUDA cores.
+    pub gemm: &'static str,
+}
+
+/// Real scalars with dense LU kernels.
+pub trait DenseKernels: Scalar {
+    /// This type's kernel names.
+    const DENSE: DenseNames;
+}
+
+macro_rules! dense_names {
+    ($t:ty, $sfx:literal) => {
+        impl DenseKernels for $t {
+            const DENSE: DenseNames = DenseNames {
+                panel_step: concat!("lu_panel_step_", $sfx),
+                laswp: concat!("lu_laswp_", $sfx),
+                trsm: concat!("lu_trsm_", $sfx),
+                gemm: concat!("gemm_nn_", $sfx),
+            };
+        }
+    };
+}
+dense_names!(f32, "f32");
+dense_names!(f64, "f64");
+
+const fn dense_list(n: DenseNames) -> [&'static str; 4] {
+    [n.panel_step, n.laswp, n.trsm, n.gemm]
+}
+
+/// The dense kernels of one type only: the FP64 tensor-core GEMM and seed 004's
+/// reproductions.
+#[derive(Debug, Clone, Copy)]
+pub struct DenseSpecialNames {
+    /// `gemm_dmma_f64(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)`.
+    pub gemm_dmma_f64: &'static str,
+    /// `(n, k, a)`: unblocked LU step `k`, the column scaling (seed 004, ch. 3).
+    pub thesis_scale_f64: &'static str,
+    /// `(n, k, a)`: unblocked LU step `k`, the trailing update.
+    pub thesis_update_f64: &'static str,
+    /// `(n, offset, a)`: Rodinia's diagonal block (seed 004, ch. 4), block size 16.
+    pub rodinia_diagonal_f32: &'static str,
+    /// `(n, offset, a)`: Rodinia's perimeter blocks.
+    pub rodinia_perimeter_f32: &'static str,
+    /// `(n, offset, a)`: Rodinia's interior blocks.
+    pub rodinia_internal_f32: &'static str,
+}
+
+/// The single-type dense kernel names.
+pub const DENSE_SPECIAL: DenseSpecialNames = DenseSpecialNames {
+    gemm_dmma_f64: "gemm_dmma_f64",
+    thesis_scale_f64: "thesis_lu_scale_f64",
+    thesis_update_f64: "thesis_lu_update_f64",
+    rodinia_diagonal_f32: "rodinia_lud_diagonal_f32",
+    rodinia_perimeter_f32: "rodinia_lud_perimeter_f32",
+    rodinia_internal_f32: "rodinia_lud_internal_f32",
+};
+
+const fn dense_special_list(n: DenseSpecialNames) -> [&'static str; 6] {
+    [
+        n.gemm_dmma_f64,
+        n.thesis_scale_f64,
+        n.thesis_update_f64,
+        n.rodinia_diagonal_f32,
+        n.rodinia_perimeter_f32,
+        n.rodinia_internal_f32,
     ]
 }

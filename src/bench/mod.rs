@@ -3,6 +3,7 @@
 
 pub mod blas1;
 pub mod gmres;
+pub mod lu;
 pub mod peer;
 pub mod plot;
 pub mod rng;

@@ -1,6 +1,7 @@
 //! The `ferrocuda` command line: `info`, `probe`, `bench <name>`, `spmv`, `solve`, and the
 //! tour (no arguments).
 
+pub mod lu;
 pub mod probe;
 pub mod rng;
 pub mod rock4;
@@ -61,6 +62,9 @@ pub enum Command {
     /// Micro-benchmarks against the hardware's ceilings (peak FLOP/s, bandwidths,
     /// latencies, transfers, divergence); writes <results-dir>/probe.md and plots.
     Probe(probe::ProbeArgs),
+    /// LU with partial pivoting of a Matrix Market matrix, and solves A X = B; a singular
+    /// matrix exits with code 2.
+    Lu(lu::LuArgs),
     /// y = A x for Matrix Market files, in a chosen format, on the CPU or the GPU.
     Spmv(spmv::SpmvArgs),
     /// Solves A x = b (Matrix Market files) by restarted GMRES on the CPU or the GPU.
@@ -214,6 +218,35 @@ pub enum BenchCommand {
         #[arg(long, default_value = "docs/results")]
         results_dir: PathBuf,
     },
+    /// Dense LU: seed 004's Tables 3.1, 3.2, 4.1, then the pivoting LU against cuSOLVER
+    /// getrf and the GEMM against cuBLAS in the same run, the CPU twin beside; writes
+    /// <results-dir>/lu.md and lu.png.
+    Lu {
+        /// Orders of the pivoting-LU comparison (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "4096,8192,16384,32768")]
+        sizes: Vec<usize>,
+        /// Timed repetitions per measurement (median).
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// Skip seed 004's tables.
+        #[arg(long)]
+        no_thesis: bool,
+        /// Skip f32.
+        #[arg(long)]
+        no_f32: bool,
+        /// Largest order the CPU twin runs.
+        #[arg(long, default_value_t = 8192)]
+        cpu_max_n: usize,
+        /// Panel width of the GPU LU.
+        #[arg(long, default_value_t = 128)]
+        block: usize,
+        /// Print JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+        /// Where the Markdown results and the chart go.
+        #[arg(long, default_value = "docs/results")]
+        results_dir: PathBuf,
+    },
     /// axpy, dot and nrm2 (f64, c64) against the device copy bandwidth and the CPU.
     Blas1 {
         /// Print JSON instead of a table.
@@ -256,7 +289,12 @@ pub fn main() -> i32 {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("error: {e}");
-            1
+            // A singular matrix is an answer about the input, not a failure of the tool.
+            if matches!(e, crate::Error::Singular { .. }) {
+                2
+            } else {
+                1
+            }
         }
     }
 }
@@ -366,6 +404,56 @@ pub fn run(cli: Cli) -> Result<()> {
             let path = results_dir.join("rng.md");
             write_file(&path, &report.to_markdown())?;
             eprintln!("[bench rng] wrote {}", path.display());
+            if json {
+                print_json(&report)
+            } else {
+                say!("{}", report.to_text());
+                Ok(())
+            }
+        }
+        Command::Lu(args) => {
+            let report = lu::run(&args, cli.device)?;
+            if args.json {
+                print_json(&report)
+            } else {
+                sayln!("{}", report.to_text());
+                Ok(())
+            }
+        }
+        Command::Bench {
+            which:
+                BenchCommand::Lu {
+                    sizes,
+                    reps,
+                    no_thesis,
+                    no_f32,
+                    cpu_max_n,
+                    block,
+                    json,
+                    results_dir,
+                },
+        } => {
+            use crate::bench::lu::{LuBenchOptions, run};
+            let opts = LuBenchOptions {
+                sizes,
+                reps,
+                thesis: !no_thesis,
+                cpu_max_n,
+                block,
+                f32: !no_f32,
+            };
+            let (gpu, skipped) = open_gpu(cli.device)?;
+            if let Some(why) = skipped {
+                eprintln!("[bench lu] GPU part skipped: {why}");
+            }
+            let report = run(gpu.as_ref(), &opts)?;
+            let png = results_dir.join("lu.png");
+            report.chart().write_png(&png, 1280, 640)?;
+            write_file(
+                &results_dir.join("lu.md"),
+                &report.to_markdown(Some("lu.png")),
+            )?;
+            eprintln!("[bench lu] wrote {} and lu.md", png.display());
             if json {
                 print_json(&report)
             } else {

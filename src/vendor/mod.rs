@@ -4,3 +4,4 @@
 
 pub mod curand;
 pub mod cusparse;
+pub mod dense;

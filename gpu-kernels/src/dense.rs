@@ -1,0 +1,900 @@
+//! Dense LU: the per-element pieces shared by the rayon CPU path (`ferrocuda::dense::cpu`)
+//! and the device kernels, and the kernels themselves.
+//!
+//! Matrices are column-major: element `(i, j)` of a matrix with leading dimension `lda`
+//! is at `a[i + j * lda]`. Pivot indices are 0-based global row numbers (`u32`); `info`
+//! is 0, or `j + 1` for the first column `j` whose pivot was exactly zero (LAPACK's
+//! `info`, 1-based so that 0 means "no zero pivot").
+//!
+//! Kernels (all generic bodies instantiated for `f32` and `f64`):
+//! - `lu_panel_step`: one column of the panel factorisation with partial pivoting. It
+//!   scales the previous column by its pivot and applies that column's rank-1 update to
+//!   the rest of the panel, then finds the next pivot (block maxima, the last block to
+//!   finish reduces them: one launch per column) and swaps it into place within the panel.
+//! - `lu_laswp`: the panel's row interchanges applied to the columns outside the panel.
+//! - `lu_trsm`: `A12 <- L11^{-1} A12` (unit lower triangular, one thread per column).
+//! - `gemm_nn`: `C <- alpha A B + beta C` tiled for the CUDA cores (FFMA / DFMA), and
+//!   `gemm_dmma_f64`: the same on the FP64 tensor cores (`mma.sync.m8n8k4.f64`), 128x128
+//!   block tiles, eight warps of 64x32, a four-stage `cp.async` pipeline.
+//! - seed 004's reproductions: the unblocked right-looking LU without pivoting (`f64`:
+//!   `thesis_lu_scale`, `thesis_lu_update`) and the Rodinia-style blocked LU (`f32`, block
+//!   size 16: `rodinia_lud_diagonal`, `rodinia_lud_perimeter`, `rodinia_lud_internal`).
+
+use crate::scalar::RealScalar;
+
+/// Block size of the Rodinia-style blocked LU (seed 004, chapter 4).
+pub const RODINIA_BS: usize = 16;
+/// Threads per block of the panel step and the row-interchange kernel.
+pub const PANEL_THREADS: usize = 256;
+/// Most blocks of one panel step (the length of the pivot partials).
+pub const PANEL_MAX_BLOCKS: usize = 512;
+/// Columns per block of `lu_trsm` (one thread each).
+pub const TRSM_COLS: usize = 32;
+/// Largest panel width the kernels accept (shared memory of `lu_panel_step` and `lu_trsm`).
+pub const MAX_PANEL: usize = 128;
+/// Block tile of `gemm_nn` (rows = columns), with 256 threads of 4x4 results each.
+pub const GEMM_TILE: usize = 64;
+/// k-step of `gemm_nn`.
+pub const GEMM_K: usize = 16;
+/// Block tile of `gemm_dmma_f64` (rows = columns), 256 threads.
+pub const DMMA_TILE: usize = 128;
+/// k-step of `gemm_dmma_f64` (one shared-memory stage).
+pub const DMMA_K: usize = 8;
+/// Padding of each shared-memory row of `gemm_dmma_f64` (elements): makes the fragment
+/// loads of a half-warp hit 16 different banks.
+pub const DMMA_PAD: usize = 4;
+/// Shared-memory stages of `gemm_dmma_f64` (tiles in flight: `DMMA_STAGES - 1`).
+pub const DMMA_STAGES: usize = 4;
+/// Dynamic shared memory of `gemm_dmma_f64` in bytes: [`DMMA_STAGES`] stages of A and B
+/// tiles (over the default 48 KiB: the host raises the kernel's limit).
+pub const DMMA_SHARED_BYTES: usize = DMMA_STAGES * 2 * DMMA_K * (DMMA_TILE + DMMA_PAD) * 8;
+/// Dynamic shared memory of `lu_panel_step` in bytes for panels up to [`MAX_PANEL`]
+/// wide: the pivot row, then the per-warp maxima (value, index).
+pub const PANEL_SHARED_BYTES: usize = MAX_PANEL * 8 + 32 * 8 + 32 * 4;
+
+/// Whether candidate `(v1, i1)` beats `(v2, i2)` as a pivot: larger magnitude wins, ties
+/// go to the smaller row (LAPACK's `i_amax` takes the first maximum). Magnitudes are
+/// compared as given (callers pass `|a|`); NaN never wins.
+#[inline(always)]
+pub fn better_pivot(v1: f64, i1: u32, v2: f64, i2: u32) -> bool {
+    v1 > v2 || (v1 == v2 && i1 < i2)
+}
+
+/// The multiplier `l = a / pivot` of one row below the pivot. A zero pivot leaves `a`
+/// unscaled (the factorisation reports the singular column; no infinities or NaN are
+/// produced).
+#[inline(always)]
+pub fn multiplier<T: RealScalar>(a: T, pivot: T) -> T {
+    if pivot == T::ZERO { a } else { a / pivot }
+}
+
+/// One element of a rank-1 update, `a - l u`, fused.
+#[inline(always)]
+pub fn rank1<T: RealScalar>(a: T, l: T, u: T) -> T {
+    (-l).mul_add(u, a)
+}
+
+/// Repeats a block for each listed value of an index (a loop the compiler must unroll,
+/// so that register arrays indexed by it stay in registers).
+#[cfg(target_arch = "nvptx64")]
+macro_rules! unroll {
+    ($i:ident in [$($v:literal),*] $body:block) => {
+        $( { #[allow(clippy::identity_op, clippy::erasing_op)] let $i: usize = $v; $body } )*
+    };
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod kernels {
+    //! Generic kernel bodies; the `extern "ptx-kernel"` entry points below instantiate
+    //! them per scalar type.
+    use super::*;
+    use crate::device::{
+        WARP_SIZE, block_dim, block_idx, block_idx_y, dynamic_shared, global_index, grid_dim,
+        grid_stride, lane, shfl_down, sync_threads, thread_idx, warp,
+    };
+    use crate::scalar::Scalar;
+    use core::arch::asm;
+
+    /// `atom.global.add.u32`: returns the old value.
+    #[inline(always)]
+    unsafe fn atomic_inc(p: *mut u32) -> u32 {
+        let old: u32;
+        unsafe {
+            asm!(
+                "atom.global.add.u32 {old}, [{p}], 1;",
+                old = out(reg32) old,
+                p = in(reg64) p,
+                options(nostack)
+            );
+        }
+        old
+    }
+
+    /// `membar.gl`: this thread's global writes become visible to the whole device
+    /// before its later ones.
+    #[inline(always)]
+    fn fence_device() {
+        unsafe { asm!("membar.gl;", options(nostack)) };
+    }
+
+    /// Best `(|a|, row)` over the block; thread 0 holds the result. Uses the shared
+    /// memory after `skip` bytes of the dynamic shared memory. Ends with a barrier.
+    #[inline(always)]
+    unsafe fn block_argmax(mut v: f64, mut i: u32, skip: usize) -> (f64, u32) {
+        let mut delta = (WARP_SIZE / 2) as u32;
+        while delta > 0 {
+            let ov = shfl_down(v, delta);
+            let oi = shfl_down(i, delta);
+            if better_pivot(ov, oi, v, i) {
+                v = ov;
+                i = oi;
+            }
+            delta /= 2;
+        }
+        let base = unsafe { dynamic_shared::<u8>().add(skip) };
+        let sv = base as *mut f64;
+        let si = unsafe { base.add(32 * 8) } as *mut u32;
+        if lane() == 0 {
+            unsafe {
+                *sv.add(warp()) = v;
+                *si.add(warp()) = i;
+            }
+        }
+        sync_threads();
+        if warp() == 0 {
+            let warps = block_dim() / WARP_SIZE;
+            if lane() < warps {
+                unsafe {
+                    v = *sv.add(lane());
+                    i = *si.add(lane());
+                }
+            } else {
+                v = -1.0;
+                i = u32::MAX;
+            }
+            let mut delta = (WARP_SIZE / 2) as u32;
+            while delta > 0 {
+                let ov = shfl_down(v, delta);
+                let oi = shfl_down(i, delta);
+                if better_pivot(ov, oi, v, i) {
+                    v = ov;
+                    i = oi;
+                }
+                delta /= 2;
+            }
+        }
+        sync_threads();
+        (v, i)
+    }
+
+    /// See the module docs. `j0 <= j <= pend <= n`; column `j - 1` (if `j > j0`) has its
+    /// pivot in place; `j < pend` means: find and swap column `j`'s pivot (`pivot == 0`:
+    /// take the diagonal, no search).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn lu_panel_step<T: RealScalar>(
+        n: usize,
+        lda: usize,
+        j0: usize,
+        j: usize,
+        pend: usize,
+        pivot: u32,
+        a: *mut T,
+        ipiv: *mut u32,
+        info: *mut u32,
+        part_val: *mut f64,
+        part_idx: *mut u32,
+        counter: *mut u32,
+    ) {
+        let at = |i: usize, c: usize| unsafe { a.add(i + c * lda) };
+        let urow = dynamic_shared::<T>();
+        let has_prev = j > j0;
+        let has_next = j < pend;
+        let mut best_v = -1.0f64;
+        let mut best_i = u32::MAX;
+        if has_prev {
+            let q = j - 1;
+            // The pivot row's entries right of the pivot, for the rank-1 update.
+            let mut c = j + thread_idx();
+            while c < pend {
+                unsafe { *urow.add(c - j) = *at(q, c) };
+                c += block_dim();
+            }
+            sync_threads();
+            let piv = unsafe { *at(q, q) };
+            let mut i = j + global_index();
+            while i < n {
+                let l = multiplier(unsafe { *at(i, q) }, piv);
+                unsafe { *at(i, q) = l };
+                let mut c = j;
+                while c < pend {
+                    let p = at(i, c);
+                    unsafe { *p = rank1(*p, l, *urow.add(c - j)) };
+                    c += 1;
+                }
+                if has_next && (pivot != 0 || i == j) {
+                    let v = unsafe { *at(i, j) }.to_f64();
+                    let v = if v < 0.0 { -v } else { v };
+                    if better_pivot(v, i as u32, best_v, best_i) {
+                        best_v = v;
+                        best_i = i as u32;
+                    }
+                }
+                i += grid_stride();
+            }
+        } else if has_next {
+            let mut i = j + global_index();
+            while i < n {
+                let v = unsafe { *at(i, j) }.to_f64();
+                let v = if v < 0.0 { -v } else { v };
+                if (pivot != 0 || i == j) && better_pivot(v, i as u32, best_v, best_i) {
+                    best_v = v;
+                    best_i = i as u32;
+                }
+                i += grid_stride();
+            }
+        }
+        if !has_next {
+            return;
+        }
+        let (v, i) = unsafe { block_argmax(best_v, best_i, MAX_PANEL * 8) };
+        // Thread 0 publishes the block's candidate; the last block to arrive reduces them.
+        let last_flag = dynamic_shared::<u32>();
+        if thread_idx() == 0 {
+            unsafe {
+                core::ptr::write_volatile(part_val.add(block_idx()), v);
+                core::ptr::write_volatile(part_idx.add(block_idx()), i);
+            }
+            fence_device();
+            let old = unsafe { atomic_inc(counter) };
+            unsafe { *last_flag = (old as usize == grid_dim() - 1) as u32 };
+        }
+        sync_threads();
+        let last = unsafe { *last_flag } != 0;
+        if !last {
+            return;
+        }
+        fence_device();
+        let mut bv = -1.0f64;
+        let mut bi = u32::MAX;
+        let mut b = thread_idx();
+        while b < grid_dim() {
+            let (v, i) = unsafe {
+                (
+                    core::ptr::read_volatile(part_val.add(b)),
+                    core::ptr::read_volatile(part_idx.add(b)),
+                )
+            };
+            if better_pivot(v, i, bv, bi) {
+                bv = v;
+                bi = i;
+            }
+            b += block_dim();
+        }
+        sync_threads(); // the flag word is shared with the reduction's scratch
+        let (_, p) = unsafe { block_argmax(bv, bi, MAX_PANEL * 8) };
+        let shared_p = dynamic_shared::<u32>();
+        if thread_idx() == 0 {
+            // No candidate at all (NaN column): keep the diagonal.
+            let p = if p == u32::MAX { j as u32 } else { p };
+            unsafe {
+                *ipiv.add(j) = p;
+                *shared_p = p;
+                *counter = 0;
+                let piv = core::ptr::read_volatile(at(p as usize, j));
+                if piv == T::ZERO && *info == 0 {
+                    *info = (j + 1) as u32;
+                }
+            }
+        }
+        sync_threads();
+        let p = unsafe { *shared_p } as usize;
+        if p != j {
+            let mut c = j0 + thread_idx();
+            while c < pend {
+                unsafe {
+                    let x = core::ptr::read_volatile(at(j, c));
+                    let y = core::ptr::read_volatile(at(p, c));
+                    core::ptr::write_volatile(at(j, c), y);
+                    core::ptr::write_volatile(at(p, c), x);
+                }
+                c += block_dim();
+            }
+        }
+    }
+
+    /// Row interchanges `k0..k1` of `ipiv` on every column `c < ncols` outside
+    /// `skip0..skip1`, one thread per column, in order.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn lu_laswp<T: RealScalar>(
+        ncols: usize,
+        lda: usize,
+        k0: usize,
+        k1: usize,
+        skip0: usize,
+        skip1: usize,
+        a: *mut T,
+        ipiv: *const u32,
+    ) {
+        let mut c = global_index();
+        while c < ncols {
+            if c < skip0 || c >= skip1 {
+                let col = unsafe { a.add(c * lda) };
+                for k in k0..k1 {
+                    let p = unsafe { *ipiv.add(k) } as usize;
+                    if p != k {
+                        unsafe {
+                            let x = *col.add(k);
+                            *col.add(k) = *col.add(p);
+                            *col.add(p) = x;
+                        }
+                    }
+                }
+            }
+            c += grid_stride();
+        }
+    }
+
+    /// `A[k0..k0+kb, c] <- L11^{-1} A[k0..k0+kb, c]` for `c0 <= c < ncols`, `L11` the unit
+    /// lower triangle of `A[k0..k0+kb, k0..k0+kb]`. [`TRSM_COLS`] threads per block, one
+    /// column each, the column held in shared memory (`kb * TRSM_COLS` elements).
+    #[inline(always)]
+    pub unsafe fn lu_trsm<T: RealScalar>(
+        ncols: usize,
+        lda: usize,
+        k0: usize,
+        kb: usize,
+        c0: usize,
+        a: *mut T,
+    ) {
+        let x = dynamic_shared::<T>();
+        let t = thread_idx();
+        let c = c0 + block_idx() * TRSM_COLS + t;
+        if c >= ncols {
+            return;
+        }
+        let col = unsafe { a.add(k0 + c * lda) };
+        let diag = unsafe { a.add(k0 + k0 * lda) };
+        for r in 0..kb {
+            let mut s = unsafe { *col.add(r) };
+            for p in 0..r {
+                s = rank1(s, unsafe { *diag.add(r + p * lda) }, unsafe {
+                    *x.add(p * TRSM_COLS + t)
+                });
+            }
+            unsafe { *x.add(r * TRSM_COLS + t) = s };
+        }
+        for r in 0..kb {
+            unsafe { *col.add(r) = *x.add(r * TRSM_COLS + t) };
+        }
+    }
+
+    /// `C <- alpha A B + beta C` (`m x k` times `k x n`), [`GEMM_TILE`]-square block tiles,
+    /// 256 threads with 4x4 results each (rows `tx + 16 i`, columns `ty + 16 j`).
+    /// `beta == 0` does not read `C`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn gemm_nn<T: RealScalar>(
+        m: usize,
+        n: usize,
+        k: usize,
+        alpha: T,
+        a: *const T,
+        lda: usize,
+        b: *const T,
+        ldb: usize,
+        beta: T,
+        c: *mut T,
+        ldc: usize,
+    ) {
+        let sa = dynamic_shared::<T>();
+        let sb = unsafe { sa.add(GEMM_K * GEMM_TILE) };
+        let t = thread_idx();
+        let (tx, ty) = (t % 16, t / 16);
+        let m0 = block_idx() * GEMM_TILE;
+        let n0 = block_idx_y() * GEMM_TILE;
+        let mut acc = [[T::ZERO; 4]; 4];
+        let mut k0 = 0;
+        while k0 < k {
+            for r in 0..4 {
+                let e = t + 256 * r;
+                let (i, kk) = (e % GEMM_TILE, e / GEMM_TILE);
+                let (gi, gk) = (m0 + i, k0 + kk);
+                let v = if gi < m && gk < k {
+                    unsafe { *a.add(gi + gk * lda) }
+                } else {
+                    T::ZERO
+                };
+                unsafe { *sa.add(kk * GEMM_TILE + i) = v };
+                let (kk, jj) = (e % GEMM_K, e / GEMM_K);
+                let (gk, gj) = (k0 + kk, n0 + jj);
+                let v = if gk < k && gj < n {
+                    unsafe { *b.add(gk + gj * ldb) }
+                } else {
+                    T::ZERO
+                };
+                unsafe { *sb.add(kk * GEMM_TILE + jj) = v };
+            }
+            sync_threads();
+            for kk in 0..GEMM_K {
+                let mut av = [T::ZERO; 4];
+                let mut bv = [T::ZERO; 4];
+                for i in 0..4 {
+                    av[i] = unsafe { *sa.add(kk * GEMM_TILE + tx + 16 * i) };
+                    bv[i] = unsafe { *sb.add(kk * GEMM_TILE + ty + 16 * i) };
+                }
+                for i in 0..4 {
+                    for jn in 0..4 {
+                        acc[i][jn] = av[i].mul_add(bv[jn], acc[i][jn]);
+                    }
+                }
+            }
+            sync_threads();
+            k0 += GEMM_K;
+        }
+        for jn in 0..4 {
+            let gj = n0 + ty + 16 * jn;
+            if gj >= n {
+                continue;
+            }
+            for i in 0..4 {
+                let gi = m0 + tx + 16 * i;
+                if gi < m {
+                    let p = unsafe { c.add(gi + gj * ldc) };
+                    let v = if beta == T::ZERO {
+                        alpha * acc[i][jn]
+                    } else {
+                        alpha.mul_add(acc[i][jn], beta * unsafe { *p })
+                    };
+                    unsafe { *p = v };
+                }
+            }
+        }
+    }
+
+    /// Shared-window address of a generic pointer into shared memory.
+    #[inline(always)]
+    fn shared_addr<T>(p: *mut T) -> u32 {
+        let out: u32;
+        unsafe {
+            asm!(
+                "{{ .reg .u64 t; cvta.to.shared.u64 t, {p}; cvt.u32.u64 {out}, t; }}",
+                out = out(reg32) out,
+                p = in(reg64) p,
+                options(pure, nomem, nostack)
+            );
+        }
+        out
+    }
+
+    /// `cp.async` of one `f64` (8 bytes) from global `src` to shared `dst`; `valid ==
+    /// false` writes zero and reads nothing.
+    #[inline(always)]
+    unsafe fn cp_async_8(dst: u32, src: *const f64, valid: bool) {
+        let size: u32 = if valid { 8 } else { 0 };
+        unsafe {
+            asm!(
+                "cp.async.ca.shared.global [{d}], [{s}], 8, {n};",
+                d = in(reg32) dst,
+                s = in(reg64) src,
+                n = in(reg32) size,
+                options(nostack)
+            );
+        }
+    }
+
+    #[inline(always)]
+    fn cp_async_commit() {
+        unsafe { asm!("cp.async.commit_group;", options(nostack)) };
+    }
+
+    /// Waits until at most `DMMA_STAGES - 2` committed groups are still in flight.
+    #[inline(always)]
+    fn cp_async_wait_stages() {
+        const { assert!(DMMA_STAGES == 4) };
+        unsafe { asm!("cp.async.wait_group 2;", options(nostack)) };
+    }
+
+    /// `d <- a b + d` for one 8x8x4 tile (`mma.sync.aligned.m8n8k4.row.col.f64`).
+    #[inline(always)]
+    fn dmma(d: &mut [f64; 2], a: f64, b: f64) {
+        unsafe {
+            asm!(
+                "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {{{d0}, {d1}}}, {{{a}}}, {{{b}}}, {{{d0}, {d1}}};",
+                d0 = inout(reg64) d[0],
+                d1 = inout(reg64) d[1],
+                a = in(reg64) a,
+                b = in(reg64) b,
+                options(nostack)
+            );
+        }
+    }
+
+    /// `C <- alpha A B + beta C` in `f64` on the FP64 tensor cores: [`DMMA_TILE`]-square
+    /// block tiles, 8 warps (2 along m, 4 along n) of 64x32 results = 8x4 fragments of
+    /// 8x8, k-steps of [`DMMA_K`] in [`DMMA_STAGES`] shared-memory stages filled by
+    /// `cp.async` (one barrier per k-step).
+    /// `beta == 0` does not read `C`. Needs [`DMMA_SHARED_BYTES`] of shared memory.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn gemm_dmma(
+        m: usize,
+        n: usize,
+        k: usize,
+        alpha: f64,
+        a: *const f64,
+        lda: usize,
+        b: *const f64,
+        ldb: usize,
+        beta: f64,
+        c: *mut f64,
+        ldc: usize,
+    ) {
+        const LDS: usize = DMMA_TILE + DMMA_PAD;
+        const STAGE: usize = 2 * DMMA_K * LDS;
+        let smem = dynamic_shared::<f64>();
+        let t = thread_idx();
+        let ln = lane();
+        let w = warp();
+        let (wm, wn) = (w % 2, w / 2);
+        let m0 = block_idx() * DMMA_TILE;
+        let n0 = block_idx_y() * DMMA_TILE;
+        let ktiles = k.div_ceil(DMMA_K);
+
+        let load = |stage: usize, kt: usize| {
+            let base = unsafe { smem.add(stage * STAGE) };
+            let k0 = kt * DMMA_K;
+            for r in 0..4 {
+                let e = t + 256 * r;
+                let (i, kk) = (e % DMMA_TILE, e / DMMA_TILE);
+                let (gi, gk) = (m0 + i, k0 + kk);
+                let ok = gi < m && gk < k;
+                let src = if ok {
+                    unsafe { a.add(gi + gk * lda) }
+                } else {
+                    a
+                };
+                unsafe { cp_async_8(shared_addr(base.add(kk * LDS + i)), src, ok) };
+                let (kk, jj) = (e % DMMA_K, e / DMMA_K);
+                let (gk, gj) = (k0 + kk, n0 + jj);
+                let ok = gk < k && gj < n;
+                let src = if ok {
+                    unsafe { b.add(gk + gj * ldb) }
+                } else {
+                    b
+                };
+                unsafe { cp_async_8(shared_addr(base.add(DMMA_K * LDS + kk * LDS + jj)), src, ok) };
+            }
+        };
+
+        let mut acc = [[[0.0f64; 2]; 4]; 8];
+        // Prologue: the first DMMA_STAGES - 1 tiles in flight, one commit group each.
+        for s in 0..DMMA_STAGES - 1 {
+            if s < ktiles {
+                load(s, s);
+            }
+            cp_async_commit();
+        }
+        let (fr, fk) = (ln / 4, ln % 4);
+        for kt in 0..ktiles {
+            // At most DMMA_STAGES - 2 groups still in flight: tile kt has landed.
+            cp_async_wait_stages();
+            sync_threads();
+            // The stage refilled now was read in iteration kt - 1, which every warp has
+            // finished (the barrier above).
+            let next = kt + DMMA_STAGES - 1;
+            if next < ktiles {
+                load(next % DMMA_STAGES, next);
+            }
+            cp_async_commit();
+            let sa = unsafe { smem.add((kt % DMMA_STAGES) * STAGE) };
+            let sb = unsafe { sa.add(DMMA_K * LDS) };
+            for k4 in 0..DMMA_K / 4 {
+                let row = (k4 * 4 + fk) * LDS;
+                let mut af = [0.0f64; 8];
+                let mut bf = [0.0f64; 4];
+                unroll!(mi in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    af[mi] = unsafe { *sa.add(row + wm * 64 + mi * 8 + fr) };
+                });
+                unroll!(ni in [0, 1, 2, 3] {
+                    bf[ni] = unsafe { *sb.add(row + wn * 32 + ni * 8 + fr) };
+                });
+                unroll!(mi in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    unroll!(ni in [0, 1, 2, 3] {
+                        dmma(&mut acc[mi][ni], af[mi], bf[ni]);
+                    });
+                });
+            }
+        }
+        unroll!(mi in [0, 1, 2, 3, 4, 5, 6, 7] {
+            let gi = m0 + wm * 64 + mi * 8 + fr;
+            unroll!(ni in [0, 1, 2, 3] {
+                unroll!(e in [0, 1] {
+                    let gj = n0 + wn * 32 + ni * 8 + 2 * fk + e;
+                    if gi < m && gj < n {
+                        let p = unsafe { c.add(gi + gj * ldc) };
+                        let v = if beta == 0.0 {
+                            alpha * acc[mi][ni][e]
+                        } else {
+                            alpha.mul_add(acc[mi][ni][e], beta * unsafe { *p })
+                        };
+                        unsafe { *p = v };
+                    }
+                });
+            });
+        });
+    }
+
+    /// Seed 004, unblocked LU step `k` (DECOMPOSE_L): `a[i, k] /= a[k, k]` for `i > k`.
+    #[inline(always)]
+    pub unsafe fn thesis_lu_scale(n: usize, k: usize, a: *mut f64) {
+        let pivot = unsafe { *a.add(k + k * n) };
+        let mut i = k + 1 + global_index();
+        while i < n {
+            unsafe { *a.add(i + k * n) /= pivot };
+            i += grid_stride();
+        }
+    }
+
+    /// Seed 004, unblocked LU step `k` (DECOMPOSE_R): `a[i, j] -= a[i, k] a[k, j]` for
+    /// `i, j > k`; 16x16 threads per block (`i` fastest), blocks over `(i, j)` in x and y.
+    #[inline(always)]
+    pub unsafe fn thesis_lu_update(n: usize, k: usize, a: *mut f64) {
+        let t = thread_idx();
+        let i = k + 1 + block_idx() * 16 + t % 16;
+        let j = k + 1 + block_idx_y() * 16 + t / 16;
+        if i < n && j < n {
+            unsafe {
+                let l = *a.add(i + k * n);
+                let u = *a.add(k + j * n);
+                let p = a.add(i + j * n);
+                *p = rank1(*p, l, u);
+            }
+        }
+    }
+
+    /// Rodinia `lud_diagonal`: factorises the 16x16 diagonal block at `(offset, offset)`
+    /// in shared memory, one block of 16 threads (thread `t` owns row `t`).
+    #[inline(always)]
+    pub unsafe fn rodinia_diagonal(n: usize, offset: usize, a: *mut f32) {
+        const BS: usize = RODINIA_BS;
+        let s = dynamic_shared::<f32>(); // s[r + c * BS]
+        let t = thread_idx();
+        let base = unsafe { a.add(offset + offset * n) };
+        for c in 0..BS {
+            unsafe { *s.add(t + c * BS) = *base.add(t + c * n) };
+        }
+        sync_threads();
+        for i in 0..BS - 1 {
+            if t > i {
+                unsafe {
+                    let l = *s.add(t + i * BS) / *s.add(i + i * BS);
+                    *s.add(t + i * BS) = l;
+                    for c in i + 1..BS {
+                        *s.add(t + c * BS) = rank1(*s.add(t + c * BS), l, *s.add(i + c * BS));
+                    }
+                }
+            }
+            sync_threads();
+        }
+        for c in 0..BS {
+            unsafe { *base.add(t + c * n) = *s.add(t + c * BS) };
+        }
+    }
+
+    /// Rodinia `lud_perimeter`: block `b` solves the row block right of the diagonal
+    /// block (`U12 = L11^{-1} A12`, threads 0..16, one column each) and the column block
+    /// below it (`L21 = A21 U11^{-1}`, threads 16..32, one row each), both the
+    /// `(b + 1)`-th block after `offset`.
+    #[inline(always)]
+    pub unsafe fn rodinia_perimeter(n: usize, offset: usize, a: *mut f32) {
+        const BS: usize = RODINIA_BS;
+        let dia = dynamic_shared::<f32>();
+        let blk = unsafe { dia.add(BS * BS) }; // 2 blocks: row block, then column block
+        let t = thread_idx();
+        let off2 = offset + (block_idx() + 1) * BS;
+        let dbase = unsafe { a.add(offset + offset * n) };
+        let rbase = unsafe { a.add(offset + off2 * n) };
+        let cbase = unsafe { a.add(off2 + offset * n) };
+        let r = t % BS;
+        for c in 0..BS {
+            unsafe {
+                if t < BS {
+                    *dia.add(r + c * BS) = *dbase.add(r + c * n);
+                    *blk.add(r + c * BS) = *rbase.add(r + c * n);
+                } else {
+                    *blk.add(BS * BS + r + c * BS) = *cbase.add(r + c * n);
+                }
+            }
+        }
+        sync_threads();
+        if t < BS {
+            // Column t of the row block: forward substitution with unit-lower L11.
+            for i in 1..BS {
+                for p in 0..i {
+                    unsafe {
+                        let x = blk.add(i + t * BS);
+                        *x = rank1(*x, *dia.add(i + p * BS), *blk.add(p + t * BS));
+                    }
+                }
+            }
+        } else {
+            // Row r of the column block: x U11 = a.
+            let cb = unsafe { blk.add(BS * BS) };
+            for c in 0..BS {
+                unsafe {
+                    let x = cb.add(r + c * BS);
+                    for p in 0..c {
+                        *x = rank1(*x, *cb.add(r + p * BS), *dia.add(p + c * BS));
+                    }
+                    *x /= *dia.add(c + c * BS);
+                }
+            }
+        }
+        sync_threads();
+        for c in 0..BS {
+            unsafe {
+                if t < BS {
+                    *rbase.add(r + c * n) = *blk.add(r + c * BS);
+                } else {
+                    *cbase.add(r + c * n) = *blk.add(BS * BS + r + c * BS);
+                }
+            }
+        }
+    }
+
+    /// Rodinia `lud_internal`: block `(bx, by)` of 16x16 threads updates the interior
+    /// block `(offset + (bx + 1) 16, offset + (by + 1) 16)` with the perimeter blocks.
+    #[inline(always)]
+    pub unsafe fn rodinia_internal(n: usize, offset: usize, a: *mut f32) {
+        const BS: usize = RODINIA_BS;
+        let sl = dynamic_shared::<f32>();
+        let su = unsafe { sl.add(BS * BS) };
+        let t = thread_idx();
+        let (tx, ty) = (t % BS, t / BS);
+        let gi = offset + (block_idx() + 1) * BS;
+        let gj = offset + (block_idx_y() + 1) * BS;
+        unsafe {
+            *sl.add(tx + ty * BS) = *a.add(gi + tx + (offset + ty) * n);
+            *su.add(tx + ty * BS) = *a.add(offset + tx + (gj + ty) * n);
+        }
+        sync_threads();
+        let mut sum = 0.0f32;
+        for p in 0..BS {
+            sum = unsafe { *sl.add(tx + p * BS) }.mul_add(unsafe { *su.add(p + ty * BS) }, sum);
+        }
+        unsafe {
+            let x = a.add(gi + tx + (gj + ty) * n);
+            *x -= sum;
+        }
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+macro_rules! dense_entries {
+    ($t:ty, $sfx:literal, $m:ident) => {
+        mod $m {
+            use super::kernels;
+            #[unsafe(export_name = concat!("lu_panel_step_", $sfx))]
+            pub unsafe extern "ptx-kernel" fn lu_panel_step(
+                n: usize,
+                lda: usize,
+                j0: usize,
+                j: usize,
+                pend: usize,
+                pivot: u32,
+                a: *mut $t,
+                ipiv: *mut u32,
+                info: *mut u32,
+                part_val: *mut f64,
+                part_idx: *mut u32,
+                counter: *mut u32,
+            ) {
+                unsafe {
+                    kernels::lu_panel_step(
+                        n, lda, j0, j, pend, pivot, a, ipiv, info, part_val, part_idx, counter,
+                    )
+                }
+            }
+            #[unsafe(export_name = concat!("lu_laswp_", $sfx))]
+            pub unsafe extern "ptx-kernel" fn lu_laswp(
+                ncols: usize,
+                lda: usize,
+                k0: usize,
+                k1: usize,
+                skip0: usize,
+                skip1: usize,
+                a: *mut $t,
+                ipiv: *const u32,
+            ) {
+                unsafe { kernels::lu_laswp(ncols, lda, k0, k1, skip0, skip1, a, ipiv) }
+            }
+            #[unsafe(export_name = concat!("lu_trsm_", $sfx))]
+            pub unsafe extern "ptx-kernel" fn lu_trsm(
+                ncols: usize,
+                lda: usize,
+                k0: usize,
+                kb: usize,
+                c0: usize,
+                a: *mut $t,
+            ) {
+                unsafe { kernels::lu_trsm(ncols, lda, k0, kb, c0, a) }
+            }
+            #[unsafe(export_name = concat!("gemm_nn_", $sfx))]
+            pub unsafe extern "ptx-kernel" fn gemm_nn(
+                m: usize,
+                n: usize,
+                k: usize,
+                alpha: $t,
+                a: *const $t,
+                lda: usize,
+                b: *const $t,
+                ldb: usize,
+                beta: $t,
+                c: *mut $t,
+                ldc: usize,
+            ) {
+                unsafe { kernels::gemm_nn(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) }
+            }
+        }
+    };
+}
+
+#[cfg(target_arch = "nvptx64")]
+dense_entries!(f32, "f32", entries_f32);
+#[cfg(target_arch = "nvptx64")]
+dense_entries!(f64, "f64", entries_f64);
+
+#[cfg(target_arch = "nvptx64")]
+mod entries_special {
+    use super::kernels;
+    #[unsafe(export_name = "gemm_dmma_f64")]
+    pub unsafe extern "ptx-kernel" fn gemm_dmma_f64(
+        m: usize,
+        n: usize,
+        k: usize,
+        alpha: f64,
+        a: *const f64,
+        lda: usize,
+        b: *const f64,
+        ldb: usize,
+        beta: f64,
+        c: *mut f64,
+        ldc: usize,
+    ) {
+        unsafe { kernels::gemm_dmma(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) }
+    }
+    #[unsafe(export_name = "thesis_lu_scale_f64")]
+    pub unsafe extern "ptx-kernel" fn thesis_lu_scale_f64(n: usize, k: usize, a: *mut f64) {
+        unsafe { kernels::thesis_lu_scale(n, k, a) }
+    }
+    #[unsafe(export_name = "thesis_lu_update_f64")]
+    pub unsafe extern "ptx-kernel" fn thesis_lu_update_f64(n: usize, k: usize, a: *mut f64) {
+        unsafe { kernels::thesis_lu_update(n, k, a) }
+    }
+    #[unsafe(export_name = "rodinia_lud_diagonal_f32")]
+    pub unsafe extern "ptx-kernel" fn rodinia_lud_diagonal_f32(
+        n: usize,
+        offset: usize,
+        a: *mut f32,
+    ) {
+        unsafe { kernels::rodinia_diagonal(n, offset, a) }
+    }
+    #[unsafe(export_name = "rodinia_lud_perimeter_f32")]
+    pub unsafe extern "ptx-kernel" fn rodinia_lud_perimeter_f32(
+        n: usize,
+        offset: usize,
+        a: *mut f32,
+    ) {
+        unsafe { kernels::rodinia_perimeter(n, offset, a) }
+    }
+    #[unsafe(export_name = "rodinia_lud_internal_f32")]
+    pub unsafe extern "ptx-kernel" fn rodinia_lud_internal_f32(
+        n: usize,
+        offset: usize,
+        a: *mut f32,
+    ) {
+        unsafe { kernels::rodinia_internal(n, offset, a) }
+    }
+}

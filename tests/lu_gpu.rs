@@ -1,0 +1,291 @@
+//! Dense LU on the GPU against the CPU twin and an f64 reference: GEMM kernels on odd
+//! sizes with poisoned outputs, the pivoting LU (pivots equal, factors to rounding,
+//! backward error), singular matrices, and seed 004's two reproductions.
+
+mod common;
+
+use common::gpu_or_skip;
+use ferrocuda::Error;
+use ferrocuda::dense::{LuOptions, LuScalar, Matrix, Pivoting, cpu, gpu, thesis};
+
+/// `C = alpha A B + beta C` in f64 on the host (the reference).
+#[allow(clippy::too_many_arguments)]
+fn gemm_ref(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f64,
+    a: &[f64],
+    b: &[f64],
+    beta: f64,
+    c: &[f64],
+) -> Vec<f64> {
+    let mut out = vec![0.0; m * n];
+    for j in 0..n {
+        for i in 0..m {
+            let mut s = 0.0;
+            for p in 0..k {
+                s += a[i + p * m] * b[p + j * k];
+            }
+            out[i + j * m] = alpha * s
+                + if beta == 0.0 {
+                    0.0
+                } else {
+                    beta * c[i + j * m]
+                };
+        }
+    }
+    out
+}
+
+fn check_gemm<T: LuScalar>(tensor: bool, tol: f64) {
+    let Some(g) = gpu_or_skip("gemm_gpu_matches_reference") else {
+        return;
+    };
+    for &(m, n, k) in &[
+        (1, 1, 1),
+        (3, 5, 7),
+        (33, 31, 17),
+        (127, 129, 64),
+        (128, 128, 128),
+        (257, 130, 9),
+        (200, 300, 255),
+    ] {
+        for &(alpha, beta) in &[(1.0, 0.0), (-1.0, 1.0), (0.5, -2.0)] {
+            let a = Matrix::<T>::random(m, k, -1.0, 1.0, (m * 7 + k) as u64);
+            let b = Matrix::<T>::random(k, n, -1.0, 1.0, (n * 13 + k) as u64);
+            let c0 = Matrix::<T>::random(m, n, -1.0, 1.0, (m * n) as u64);
+            let da = g.upload(a.as_slice()).unwrap();
+            let db = g.upload(b.as_slice()).unwrap();
+            let mut dc = if beta == 0.0 {
+                // Poison: beta = 0 must not read C, and every element must be written.
+                g.upload(&vec![T::from_f64(f64::NAN); m * n]).unwrap()
+            } else {
+                g.upload(c0.as_slice()).unwrap()
+            };
+            gpu::gemm(
+                tensor,
+                (m, n, k),
+                T::from_f64(alpha),
+                (&da, m),
+                (&db, k),
+                T::from_f64(beta),
+                (&mut dc, m),
+            )
+            .unwrap();
+            let got = dc.download().unwrap();
+            let f = |x: &Matrix<T>| x.as_slice().iter().map(|v| v.to_f64()).collect::<Vec<_>>();
+            let want = gemm_ref(m, n, k, alpha, &f(&a), &f(&b), beta, &f(&c0));
+            for (idx, (&x, &w)) in got.iter().zip(&want).enumerate() {
+                let x = x.to_f64();
+                assert!(
+                    (x - w).abs() <= tol * (k as f64 + 2.0),
+                    "{} tensor={tensor} m={m} n={n} k={k} alpha={alpha} beta={beta}: C[{idx}] = {x}, want {w}",
+                    T::SUFFIX
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn gemm_dmma_f64_matches_reference() {
+    check_gemm::<f64>(true, 1e-15);
+}
+
+#[test]
+fn gemm_cuda_cores_matches_reference() {
+    check_gemm::<f64>(false, 1e-15);
+    check_gemm::<f32>(false, 1e-6);
+}
+
+#[test]
+fn gemm_rejects_bad_shapes() {
+    let Some(g) = gpu_or_skip("gemm_rejects_bad_shapes") else {
+        return;
+    };
+    let a = g.upload(&[1.0f64; 6]).unwrap();
+    let b = g.upload(&[1.0f64; 6]).unwrap();
+    let mut c = g.alloc_zeroed::<f64>(4).unwrap();
+    // A is 3 x 2 with lda = 2 < 3 rows.
+    assert!(matches!(
+        gpu::gemm(true, (3, 2, 2), 1.0, (&a, 2), (&b, 2), 0.0, (&mut c, 3)),
+        Err(Error::InvalidArgument { .. })
+    ));
+    // C needs 3 * 2 = 6 elements, has 4.
+    assert!(matches!(
+        gpu::gemm(true, (3, 2, 2), 1.0, (&a, 3), (&b, 2), 0.0, (&mut c, 3)),
+        Err(Error::DimensionMismatch { .. })
+    ));
+}
+
+fn check_lu<T: LuScalar>(n: usize, block: usize, tensor: bool, seed: u64) {
+    let Some(g) = gpu_or_skip("lu_gpu_matches_cpu") else {
+        return;
+    };
+    let a = Matrix::<T>::random(n, n, -1.0, 1.0, seed);
+    let opts = LuOptions::default()
+        .with_block(block)
+        .with_tensor_cores(tensor);
+    let c = cpu::factor(&a, &opts).unwrap();
+    let d = gpu::factor(&g, &a, &opts).unwrap();
+    let what = format!("{} n={n} block={block} tensor={tensor}", T::SUFFIX);
+    let be = d.report.backward_error.unwrap();
+    assert!(be < 2.0, "{what}: GPU backward error {be}");
+    assert!(
+        d.report.total_ms.is_some() && d.report.factor_ms > 0.0,
+        "{what}: times"
+    );
+    // Random matrices have well separated pivots: the same rows are chosen.
+    assert_eq!(d.ipiv, c.ipiv, "{what}: pivots differ");
+    let eps = T::EPSILON.to_f64();
+    let scale = c
+        .factors
+        .as_slice()
+        .iter()
+        .fold(0.0f64, |m, x| m.max(x.to_f64().abs()));
+    let mut worst = 0.0f64;
+    for (x, y) in d.factors.as_slice().iter().zip(c.factors.as_slice()) {
+        assert!(x.to_f64().is_finite(), "{what}: non-finite factor");
+        worst = worst.max((x.to_f64() - y.to_f64()).abs());
+    }
+    assert!(
+        worst <= 1e3 * (n as f64) * eps * scale,
+        "{what}: GPU and CPU factors differ by {worst} (scale {scale})"
+    );
+}
+
+#[test]
+fn lu_gpu_matches_cpu_f64() {
+    for &(n, block) in &[
+        (1, 64),
+        (2, 64),
+        (3, 1),
+        (31, 8),
+        (33, 32),
+        (64, 64),
+        (65, 64),
+        (129, 128),
+        (255, 32),
+        (257, 64),
+        (600, 128),
+    ] {
+        check_lu::<f64>(n, block, true, n as u64);
+    }
+    check_lu::<f64>(300, 64, false, 9);
+    check_lu::<f64>(2049, 128, true, 10);
+}
+
+#[test]
+fn lu_gpu_matches_cpu_f32() {
+    for &(n, block) in &[(1, 64), (33, 16), (129, 64), (500, 128)] {
+        check_lu::<f32>(n, block, false, n as u64 + 1);
+    }
+}
+
+#[test]
+fn lu_gpu_pivots_zero_leading_entries_and_solves() {
+    let Some(g) = gpu_or_skip("lu_gpu_pivots_zero_leading_entries_and_solves") else {
+        return;
+    };
+    let n = 150;
+    let mut a = Matrix::<f64>::random(n, n, -1.0, 1.0, 42);
+    for k in 0..n {
+        a.set(k, k, 0.0);
+    }
+    let b = Matrix::<f64>::random(n, 4, -1.0, 1.0, 43);
+    let opts = LuOptions::default().with_block(32);
+    let (x, report) = gpu::solve(&g, &a, &b, &opts).unwrap();
+    assert!(report.backward_error.unwrap() < 2.0);
+    let (xc, _) = ferrocuda::dense::solve(&a, &b, &opts).unwrap();
+    for (u, v) in x.as_slice().iter().zip(xc.as_slice()) {
+        assert!((u - v).abs() < 1e-9 * (1.0 + v.abs()), "{u} vs {v}");
+    }
+}
+
+#[test]
+fn lu_gpu_singular_names_the_column() {
+    let Some(g) = gpu_or_skip("lu_gpu_singular_names_the_column") else {
+        return;
+    };
+    for (k, block) in [(0, 16), (17, 16), (99, 32), (100, 64)] {
+        let mut a = Matrix::<f64>::random(101, 101, -1.0, 1.0, 5);
+        for i in 0..101 {
+            a.set(i, k, 0.0);
+        }
+        for pivoting in [Pivoting::Partial, Pivoting::None] {
+            let opts = LuOptions::default()
+                .with_block(block)
+                .with_pivoting(pivoting);
+            match gpu::factor(&g, &a, &opts) {
+                Err(Error::Singular { column, .. }) => assert_eq!(column, k, "{pivoting:?}"),
+                other => panic!("zero column {k} {pivoting:?}: {other:?}"),
+            }
+        }
+    }
+    let r = Matrix::<f64>::zeros(2, 3);
+    assert!(matches!(
+        gpu::factor(&g, &r, &LuOptions::default()),
+        Err(Error::NotSquare { .. })
+    ));
+}
+
+#[test]
+fn lu_gpu_no_pivoting_matches_cpu() {
+    let Some(g) = gpu_or_skip("lu_gpu_no_pivoting_matches_cpu") else {
+        return;
+    };
+    let n = 300;
+    let a = Matrix::<f64>::random(n, n, 1.0, 3.0, 8);
+    let opts = LuOptions::default()
+        .with_block(64)
+        .with_pivoting(Pivoting::None);
+    let c = cpu::factor(&a, &opts).unwrap();
+    let d = gpu::factor(&g, &a, &opts).unwrap();
+    assert_eq!(d.ipiv, (0..n as u32).collect::<Vec<_>>());
+    let be = d.report.backward_error.unwrap();
+    let bc = c.report.backward_error.unwrap();
+    assert!(be < 10.0 * bc.max(1.0), "GPU {be} vs CPU {bc}");
+}
+
+#[test]
+fn thesis_unblocked_matches_cpu_reference() {
+    let Some(g) = gpu_or_skip("thesis_unblocked_matches_cpu_reference") else {
+        return;
+    };
+    for n in [1, 2, 17, 100, 257] {
+        // The thesis's generator: uniform in [1, 3].
+        let a = Matrix::<f64>::random(n, n, 1.0, 3.0, n as u64);
+        let (f, t) = thesis::unblocked_gpu(&g, &a).unwrap();
+        let r = cpu::factor(&a, &LuOptions::default().with_pivoting(Pivoting::None)).unwrap();
+        let d = f.max_rel_diff(&r.factors).unwrap();
+        assert!(d < 1e-10, "n={n}: unblocked GPU vs CPU: {d}");
+        assert!(t.total_ms >= t.factor_ms);
+        let be =
+            ferrocuda::dense::backward_error(&a, &f, &(0..n as u32).collect::<Vec<_>>()).unwrap();
+        assert!(be < 1e3, "n={n}: backward error {be}");
+    }
+}
+
+#[test]
+fn thesis_blocked_matches_cpu_reference() {
+    let Some(g) = gpu_or_skip("thesis_blocked_matches_cpu_reference") else {
+        return;
+    };
+    for n in [16, 32, 48, 160, 512] {
+        // Diagonally dominant, so f32 without pivoting stays accurate.
+        let mut a = Matrix::<f32>::random(n, n, -1.0, 1.0, n as u64);
+        for k in 0..n {
+            a.set(k, k, a.get(k, k) + n as f32);
+        }
+        let (f, _) = thesis::blocked_gpu(&g, &a).unwrap();
+        let r = cpu::factor(&a, &LuOptions::default().with_pivoting(Pivoting::None)).unwrap();
+        let d = f.max_rel_diff(&r.factors).unwrap();
+        assert!(d < 1e-5, "n={n}: blocked GPU vs CPU: {d}");
+    }
+    let a = Matrix::<f32>::random(20, 20, 1.0, 3.0, 1);
+    assert!(matches!(
+        thesis::blocked_gpu(&g, &a),
+        Err(Error::InvalidArgument { .. })
+    ));
+}
