@@ -9,6 +9,7 @@
 //! |---|---|---|---|
 //! | [`blas1`] | yes | yes | fill, scal, axpy, axpby, copy, dot, nrm2, multi-dot; f32, f64, c32, c64 |
 //! | [`sparse`] | yes | not yet | COO, CSR, BCSR, ELL, BELL, block-stencil formats; converters; Matrix Market I/O; test-case generator; SpMV |
+//! | [`multigrid`] | yes | yes | geometric multigrid for 3D Poisson on b^k+1 grids, block smoothers (ABL, SBL), V/W/FMG; f32, f64 |
 //! | [`rock4`] | yes | yes | ROCK4 stabilized explicit RK (order 4) with step control; 2D heat and reaction-advection-diffusion test problems |
 //!
 //! Without a CUDA driver or device everything on the CPU works, and [`gpu::open`]
@@ -24,6 +25,7 @@ mod error;
 pub mod gpu;
 pub mod kernels;
 pub mod krylov;
+pub mod multigrid;
 pub mod rock4;
 pub mod sparse;
 pub mod tour;

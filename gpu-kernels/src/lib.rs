@@ -32,6 +32,7 @@ pub mod blas1;
 pub mod device;
 pub mod krylov;
 pub mod math;
+pub mod multigrid;
 pub mod names;
 pub mod precond;
 pub mod rock4;

@@ -85,7 +85,9 @@ pub fn copy_ceiling_gbps(gpu: &Gpu, bytes: usize, reps: usize) -> Result<f64> {
     let elems = bytes.div_ceil(size_of::<u32>()).max(1);
     let src = gpu.alloc_zeroed::<u32>(elems)?;
     let mut dst = gpu.alloc::<u32>(elems)?;
-    let stats = time_gpu(gpu, 2, reps, || Ok(crate::gpu::copy_device(&src, &mut dst)?))?;
+    let stats = time_gpu(gpu, 2, reps, || {
+        Ok(crate::gpu::copy_device(&src, &mut dst)?)
+    })?;
     Ok(stats.gbps(2.0 * (elems * size_of::<u32>()) as f64))
 }
 

@@ -1,6 +1,7 @@
 //! The `ferrocuda` command line: `info`, `bench <name>`, `spmv`, `solve`, and the tour (no
 //! arguments).
 
+pub mod mg;
 pub mod rock4;
 pub mod solve;
 pub mod spmv;
@@ -62,6 +63,8 @@ pub enum Command {
     Solve(solve::SolveArgs),
     /// ROCK4 on the 2D heat equation or seed 001's reaction-advection-diffusion problem.
     Rock4(rock4::Rock4Args),
+    /// Multigrid with block smoothers on seed 003's 3D Poisson problem, CPU or GPU.
+    Mg(mg::MgArgs),
     /// Benchmarks against the hardware's ceilings and the CPU.
     Bench {
         /// Which benchmark.
@@ -292,6 +295,15 @@ pub fn run(cli: Cli) -> Result<()> {
                 print_json(&report)
             } else {
                 sayln!("{}", report.to_text());
+                Ok(())
+            }
+        }
+        Command::Mg(args) => {
+            let report = mg::run(&args, cli.device)?;
+            if args.json {
+                print_json(&report)
+            } else {
+                say!("{}", report.to_text());
                 Ok(())
             }
         }
