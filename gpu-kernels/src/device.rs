@@ -28,6 +28,11 @@ pub fn block_idx() -> usize {
 pub fn block_idx_y() -> usize {
     unsafe { nvptx::_block_idx_y() as usize }
 }
+/// Block index within the grid (z).
+#[inline(always)]
+pub fn block_idx_z() -> usize {
+    unsafe { nvptx::_block_idx_z() as usize }
+}
 /// Threads per block (x).
 #[inline(always)]
 pub fn block_dim() -> usize {

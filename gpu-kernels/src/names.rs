@@ -228,6 +228,8 @@ pub const ALL: &[&[&str]] = &[
     &[<f32 as PrecondKernels<Complex<f32>>>::PRECOND.apply],
     &[<f64 as PrecondKernels<Complex<f64>>>::PRECOND.apply],
     &rock4_list(ROCK4),
+    &multigrid_list(<f32 as MultigridKernels>::MULTIGRID),
+    &multigrid_list(<f64 as MultigridKernels>::MULTIGRID),
     &dense_list(<f32 as DenseKernels>::DENSE),
     &dense_list(<f64 as DenseKernels>::DENSE),
     &dense_special_list(DENSE_SPECIAL),
@@ -661,5 +663,75 @@ const fn dense_special_list(n: DenseSpecialNames) -> [&'static str; 6] {
         n.rodinia_diagonal_f32,
         n.rodinia_perimeter_f32,
         n.rodinia_internal_f32,
+    ]
+}
+
+/// Names of the multigrid kernels (`crate::multigrid`) of one real scalar type.
+#[derive(Debug, Clone, Copy)]
+pub struct MultigridNames {
+    /// Fused block smoother, block edge `s = i + 1` built in: `(n, nblocks, mode, iters,
+    /// h2: f64, omega: f64, u_in, f, u_out)`; grid x over the blocks of a row (half of them for
+    /// one colour), grid y and z over the rows and planes of blocks.
+    pub smooth: [&'static str; crate::multigrid::MAX_GPU_BLOCK],
+    /// `r <- f - A u` (zero on the boundary): `(n, inv_h2, u, f, r)`.
+    pub residual: &'static str,
+    /// Full weighting `fc <- R r`: `(nc, b, inv_b6, r, fc)`.
+    pub restrict: &'static str,
+    /// `uf <- uf + P uc` (`add = 1`) or `uf <- P uc` (`add = 0`): `(nf, b, inv_b3, add, uc, uf)`.
+    pub interp: &'static str,
+    /// Per-plane partials of the three norm sums: `(n, inv_h2, scale, s, u, f, partials)`.
+    pub norms_partial: &'static str,
+    /// The sine test problem's right-hand side: `(n, amp, s, f)`.
+    pub fill_rhs: &'static str,
+    /// Exact coarsest-grid solve, one block: `(m, tab, w, fc, a, b, uc)`.
+    pub coarse_solve: &'static str,
+}
+
+/// Real scalars with multigrid kernels.
+pub trait MultigridKernels: Scalar {
+    /// This type's kernel names.
+    const MULTIGRID: MultigridNames;
+}
+
+macro_rules! multigrid_names {
+    ($t:ty, $sfx:literal) => {
+        impl MultigridKernels for $t {
+            const MULTIGRID: MultigridNames = MultigridNames {
+                smooth: [
+                    concat!("mg_smooth_s1_", $sfx),
+                    concat!("mg_smooth_s2_", $sfx),
+                    concat!("mg_smooth_s3_", $sfx),
+                    concat!("mg_smooth_s4_", $sfx),
+                    concat!("mg_smooth_s5_", $sfx),
+                    concat!("mg_smooth_s6_", $sfx),
+                ],
+                residual: concat!("mg_residual_", $sfx),
+                restrict: concat!("mg_restrict_", $sfx),
+                interp: concat!("mg_interp_", $sfx),
+                norms_partial: concat!("mg_norms_partial_", $sfx),
+                fill_rhs: concat!("mg_fill_rhs_", $sfx),
+                coarse_solve: concat!("mg_coarse_solve_", $sfx),
+            };
+        }
+    };
+}
+
+multigrid_names!(f32, "f32");
+multigrid_names!(f64, "f64");
+
+const fn multigrid_list(n: MultigridNames) -> [&'static str; 12] {
+    [
+        n.smooth[0],
+        n.smooth[1],
+        n.smooth[2],
+        n.smooth[3],
+        n.smooth[4],
+        n.smooth[5],
+        n.residual,
+        n.restrict,
+        n.interp,
+        n.norms_partial,
+        n.fill_rhs,
+        n.coarse_solve,
     ]
 }

@@ -47,6 +47,12 @@ impl LaunchConfig {
         self
     }
 
+    /// Sets the grid's z extent.
+    pub fn with_grid_z(mut self, z: u32) -> Self {
+        self.grid.2 = z;
+        self
+    }
+
     /// Sets the dynamic shared memory per block.
     pub fn with_shared_bytes(mut self, bytes: u32) -> Self {
         self.shared_bytes = bytes;

@@ -2,6 +2,7 @@
 //! tour (no arguments).
 
 pub mod lu;
+pub mod mg;
 pub mod probe;
 pub mod rng;
 pub mod rock4;
@@ -62,6 +63,8 @@ pub enum Command {
     /// Micro-benchmarks against the hardware's ceilings (peak FLOP/s, bandwidths,
     /// latencies, transfers, divergence); writes <results-dir>/probe.md and plots.
     Probe(probe::ProbeArgs),
+    /// Multigrid with block smoothers on seed 003's 3D Poisson problem, CPU or GPU.
+    Mg(mg::MgArgs),
     /// LU with partial pivoting of a Matrix Market matrix, and solves A X = B; a singular
     /// matrix exits with code 2.
     Lu(lu::LuArgs),
@@ -467,6 +470,15 @@ pub fn run(cli: Cli) -> Result<()> {
                 print_json(&report)
             } else {
                 sayln!("{}", report.to_text());
+                Ok(())
+            }
+        }
+        Command::Mg(args) => {
+            let report = mg::run(&args, cli.device)?;
+            if args.json {
+                print_json(&report)
+            } else {
+                say!("{}", report.to_text());
                 Ok(())
             }
         }

@@ -1,0 +1,843 @@
+//! Geometric multigrid for `-Laplace(u) = f` on `(0,1)^3` (seed 003): the per-point
+//! math shared by the rayon CPU path (`ferrocuda::multigrid::cpu`) and, on the device,
+//! the kernels.
+//!
+//! # Grids
+//! A level has `n = b^k + 1` points per dimension (boundary included), stored
+//! x-fastest: point `(x, y, z)` at `(z n + y) n + x` ([`idx`]). The boundary stays zero.
+//! `h = 1 / (n - 1)`, the 7-point operator is `(A u)_p = (6 u_p - sum of the 6
+//! neighbours) / h^2`.
+//!
+//! # Block smoother
+//! The interior `1..=n-2` is cut into blocks of `s` points per dimension starting at
+//! index 1 (block `q` covers `1 + q s .. 1 + q s + s - 1`; the last block per dimension is
+//! cut at the boundary: with `s = b` it has `b - 1` points, as in the thesis). One
+//! block update ([`smooth_block`]) forms the block's residual, solves the block's
+//! residual equation `A_B e_B = r_B` (zero boundary around the block) by `iters`
+//! lexicographic Gauss-Seidel sweeps and adds `e_B` (damped: `omega e_B`). The block,
+//! its residual and all sweeps live in registers (one thread per block); the block and
+//! its halo are read once and the block is written once. The residual is formed in
+//! `f64` from the stored values and rounded once, and `u + omega e` is formed in `f64`
+//! and rounded once, so `f32` keeps `u` to about an ulp (see [`smooth_block`]).
+//!
+//! The residual that is restricted to the coarse grid ([`residual_at`]) is formed in
+//! `f64` from the stored values (for `f32`: `6 u - sum` of seven `f32` values is exact in
+//! `f64`), then rounded once: `f32` residual noise of size `ulp(u) / h^2` would otherwise
+//! reach the coarse grid and, through `A^-1`, put an error of about the discretisation
+//! error into `u` on `1025^3` grids.
+//!
+//! # Transfers
+//! Restriction ([`restrict_at`]): generalised full weighting, per dimension the fine
+//! points at distance `d < b` from the coarse point weigh `(b - d) / b^2` (tensor
+//! product), accumulated in `f64`. Interpolation ([`interp_at`]): trilinear for base
+//! `b`, `(b - t) / b` and `t / b` for a fine point `t` fine steps past a coarse point.
+//!
+//! # Coarsest grid
+//! `b + 1` points per dimension, `m = b - 1` unknowns each: solved exactly by the
+//! discrete sine transform, `u = S3 diag(w) S3 f` with `S[i][j] = sin(pi (i+1)(j+1) / b)`
+//! and `w` the inverse eigenvalues times `(2 / b)^3`, in six one-dimensional passes
+//! ([`coarse_point`]); the tables come from the host in `f64`.
+
+use crate::math::fma_f64;
+use crate::scalar::RealScalar;
+
+/// `for $i in 0..$n { $body }` unrolled for `$n <= MAX_GPU_BLOCK` (a constant): each copy
+/// binds `$i` to a literal, so array indices in `$body` are constants.
+macro_rules! unroll {
+    ($n:expr, $i:ident, $body:block) => {
+        unroll!(@each $n, $i, $body, 0 1 2 3 4 5)
+    };
+    (@each $n:expr, $i:ident, $body:block, $($k:literal)*) => {{
+        $(
+            if $k < $n {
+                let $i: usize = $k;
+                $body
+            }
+        )*
+    }};
+}
+
+/// Threads per block (along x) of the point-wise and block-smoother kernels.
+pub const THREADS: usize = 128;
+/// Threads per block of the norm kernel (one block per z-plane) and the coarse solve.
+pub const NORM_THREADS: usize = 256;
+/// Largest block edge the device smoother kernels are built for.
+pub const MAX_GPU_BLOCK: usize = 6;
+
+/// Smoother mode: every block (block Jacobi out of place, or the racy in-place variant).
+pub const MODE_ALL: u32 = 0;
+/// Smoother mode: only the red blocks, `qx + qy + qz` even (in place).
+pub const MODE_RED: u32 = 1;
+/// Smoother mode: only the black blocks, `qx + qy + qz` odd (in place).
+pub const MODE_BLACK: u32 = 2;
+
+/// Sets of the norm kernel's partials: `sum r^2`, `sum (u - u_exact)^2`,
+/// `sum (u - u_discrete)^2`.
+pub const NORM_SETS: usize = 3;
+
+/// Index of point `(x, y, z)` in an `n^3` grid.
+#[inline(always)]
+pub fn idx(n: usize, x: usize, y: usize, z: usize) -> usize {
+    (z * n + y) * n + x
+}
+
+/// Blocks of `s` points per dimension covering the interior `1..=n-2`.
+#[inline(always)]
+pub const fn blocks_per_dim(n: usize, s: usize) -> usize {
+    (n - 2).div_ceil(s)
+}
+
+/// Threads along x per row of blocks in `mode` (half the blocks, rounded up, for one colour).
+#[inline(always)]
+pub const fn smoother_threads_x(nblocks: usize, mode: u32) -> usize {
+    if mode == MODE_ALL {
+        nblocks
+    } else {
+        nblocks.div_ceil(2)
+    }
+}
+
+/// The block index `qx` that thread `t` of row `(qy, qz)` updates in `mode`, if any.
+#[inline(always)]
+pub fn block_of_thread(mode: u32, t: usize, qy: usize, qz: usize, nblocks: usize) -> Option<usize> {
+    let qx = if mode == MODE_ALL {
+        t
+    } else {
+        2 * t + ((qy + qz + mode as usize - 1) & 1)
+    };
+    if qx < nblocks { Some(qx) } else { None }
+}
+
+/// `1/6` as `hi + lo` in `T`: `hi` rounded, `lo` the rest. Multiplying by `hi` alone
+/// would scale every Gauss-Seidel update by `1 + 3e-8` in `f32` (a bias, not noise).
+#[inline(always)]
+pub fn sixth<T: RealScalar>() -> (T, T) {
+    let hi = T::from_f64(1.0 / 6.0);
+    (hi, T::from_f64(1.0 / 6.0 - hi.to_f64()))
+}
+
+/// One Gauss-Seidel update of the block correction: `(sum + rho6 * 6) / 6` written as
+/// `sum hi + (sum lo + rho6)` ([`sixth`]), where `rho6 = rho / 6`.
+#[inline(always)]
+pub fn gs_update<T: RealScalar>(sum: T, hi: T, lo: T, rho6: T) -> T {
+    sum.mul_add(hi, sum.mul_add(lo, rho6))
+}
+
+/// The scaled residual `h^2 f - (6 c - sum)` of a point with value `c`, right-hand side
+/// `f` and neighbour sum `sum` (`f64`: for `f32` inputs `6 c - sum` is exact), over 6:
+/// the block smoother's right-hand side, rounded once to `T`.
+#[inline(always)]
+pub fn block_rhs<T: RealScalar>(h2: f64, f: T, c: T, sum: f64) -> T {
+    let lap = fma_f64(-6.0, c.to_f64(), sum);
+    T::from_f64(fma_f64(h2, f.to_f64(), lap) * (1.0 / 6.0))
+}
+
+/// The new value of a point after a block update: `old + omega e`, in `f64`, rounded
+/// once.
+#[inline(always)]
+pub fn block_result<T: RealScalar>(old: T, e: T, omega: f64) -> T {
+    T::from_f64(fma_f64(omega, e.to_f64(), old.to_f64()))
+}
+
+/// One fused block update (module docs): loads block `q` of edge `S` and its halo from
+/// `u_in` and `f`, forms the block's residual (in `f64`, rounded once), solves the
+/// residual equation `A_B e = r_B` (zero around the block) by `iters` lexicographic
+/// Gauss-Seidel sweeps on `e` in registers, and writes `u + omega e` to `u_out`.
+/// `h2 = h^2`.
+///
+/// The residual form keeps `f32` accurate: `e` is small, so its rounding is far below
+/// `ulp(u)`, and `u + omega e` is rounded once. (The update form `u <- (sum + h^2 f) / 6`
+/// gives the same iterates in exact arithmetic, but in `f32` a converged block sits at a
+/// rounding fixed point whose noise the block inverse amplifies, up to `1 / (1 -
+/// cos(pi / (S + 1)))` times: about 3 times the point smoothers' floor for `S = 2`.)
+///
+/// `u_out` may be `u_in` (in place) when no other thread writes this block's halo
+/// meanwhile (red-black order), or when the caller accepts the race (the thesis's SBL).
+///
+/// # Safety
+/// `u_in`, `f`, `u_out` address `n^3` values, `n >= 3`, and `q` is a block of
+/// [`blocks_per_dim`]`(n, S)`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn smooth_block<T: RealScalar, const S: usize>(
+    n: usize,
+    q: [usize; 3],
+    iters: u32,
+    h2: f64,
+    omega: f64,
+    u_in: *const T,
+    f: *const T,
+    u_out: *mut T,
+) {
+    const { assert!(S >= 1 && S <= MAX_GPU_BLOCK) };
+    let o = [1 + q[0] * S, 1 + q[1] * S, 1 + q[2] * S];
+    let e = [
+        min(S, n - 1 - o[0]),
+        min(S, n - 1 - o[1]),
+        min(S, n - 1 - o[2]),
+    ];
+    // Interior blocks take the branch without per-point checks (constant-folded).
+    if e[0] == S && e[1] == S && e[2] == S {
+        unsafe { smooth_block_in::<T, S>(n, o, [S; 3], true, iters, h2, omega, u_in, f, u_out) }
+    } else {
+        unsafe { smooth_block_in::<T, S>(n, o, e, false, iters, h2, omega, u_in, f, u_out) }
+    }
+}
+
+#[inline(always)]
+fn min(a: usize, b: usize) -> usize {
+    if a < b { a } else { b }
+}
+
+/// [`smooth_block`] for origin `o` and active extents `e` (`full`: all `S^3` active).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn smooth_block_in<T: RealScalar, const S: usize>(
+    n: usize,
+    o: [usize; 3],
+    e: [usize; 3],
+    full: bool,
+    iters: u32,
+    h2: f64,
+    omega: f64,
+    u_in: *const T,
+    f: *const T,
+    u_out: *mut T,
+) {
+    let (hi, lo) = sixth::<T>();
+    let nn = n * n;
+    let active = |x: usize, y: usize, z: usize| full || (x < e[0] && y < e[1] && z < e[2]);
+    // `v` holds the block's `u`, then its correction `e`; `r` the right-hand side.
+    // The loops over the block are unrolled (`unroll!`), so every array index is a
+    // constant and the block lives in registers.
+    let mut v = [[[T::ZERO; S]; S]; S];
+    let mut r = [[[T::ZERO; S]; S]; S];
+    unroll!(S, z, {
+        unroll!(S, y, {
+            unroll!(S, x, {
+                if active(x, y, z) {
+                    // SAFETY: active points are interior.
+                    v[z][y][x] = unsafe { *u_in.add(idx(n, o[0] + x, o[1] + y, o[2] + z)) };
+                }
+            })
+        })
+    });
+    unroll!(S, z, {
+        unroll!(S, y, {
+            unroll!(S, x, {
+                if active(x, y, z) {
+                    let g = idx(n, o[0] + x, o[1] + y, o[2] + z);
+                    // In-block neighbours from registers (zero where a neighbour is the
+                    // boundary), the halo from memory.
+                    // SAFETY: active points are interior, so every neighbour is in the grid.
+                    let sum = unsafe {
+                        (if x > 0 {
+                            v[z][y][x.wrapping_sub(1)]
+                        } else {
+                            *u_in.add(g - 1)
+                        })
+                        .to_f64()
+                            + (if x + 1 < S {
+                                v[z][y][x + 1]
+                            } else {
+                                *u_in.add(g + 1)
+                            })
+                            .to_f64()
+                            + (if y > 0 {
+                                v[z][y.wrapping_sub(1)][x]
+                            } else {
+                                *u_in.add(g - n)
+                            })
+                            .to_f64()
+                            + (if y + 1 < S {
+                                v[z][y + 1][x]
+                            } else {
+                                *u_in.add(g + n)
+                            })
+                            .to_f64()
+                            + (if z > 0 {
+                                v[z.wrapping_sub(1)][y][x]
+                            } else {
+                                *u_in.add(g - nn)
+                            })
+                            .to_f64()
+                            + (if z + 1 < S {
+                                v[z + 1][y][x]
+                            } else {
+                                *u_in.add(g + nn)
+                            })
+                            .to_f64()
+                    };
+                    // SAFETY: g is in the grid.
+                    r[z][y][x] = block_rhs(h2, unsafe { *f.add(g) }, v[z][y][x], sum);
+                }
+            })
+        })
+    });
+    v = [[[T::ZERO; S]; S]; S];
+    for _ in 0..iters {
+        unroll!(S, z, {
+            unroll!(S, y, {
+                unroll!(S, x, {
+                    if active(x, y, z) {
+                        // -0.0 + w == w exactly, so the first addition folds away.
+                        let mut s = -T::ZERO;
+                        if x > 0 {
+                            s = s + v[z][y][x.wrapping_sub(1)];
+                        }
+                        if x + 1 < S {
+                            s = s + v[z][y][x + 1];
+                        }
+                        if y > 0 {
+                            s = s + v[z][y.wrapping_sub(1)][x];
+                        }
+                        if y + 1 < S {
+                            s = s + v[z][y + 1][x];
+                        }
+                        if z > 0 {
+                            s = s + v[z.wrapping_sub(1)][y][x];
+                        }
+                        if z + 1 < S {
+                            s = s + v[z + 1][y][x];
+                        }
+                        v[z][y][x] = gs_update(s, hi, lo, r[z][y][x]);
+                    }
+                })
+            })
+        });
+    }
+    unroll!(S, z, {
+        unroll!(S, y, {
+            unroll!(S, x, {
+                if active(x, y, z) {
+                    let g = idx(n, o[0] + x, o[1] + y, o[2] + z);
+                    // SAFETY: g is an interior point; its old value is read before this
+                    // thread writes it.
+                    unsafe { *u_out.add(g) = block_result(*u_in.add(g), v[z][y][x], omega) };
+                }
+            })
+        })
+    });
+}
+
+/// The residual `f - A u` at interior point `g` of an `n^3` grid, formed in `f64`
+/// (module docs); `inv_h2 = 1 / h^2`.
+///
+/// # Safety
+/// `g` is an interior point; `u` and `f` address `n^3` values.
+#[inline(always)]
+pub unsafe fn residual_at<T: RealScalar>(
+    n: usize,
+    g: usize,
+    inv_h2: f64,
+    u: *const T,
+    f: *const T,
+) -> f64 {
+    let nn = n * n;
+    // SAFETY: the neighbours of an interior point are in the grid.
+    unsafe {
+        let s = (*u.add(g - 1)).to_f64()
+            + (*u.add(g + 1)).to_f64()
+            + (*u.add(g - n)).to_f64()
+            + (*u.add(g + n)).to_f64()
+            + (*u.add(g - nn)).to_f64()
+            + (*u.add(g + nn)).to_f64();
+        let lap = fma_f64(6.0, (*u.add(g)).to_f64(), -s);
+        fma_f64(-lap, inv_h2, (*f.add(g)).to_f64())
+    }
+}
+
+/// Generalised full weighting of the fine grid `r` (`nf` points per dimension, base
+/// `b`) at interior coarse point `(xc, yc, zc)`, accumulated in `f64` with integer
+/// weights `(b - |dx|)(b - |dy|)(b - |dz|)` and scaled by `inv_b6 = 1 / b^6` once.
+///
+/// # Safety
+/// `(xc, yc, zc)` is an interior coarse point and `r` addresses `nf^3` values.
+#[inline(always)]
+pub unsafe fn restrict_at<T: RealScalar>(
+    nf: usize,
+    b: usize,
+    inv_b6: f64,
+    xc: usize,
+    yc: usize,
+    zc: usize,
+    r: *const T,
+) -> T {
+    let (x0, y0, z0) = (b * xc - (b - 1), b * yc - (b - 1), b * zc - (b - 1));
+    let width = 2 * b - 1;
+    let weight = |d: usize| if d < b { d + 1 } else { width - d } as f64;
+    let mut acc = 0.0f64;
+    for dz in 0..width {
+        let wz = weight(dz);
+        for dy in 0..width {
+            let wzy = wz * weight(dy);
+            let row = idx(nf, x0, y0 + dy, z0 + dz);
+            for dx in 0..width {
+                // SAFETY: the support of an interior coarse point is inside the fine grid.
+                let v = unsafe { *r.add(row + dx) }.to_f64();
+                acc = fma_f64(wzy * weight(dx), v, acc);
+            }
+        }
+    }
+    T::from_f64(acc * inv_b6)
+}
+
+/// Trilinear interpolation (base `b`) of the coarse grid `uc` (`nc` points per
+/// dimension) at interior fine point `(x, y, z)`, in `f64`: integer weights
+/// `(b - t)` / `t` per dimension, scaled by `inv_b3 = 1 / b^3` once.
+///
+/// # Safety
+/// `(x, y, z)` is an interior fine point of the grid `b (nc - 1) + 1`; `uc` addresses `nc^3`
+/// values.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn interp_at<T: RealScalar>(
+    nc: usize,
+    b: u32,
+    inv_b3: f64,
+    x: u32,
+    y: u32,
+    z: u32,
+    uc: *const T,
+) -> f64 {
+    let (cx, tx) = ((x / b) as usize, x % b);
+    let (cy, ty) = ((y / b) as usize, y % b);
+    let (cz, tz) = ((z / b) as usize, z % b);
+    let wx = [(b - tx) as f64, tx as f64];
+    let wy = [(b - ty) as f64, ty as f64];
+    let wz = [(b - tz) as f64, tz as f64];
+    let (kx, ky, kz) = (
+        1 + (tx != 0) as usize,
+        1 + (ty != 0) as usize,
+        1 + (tz != 0) as usize,
+    );
+    let mut acc = 0.0f64;
+    for (k, &wzk) in wz.iter().enumerate().take(kz) {
+        for (j, &wyj) in wy.iter().enumerate().take(ky) {
+            let wzy = wzk * wyj;
+            let row = idx(nc, cx, cy + j, cz + k);
+            for (i, &wxi) in wx.iter().enumerate().take(kx) {
+                // SAFETY: the coarse corners of an interior fine point are in the grid.
+                let v = unsafe { *uc.add(row + i) }.to_f64();
+                acc = fma_f64(wzy * wxi, v, acc);
+            }
+        }
+    }
+    acc * inv_b3
+}
+
+/// The three norm terms at interior point `(x, y, z)`: `r^2`, `(u - u_exact)^2` and
+/// `(u - scale u_exact)^2`, with `u_exact = s[x] s[y] s[z]` from the sine table `s`
+/// (`s[i] = sin(pi i h)`) and `scale` the factor of the discrete solution.
+///
+/// # Safety
+/// `(x, y, z)` is interior; `u`, `f` address `n^3` values, `s` has `n`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn norm_terms<T: RealScalar>(
+    n: usize,
+    x: usize,
+    y: usize,
+    z: usize,
+    inv_h2: f64,
+    scale: f64,
+    s: *const f64,
+    u: *const T,
+    f: *const T,
+) -> [f64; NORM_SETS] {
+    let g = idx(n, x, y, z);
+    // SAFETY: forwarded.
+    unsafe {
+        let r = residual_at(n, g, inv_h2, u, f);
+        let ue = *s.add(x) * *s.add(y) * *s.add(z);
+        let v = (*u.add(g)).to_f64();
+        let e = v - ue;
+        let ea = fma_f64(-scale, ue, v);
+        [r * r, e * e, ea * ea]
+    }
+}
+
+/// The right-hand side `f = amp s[x] s[y] s[z]` of the sine test problem at `(x, y, z)`
+/// (zero on the boundary).
+///
+/// # Safety
+/// `s` has `n` values and `(x, y, z)` is in the grid.
+#[inline(always)]
+pub unsafe fn rhs_at<T: RealScalar>(
+    n: usize,
+    x: usize,
+    y: usize,
+    z: usize,
+    amp: f64,
+    s: *const f64,
+) -> T {
+    if x == 0 || y == 0 || z == 0 || x == n - 1 || y == n - 1 || z == n - 1 {
+        return T::ZERO;
+    }
+    // SAFETY: forwarded.
+    T::from_f64(amp * unsafe { *s.add(x) * *s.add(y) * *s.add(z) })
+}
+
+/// Passes of the coarsest-grid solve.
+pub const COARSE_PASSES: usize = 6;
+
+/// One output value of pass `pass` (0..6) of the exact coarsest-grid solve at unknown
+/// `l = (k m + j) m + i` (module docs). Passes 0-2 transform `f` (read from the grid `fc`,
+/// `m + 2` points per dimension) along x, y, z into `a`, `b`, `a` and scale by `w`;
+/// passes 3-5 transform back, pass 5 writes the grid `uc`.
+///
+/// # Safety
+/// `tab` has `m^2` values, `w`, `a`, `b` have `m^3`, `fc` and `uc` `(m + 2)^3`; the passes
+/// run in order with every value of one finished before the next starts.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn coarse_point<T: RealScalar>(
+    pass: usize,
+    m: usize,
+    l: usize,
+    tab: *const f64,
+    w: *const f64,
+    fc: *const T,
+    a: *mut f64,
+    b: *mut f64,
+    uc: *mut T,
+) {
+    let (i, j, k) = (l % m, (l / m) % m, l / (m * m));
+    let nc = m + 2;
+    let lin = |i: usize, j: usize, k: usize| (k * m + j) * m + i;
+    // SAFETY: all indices stay inside the sizes the caller promised.
+    unsafe {
+        match pass {
+            0 => {
+                *a.add(l) = line(m, tab, i, |t| {
+                    (*fc.add(idx(nc, t + 1, j + 1, k + 1))).to_f64()
+                })
+            }
+            1 => *b.add(l) = line(m, tab, j, |t| *a.add(lin(i, t, k))),
+            2 => *a.add(l) = *w.add(l) * line(m, tab, k, |t| *b.add(lin(i, j, t))),
+            3 => *b.add(l) = line(m, tab, i, |t| *a.add(lin(t, j, k))),
+            4 => *a.add(l) = line(m, tab, j, |t| *b.add(lin(i, t, k))),
+            _ => {
+                *uc.add(idx(nc, i + 1, j + 1, k + 1)) =
+                    T::from_f64(line(m, tab, k, |t| *a.add(lin(i, j, t))))
+            }
+        }
+    }
+}
+
+/// `sum_t tab[row][t] src(t)` for `t` in `0..m`, in order.
+///
+/// # Safety
+/// `tab` has `m^2` values.
+#[inline(always)]
+unsafe fn line(m: usize, tab: *const f64, row: usize, src: impl Fn(usize) -> f64) -> f64 {
+    let mut acc = 0.0f64;
+    for t in 0..m {
+        // SAFETY: row, t < m.
+        acc = fma_f64(unsafe { *tab.add(row * m + t) }, src(t), acc);
+    }
+    acc
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod kernels {
+    //! Generic kernel bodies; the entry points below instantiate them per scalar type
+    //! (and per block edge for the smoother).
+    //!
+    //! Launch shapes: the point-wise kernels and the smoother run a 3D grid, x threads
+    //! over a row (`THREADS` per block), grid y and z over the rows and planes; the norm
+    //! kernel one block of `NORM_THREADS` per z-plane (partials in a fixed order); the
+    //! coarse solve one block.
+    use super::*;
+    use crate::device::{
+        block_dim, block_idx, block_idx_y, block_idx_z, block_sum, sync_threads, thread_idx,
+    };
+
+    /// `(x, y, z)` of this thread in a point-wise 3D launch.
+    #[inline(always)]
+    fn point() -> (usize, usize, usize) {
+        (
+            block_idx() * block_dim() + thread_idx(),
+            block_idx_y(),
+            block_idx_z(),
+        )
+    }
+
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn smooth<T: RealScalar, const S: usize>(
+        n: usize,
+        nblocks: usize,
+        mode: u32,
+        iters: u32,
+        h2: f64,
+        omega: f64,
+        u_in: *const T,
+        f: *const T,
+        u_out: *mut T,
+    ) {
+        let (t, qy, qz) = point();
+        if let Some(qx) = block_of_thread(mode, t, qy, qz, nblocks) {
+            unsafe { smooth_block::<T, S>(n, [qx, qy, qz], iters, h2, omega, u_in, f, u_out) }
+        }
+    }
+
+    #[inline(always)]
+    pub unsafe fn residual<T: RealScalar>(
+        n: usize,
+        inv_h2: f64,
+        u: *const T,
+        f: *const T,
+        r: *mut T,
+    ) {
+        let (x, y, z) = point();
+        if x >= n {
+            return;
+        }
+        let g = idx(n, x, y, z);
+        let interior = x > 0 && y > 0 && z > 0 && x < n - 1 && y < n - 1 && z < n - 1;
+        let v = if interior {
+            T::from_f64(unsafe { residual_at(n, g, inv_h2, u, f) })
+        } else {
+            T::ZERO
+        };
+        unsafe { *r.add(g) = v };
+    }
+
+    #[inline(always)]
+    pub unsafe fn restrict<T: RealScalar>(
+        nc: usize,
+        b: usize,
+        inv_b6: f64,
+        r: *const T,
+        fc: *mut T,
+    ) {
+        let (x, y, z) = point();
+        if x >= nc {
+            return;
+        }
+        let interior = x > 0 && y > 0 && z > 0 && x < nc - 1 && y < nc - 1 && z < nc - 1;
+        let v = if interior {
+            unsafe { restrict_at(b * (nc - 1) + 1, b, inv_b6, x, y, z, r) }
+        } else {
+            T::ZERO
+        };
+        unsafe { *fc.add(idx(nc, x, y, z)) = v };
+    }
+
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn interp<T: RealScalar>(
+        nf: usize,
+        b: u32,
+        inv_b3: f64,
+        add: u32,
+        uc: *const T,
+        uf: *mut T,
+    ) {
+        let (x, y, z) = point();
+        if x == 0 || y == 0 || z == 0 || x >= nf - 1 || y >= nf - 1 || z >= nf - 1 {
+            return;
+        }
+        let nc = (nf - 1) / b as usize + 1;
+        let e = unsafe { interp_at(nc, b, inv_b3, x as u32, y as u32, z as u32, uc) };
+        let g = idx(nf, x, y, z);
+        unsafe {
+            *uf.add(g) = if add != 0 {
+                T::from_f64((*uf.add(g)).to_f64() + e)
+            } else {
+                T::from_f64(e)
+            };
+        }
+    }
+
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn norms_partial<T: RealScalar>(
+        n: usize,
+        inv_h2: f64,
+        scale: f64,
+        s: *const f64,
+        u: *const T,
+        f: *const T,
+        partials: *mut f64,
+    ) {
+        let z = block_idx();
+        let mut acc = [0.0f64; NORM_SETS];
+        if z > 0 && z < n - 1 {
+            for y in 1..n - 1 {
+                let mut x = 1 + thread_idx();
+                while x < n - 1 {
+                    let t = unsafe { norm_terms(n, x, y, z, inv_h2, scale, s, u, f) };
+                    for k in 0..NORM_SETS {
+                        acc[k] += t[k];
+                    }
+                    x += block_dim();
+                }
+            }
+        }
+        for (k, a) in acc.into_iter().enumerate() {
+            let total = block_sum(a);
+            if thread_idx() == 0 {
+                unsafe { *partials.add(k * n + z) = total };
+            }
+        }
+    }
+
+    #[inline(always)]
+    pub unsafe fn fill_rhs<T: RealScalar>(n: usize, amp: f64, s: *const f64, f: *mut T) {
+        let (x, y, z) = point();
+        if x < n {
+            unsafe { *f.add(idx(n, x, y, z)) = rhs_at(n, x, y, z, amp, s) };
+        }
+    }
+
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn coarse_solve<T: RealScalar>(
+        m: usize,
+        tab: *const f64,
+        w: *const f64,
+        fc: *const T,
+        a: *mut f64,
+        b: *mut f64,
+        uc: *mut T,
+    ) {
+        let count = m * m * m;
+        for pass in 0..COARSE_PASSES {
+            let mut l = thread_idx();
+            while l < count {
+                unsafe { coarse_point(pass, m, l, tab, w, fc, a, b, uc) };
+                l += block_dim();
+            }
+            sync_threads();
+        }
+    }
+}
+
+/// Instantiates the block-smoother entry point of one scalar type and block edge.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! smooth_entry {
+    ($name:ident, $t:ty, $export:expr, $s:literal) => {
+        #[unsafe(export_name = $export)]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "ptx-kernel" fn $name(
+            n: usize,
+            nblocks: usize,
+            mode: u32,
+            iters: u32,
+            h2: f64,
+            omega: f64,
+            u_in: *const $t,
+            f: *const $t,
+            u_out: *mut $t,
+        ) {
+            unsafe { kernels::smooth::<$t, $s>(n, nblocks, mode, iters, h2, omega, u_in, f, u_out) }
+        }
+    };
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod smooth_entries {
+    use super::kernels;
+    smooth_entry!(s1_f32, f32, "mg_smooth_s1_f32", 1);
+    smooth_entry!(s2_f32, f32, "mg_smooth_s2_f32", 2);
+    smooth_entry!(s3_f32, f32, "mg_smooth_s3_f32", 3);
+    smooth_entry!(s4_f32, f32, "mg_smooth_s4_f32", 4);
+    smooth_entry!(s5_f32, f32, "mg_smooth_s5_f32", 5);
+    smooth_entry!(s6_f32, f32, "mg_smooth_s6_f32", 6);
+    smooth_entry!(s1_f64, f64, "mg_smooth_s1_f64", 1);
+    smooth_entry!(s2_f64, f64, "mg_smooth_s2_f64", 2);
+    smooth_entry!(s3_f64, f64, "mg_smooth_s3_f64", 3);
+    smooth_entry!(s4_f64, f64, "mg_smooth_s4_f64", 4);
+    smooth_entry!(s5_f64, f64, "mg_smooth_s5_f64", 5);
+    smooth_entry!(s6_f64, f64, "mg_smooth_s6_f64", 6);
+}
+
+/// Instantiates the multigrid entry points of one scalar type; the exported names are
+/// the ones [`crate::names::MultigridNames`] lists for it.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! multigrid_entries {
+    ($module:ident, $t:ty, $sfx:literal) => {
+        mod $module {
+            use super::kernels;
+
+            #[unsafe(export_name = concat!("mg_residual_", $sfx))]
+            pub unsafe extern "ptx-kernel" fn residual(
+                n: usize,
+                inv_h2: f64,
+                u: *const $t,
+                f: *const $t,
+                r: *mut $t,
+            ) {
+                unsafe { kernels::residual(n, inv_h2, u, f, r) }
+            }
+
+            #[unsafe(export_name = concat!("mg_restrict_", $sfx))]
+            pub unsafe extern "ptx-kernel" fn restrict(
+                nc: usize,
+                b: usize,
+                inv_b6: f64,
+                r: *const $t,
+                fc: *mut $t,
+            ) {
+                unsafe { kernels::restrict(nc, b, inv_b6, r, fc) }
+            }
+
+            #[unsafe(export_name = concat!("mg_interp_", $sfx))]
+            pub unsafe extern "ptx-kernel" fn interp(
+                nf: usize,
+                b: u32,
+                inv_b3: f64,
+                add: u32,
+                uc: *const $t,
+                uf: *mut $t,
+            ) {
+                unsafe { kernels::interp(nf, b, inv_b3, add, uc, uf) }
+            }
+
+            #[unsafe(export_name = concat!("mg_norms_partial_", $sfx))]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe extern "ptx-kernel" fn norms_partial(
+                n: usize,
+                inv_h2: f64,
+                scale: f64,
+                s: *const f64,
+                u: *const $t,
+                f: *const $t,
+                partials: *mut f64,
+            ) {
+                unsafe { kernels::norms_partial(n, inv_h2, scale, s, u, f, partials) }
+            }
+
+            #[unsafe(export_name = concat!("mg_fill_rhs_", $sfx))]
+            pub unsafe extern "ptx-kernel" fn fill_rhs(
+                n: usize,
+                amp: f64,
+                s: *const f64,
+                f: *mut $t,
+            ) {
+                unsafe { kernels::fill_rhs(n, amp, s, f) }
+            }
+
+            #[unsafe(export_name = concat!("mg_coarse_solve_", $sfx))]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe extern "ptx-kernel" fn coarse_solve(
+                m: usize,
+                tab: *const f64,
+                w: *const f64,
+                fc: *const $t,
+                a: *mut f64,
+                b: *mut f64,
+                uc: *mut $t,
+            ) {
+                unsafe { kernels::coarse_solve(m, tab, w, fc, a, b, uc) }
+            }
+        }
+    };
+}
+
+#[cfg(target_arch = "nvptx64")]
+multigrid_entries!(entries_f32, f32, "f32");
+#[cfg(target_arch = "nvptx64")]
+multigrid_entries!(entries_f64, f64, "f64");
