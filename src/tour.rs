@@ -304,7 +304,12 @@ fn probe_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
     const WORDS: usize = 1 << 26;
     let src: Vec<u32> = (0..WORDS as u32).collect();
     let mut dst = vec![0u32; WORDS];
-    let cpu_ms = time_cpu(1, 5, || dst.copy_from_slice(&src)).median_ms;
+    // black_box on both ends: otherwise the optimiser drops a copy nobody reads.
+    let cpu_ms = time_cpu(1, 5, || {
+        dst.copy_from_slice(std::hint::black_box(&src));
+        std::hint::black_box(&mut dst);
+    })
+    .median_ms;
     let (mut gpu_ms, mut diff, mut note) = (None, None, String::new());
     if let Some(g) = gpu {
         let info = g.info()?;
