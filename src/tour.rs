@@ -46,6 +46,7 @@ pub fn run(gpu: Option<&Gpu>, gpu_skipped: Option<String>) -> Result<TourReport>
     spmv_steps(gpu, &mut rows)?;
     gmres_steps(gpu, &mut rows)?;
     rock4_steps(gpu, &mut rows)?;
+    mg_steps(gpu, &mut rows)?;
     lu_steps(gpu, &mut rows)?;
     rng_steps(gpu, &mut rows)?;
     probe_steps(gpu, &mut rows)?;
@@ -336,6 +337,46 @@ fn probe_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
     rows.push(TourRow {
         module: "probe",
         problem: format!("copy 256 MiB{note}"),
+        cpu_ms,
+        gpu_ms,
+        speedup: gpu_ms.map(|g| cpu_ms / g),
+        gpu_vs_cpu: diff,
+    });
+    Ok(())
+}
+
+/// Multigrid (seed 003's setup: SBL, V(5,5), B = 10) on the 129^3 sine problem in f32
+/// until the discretisation error; times are whole solves (setup excluded, norms
+/// included), the check the largest difference of the GPU solution from the CPU twin's.
+fn mg_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
+    use crate::multigrid::{MgOptions, Stop, cpu as mcpu, gpu as mgpu};
+    let opts = MgOptions::new(129, 2).stop(Stop::Discretisation);
+    let (want, report) = mcpu::solve::<f32>(&opts)?;
+    let cycles = report
+        .cycles_to_discretisation
+        .unwrap_or(report.residual_norm.len());
+    let cpu_ms = report.solve_seconds * 1e3;
+    let (mut gpu_ms, mut diff) = (None, None);
+    if let Some(g) = gpu {
+        // The first solve loads the module; time the second.
+        mgpu::solve::<f32>(g, &opts)?;
+        let (got, r) = mgpu::solve::<f32>(g, &opts)?;
+        let scale = want
+            .iter()
+            .fold(0.0f32, |m, v| m.max(v.abs()))
+            .max(f32::MIN_POSITIVE);
+        let d = got
+            .iter()
+            .zip(&want)
+            .fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+        diff = Some(f64::from(d / scale));
+        gpu_ms = Some(r.solve_seconds * 1e3);
+    }
+    rows.push(TourRow {
+        module: "multigrid",
+        problem: format!(
+            "Poisson 129^3 f32, SBL V(5,5) B = 10, {cycles} cycles to the discretisation error"
+        ),
         cpu_ms,
         gpu_ms,
         speedup: gpu_ms.map(|g| cpu_ms / g),
