@@ -2,16 +2,8 @@
 
 mod common;
 
+use common::cli::ferrocuda;
 use std::path::PathBuf;
-use std::process::Command;
-
-/// The binary under test: `FERROCUDA_BIN` where set (packed test binaries on a GPU
-/// machine, see scripts/gpu-pack), else the one cargo built.
-fn ferrocuda() -> Command {
-    let bin =
-        std::env::var_os("FERROCUDA_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_ferrocuda").into());
-    Command::new(bin)
-}
 
 fn scratch_dir(test: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("ferrocuda-cli-{test}-{}", std::process::id()));

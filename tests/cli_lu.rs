@@ -3,19 +3,11 @@
 
 mod common;
 
+use common::cli::ferrocuda;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use ferrocuda::dense::Matrix;
 use ferrocuda::sparse::mm;
-
-/// The binary under test: `FERROCUDA_BIN` where set (packed binaries on a GPU machine),
-/// else the one cargo built.
-fn ferrocuda() -> Command {
-    let bin =
-        std::env::var_os("FERROCUDA_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_ferrocuda").into());
-    Command::new(bin)
-}
 
 fn scratch_dir(test: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("ferrocuda-lu-{test}-{}", std::process::id()));

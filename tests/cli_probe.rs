@@ -2,16 +2,10 @@
 //! says so and exits 0; with one (the GPU machine), a quick probe writes its results and
 //! every figure lies within its ceiling.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
 
-/// The binary under test: `FERROCUDA_BIN` where set (packed binaries on a GPU machine),
-/// else the one cargo built.
-fn ferrocuda() -> Command {
-    let bin =
-        std::env::var_os("FERROCUDA_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_ferrocuda").into());
-    Command::new(bin)
-}
+use common::cli::ferrocuda;
+use std::path::PathBuf;
 
 fn scratch_dir(test: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("ferrocuda-probe-{test}-{}", std::process::id()));

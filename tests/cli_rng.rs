@@ -2,16 +2,11 @@
 //! the GPU where there is one), 64-bit output, init_by_array, `| head` ending quietly,
 //! JSON, and bad input.
 
-use std::io::Read;
-use std::process::{Command, Stdio};
+mod common;
 
-/// The binary under test: `FERROCUDA_BIN` where set (packed binaries on a GPU machine),
-/// else the one cargo built.
-fn ferrocuda() -> Command {
-    let bin =
-        std::env::var_os("FERROCUDA_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_ferrocuda").into());
-    Command::new(bin)
-}
+use common::cli::{ferrocuda, gpu_present};
+use std::io::Read;
+use std::process::Stdio;
 
 fn stdout_of(args: &[&str]) -> String {
     let out = ferrocuda()
@@ -168,19 +163,6 @@ fn bad_input_is_a_clear_error() {
         ],
         "607",
     );
-}
-
-/// Whether a GPU is present; with `FERROCUDA_REQUIRE_GPU=1` its absence is a failure.
-fn gpu_present(test: &str) -> bool {
-    if ferrocuda::gpu::count() > 0 {
-        return true;
-    }
-    assert!(
-        std::env::var("FERROCUDA_REQUIRE_GPU").as_deref() != Ok("1"),
-        "{test}: FERROCUDA_REQUIRE_GPU=1 but no GPU"
-    );
-    eprintln!("SKIPPED {test}: no GPU");
-    false
 }
 
 #[test]

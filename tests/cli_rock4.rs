@@ -1,16 +1,10 @@
 //! `ferrocuda rock4` as users call it: the heat problem against its exact solution, the
 //! thesis problem, `--out`, and bad input.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
 
-/// The binary under test: `FERROCUDA_BIN` where set (packed binaries on a GPU machine),
-/// else the one cargo built.
-fn ferrocuda() -> Command {
-    let bin =
-        std::env::var_os("FERROCUDA_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_ferrocuda").into());
-    Command::new(bin)
-}
+use common::cli::{ferrocuda, gpu_present};
+use std::path::PathBuf;
 
 fn scratch_dir(test: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("ferrocuda-rock4-{test}-{}", std::process::id()));
@@ -181,18 +175,6 @@ fn bad_input_is_a_clear_error() {
         assert!(err.contains(want), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
-}
-
-fn gpu_present(test: &str) -> bool {
-    if ferrocuda::gpu::count() > 0 {
-        return true;
-    }
-    assert!(
-        std::env::var("FERROCUDA_REQUIRE_GPU").as_deref() != Ok("1"),
-        "{test}: FERROCUDA_REQUIRE_GPU=1 but no GPU"
-    );
-    eprintln!("SKIPPED {test}: no GPU");
-    false
 }
 
 /// `--device gpu` takes the CPU's steps on the heat problem and meets the same accuracy;

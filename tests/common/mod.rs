@@ -4,6 +4,7 @@
 //! Each test crate uses a subset, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod cli;
 pub mod krylov;
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
