@@ -7,21 +7,14 @@ mod common;
 
 use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
+use common::cli::ferrocuda;
 use common::krylov::{nonsymmetric, rel_err, to_c64};
 use common::random_vec;
 use ferrocuda::Complex;
 use ferrocuda::blas1::Element;
 use ferrocuda::sparse::{Coo, cpu, mm};
-
-/// The binary under test: `FERROCUDA_BIN` where set (packed test binaries on a GPU
-/// machine, see scripts/gpu-pack), else the one cargo built.
-fn ferrocuda() -> Command {
-    let bin =
-        std::env::var_os("FERROCUDA_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_ferrocuda").into());
-    Command::new(bin)
-}
 
 fn scratch_dir(test: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("ferrocuda-cli-solve-{test}-{}", std::process::id()));
