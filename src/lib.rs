@@ -10,6 +10,7 @@
 //! | [`blas1`] | yes | yes | fill, scal, axpy, axpby, copy, dot, nrm2, multi-dot; f32, f64, c32, c64 |
 //! | [`sparse`] | yes | not yet | COO, CSR, BCSR, ELL, BELL, block-stencil formats; converters; Matrix Market I/O; test-case generator; SpMV |
 //! | [`multigrid`] | yes | yes | geometric multigrid for 3D Poisson on b^k+1 grids, block smoothers (ABL, SBL), V/W/FMG; f32, f64 |
+//! | [`distributed`] | yes | not yet | row partitions, halo plans, the distributed BCSR operator and GMRES over several ranks (threads in one process) |
 //! | [`dense`] | yes | yes | LU with partial pivoting (LAPACK getrf), solves with several right-hand sides, FP64 tensor-core GEMM; seed 004's unblocked and blocked LU |
 //! | [`probe`] | - | yes | device ceilings (per-SM rate table, DRAM, PCIe) and micro-benchmarks: peak FLOP/s, bandwidths, latencies, transfers, divergence |
 //! | [`rock4`] | yes | yes | ROCK4 stabilized explicit RK (order 4) with step control; 2D heat and reaction-advection-diffusion test problems |
@@ -25,6 +26,7 @@ pub mod cli;
 #[doc(hidden)]
 pub mod cpu_dispatch;
 pub mod dense;
+pub mod distributed;
 mod error;
 pub mod gpu;
 pub mod kernels;

@@ -9,6 +9,7 @@ use super::arnoldi::{self, C, Space, from_c, to_c};
 use super::{GmresOptions, GmresReport, LinOp};
 use crate::blas1::{Element, cpu as b1};
 use crate::cpu_dispatch::fma_kernel;
+use crate::distributed::Communicator;
 use crate::error::{Error, Result, check_len};
 use ferrocuda_kernels::RealScalar;
 use ferrocuda_kernels::krylov as k;
@@ -103,6 +104,7 @@ pub fn gmres_with_progress<V: Element>(
     let mut space = CpuSpace {
         a,
         m,
+        comm: None,
         n,
         b,
         x: x.to_vec(),
@@ -114,6 +116,55 @@ pub fn gmres_with_progress<V: Element>(
         t_orth: 0.0,
     };
     let report = arnoldi::run(&mut space, opts, progress)?;
+    x.copy_from_slice(&space.x);
+    Ok(report)
+}
+
+/// GMRES on one rank of a distributed system: `a` maps this rank's part of `x` to its
+/// part of `y` (e.g. [`crate::distributed::DistributedBcsr`], which exchanges the halo
+/// itself), `m` is a rank-local preconditioner, `b` and `x` are this rank's parts. Dot
+/// products and norms are summed over the ranks through `comm`, so every rank takes the
+/// same steps and returns the same report; the iteration is the one of [`gmres`]
+/// (`arnoldi::run`, unchanged). Collective: every rank calls it with the same options.
+/// Errors as [`gmres`], on every rank when any rank's input is invalid.
+pub fn gmres_distributed<V: Element>(
+    comm: &dyn Communicator,
+    a: &dyn LinOp<V>,
+    m: Option<&dyn LinOp<V>>,
+    b: &[V],
+    x: &mut [V],
+    opts: &GmresOptions,
+) -> Result<GmresReport> {
+    let (mr, mc) = m.map_or((a.nrows(), a.ncols()), |m| (m.nrows(), m.ncols()));
+    let local = check_system(a.nrows(), a.ncols(), mr, mc, b.len(), x.len())
+        .and_then(|n| check_finite("b", b).map(|_| n))
+        .and_then(|n| check_finite("x0", x).map(|_| n))
+        .and_then(|n| opts.validate().map(|_| n));
+    // Agree on failure first: a rank that stopped would leave the others waiting.
+    let mut failed = [f64::from(u8::from(local.is_err()))];
+    comm.all_reduce_sum(&mut failed)?;
+    let n = local?;
+    if failed[0] > 0.0 {
+        return Err(Error::InvalidArgument {
+            op: "gmres",
+            reason: "another rank's system or options are invalid".into(),
+        });
+    }
+    let mut space = CpuSpace {
+        a,
+        m,
+        comm: Some(comm),
+        n,
+        b,
+        x: x.to_vec(),
+        basis: vec![V::ZERO; (opts.restart + 1) * n],
+        w: vec![V::ZERO; n],
+        z: vec![V::ZERO; n],
+        t_spmv: 0.0,
+        t_precond: 0.0,
+        t_orth: 0.0,
+    };
+    let report = arnoldi::run(&mut space, opts, None)?;
     x.copy_from_slice(&space.x);
     Ok(report)
 }
@@ -160,6 +211,8 @@ pub(crate) fn check_finite<V: Element>(what: &str, v: &[V]) -> Result<()> {
 struct CpuSpace<'a, V: Element> {
     a: &'a dyn LinOp<V>,
     m: Option<&'a dyn LinOp<V>>,
+    /// The ranks of a distributed solve (`None`: one process owns the whole vectors).
+    comm: Option<&'a dyn Communicator>,
     n: usize,
     b: &'a [V],
     x: Vec<V>,
@@ -172,6 +225,30 @@ struct CpuSpace<'a, V: Element> {
 }
 
 impl<V: Element> CpuSpace<'_, V> {
+    /// `|v|` over all ranks.
+    fn norm(&self, v: &[V]) -> Result<f64> {
+        match self.comm {
+            None => Ok(b1::nrm2(v).to_f64()),
+            Some(c) => {
+                let mut s = [b1::dot(v, v)?.re().to_f64()];
+                c.all_reduce_sum(&mut s)?;
+                Ok(s[0].sqrt())
+            }
+        }
+    }
+
+    /// Sums local dot products over all ranks (no-op on one process).
+    fn reduce(&self, vals: &mut [C]) -> Result<()> {
+        if let Some(c) = self.comm {
+            let mut flat: Vec<f64> = vals.iter().flat_map(|z| [z.re, z.im]).collect();
+            c.all_reduce_sum(&mut flat)?;
+            for (z, p) in vals.iter_mut().zip(flat.chunks_exact(2)) {
+                *z = C::new(p[0], p[1]);
+            }
+        }
+        Ok(())
+    }
+
     /// `w <- A M^{-1} V_k`.
     fn apply(&mut self, k: usize) -> Result<()> {
         let n = self.n;
@@ -194,7 +271,7 @@ impl<V: Element> CpuSpace<'_, V> {
 
 impl<V: Element> Space for CpuSpace<'_, V> {
     fn rhs_norm(&mut self) -> Result<f64> {
-        Ok(b1::nrm2(self.b).to_f64())
+        self.norm(self.b)
     }
 
     fn zero_solution(&mut self) -> Result<()> {
@@ -209,7 +286,7 @@ impl<V: Element> Space for CpuSpace<'_, V> {
         self.a.apply_unchecked(&self.x, r)?;
         self.t_spmv += t.elapsed().as_secs_f64();
         b1::axpby(V::ONE, self.b, -V::ONE, r)?;
-        Ok(b1::nrm2(r).to_f64())
+        self.norm(&self.basis[..n])
     }
 
     fn scale_first(&mut self, beta: f64) -> Result<()> {
@@ -248,8 +325,9 @@ impl<V: Element> Space for CpuSpace<'_, V> {
                 *t = *t + v;
             }
         }
+        let mut c: Vec<C> = total.into_iter().map(to_c).collect();
+        self.reduce(&mut c)?;
         self.t_orth += t.elapsed().as_secs_f64();
-        let c: Vec<C> = total.into_iter().map(to_c).collect();
         Ok((c[..k1].to_vec(), c[k1..].to_vec()))
     }
 
@@ -283,14 +361,24 @@ impl<V: Element> Space for CpuSpace<'_, V> {
         let mut h = Vec::with_capacity(kk + 1);
         for j in 0..=kk {
             let vj = &self.basis[j * n..(j + 1) * n];
-            let hj = b1::dot(vj, &self.w)?;
+            let mut hj = b1::dot(vj, &self.w)?;
+            if self.comm.is_some() {
+                let mut h1 = [to_c(hj)];
+                self.reduce(&mut h1)?;
+                hj = from_c(h1[0]);
+            }
             self.w
                 .par_chunks_mut(CHUNK)
                 .zip(vj.par_chunks(CHUNK))
                 .for_each(|(wc, vc)| eliminate_chunk(hj, vc, wc));
             h.push(to_c(hj));
         }
-        let w2 = b1::dot(&self.w, &self.w)?;
+        let mut w2 = b1::dot(&self.w, &self.w)?;
+        if self.comm.is_some() {
+            let mut s = [to_c(w2)];
+            self.reduce(&mut s)?;
+            w2 = from_c(s[0]);
+        }
         let norm = w2.re().sqrt();
         let w = &self.w;
         self.basis[(kk + 1) * n..(kk + 2) * n]
