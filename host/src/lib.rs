@@ -26,6 +26,7 @@ pub use info::{DeviceInfo, PcieLink, driver_cuda_version};
 pub use launch::{LaunchConfig, MAX_BLOCK_THREADS, MAX_GRID_X, MAX_GRID_YZ, arg};
 pub use memory::{
     DeviceBuffer, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, copy_device,
+    copy_host_to_window, copy_window_to_host,
 };
 pub use pinned::PinnedBuffer;
 pub use timing::EventTimer;

@@ -385,3 +385,56 @@ impl<T> DeviceSlice<T> for DeviceViewMut<'_, T> {
     }
 }
 impl<T> DeviceSliceMut<T> for DeviceViewMut<'_, T> {}
+
+/// Checks that `len` elements from `offset` lie inside a slice of `total`.
+fn check_window(op: &'static str, offset: usize, len: usize, total: usize) -> Result<()> {
+    if offset.checked_add(len).is_some_and(|end| end <= total) {
+        Ok(())
+    } else {
+        Err(Error::DimensionMismatch {
+            op,
+            what: "window end",
+            expected: total,
+            found: offset.saturating_add(len),
+        })
+    }
+}
+
+/// Copies `out.len()` elements of `src` from `offset` into `out`, waiting for the work
+/// queued before it (a window of a buffer or view: halo exchanges send part of `x`).
+pub fn copy_window_to_host<T: Pod>(
+    src: &impl DeviceSlice<T>,
+    offset: usize,
+    out: &mut [T],
+) -> Result<()> {
+    check_window("copy_window_to_host", offset, out.len(), src.len())?;
+    if out.is_empty() {
+        return Ok(());
+    }
+    let gpu = src.gpu();
+    gpu.bind()?;
+    let ptr = src.device_ptr() + (offset * size_of::<T>()) as u64;
+    // SAFETY: window checked; we synchronise before `out` is used again.
+    unsafe { result::memcpy_dtoh_async(out, ptr, gpu.cu_stream()) }
+        .map_err(|e| gpu.after_kernel("cuMemcpyDtoHAsync", e))?;
+    gpu.synchronize()
+}
+
+/// Copies `data` into `dst` from `offset` on, and waits for the copy.
+pub fn copy_host_to_window<T: Pod>(
+    data: &[T],
+    dst: &mut impl DeviceSliceMut<T>,
+    offset: usize,
+) -> Result<()> {
+    check_window("copy_host_to_window", offset, data.len(), dst.len())?;
+    if data.is_empty() {
+        return Ok(());
+    }
+    let gpu = dst.gpu();
+    gpu.bind()?;
+    let ptr = dst.device_ptr() + (offset * size_of::<T>()) as u64;
+    // SAFETY: window checked, `&mut dst` excludes aliasing; synchronised before return.
+    unsafe { result::memcpy_htod_async(ptr, data, gpu.cu_stream()) }
+        .map_err(|e| gpu.after_kernel("cuMemcpyHtoDAsync", e))?;
+    gpu.synchronize()
+}

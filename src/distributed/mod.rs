@@ -10,6 +10,11 @@
 //! unchanged ([`crate::krylov::cpu::gmres_distributed`]), with dot products and norms
 //! summed over the ranks.
 //!
+//! On GPUs, [`DeviceDistributedBcsr`] is the same operator with each rank's rows on its
+//! device (a [`DeviceLinOp`](crate::krylov::DeviceLinOp); GMRES by
+//! [`crate::krylov::gpu::gmres_distributed`]); the halo spans travel through the host
+//! communicator.
+//!
 //! Communication goes through [`Communicator`]: [`ThreadComm`] runs the ranks as threads
 //! of one process (tests, CI, single-node CPU runs) and [`SingleRank`] is the trivial
 //! world of one.
@@ -36,11 +41,13 @@
 //! ```
 
 pub mod comm;
+pub mod gpu;
 pub mod halo;
 pub mod op;
 pub mod partition;
 
 pub use comm::{Communicator, SingleRank, ThreadComm, run_on_threads};
+pub use gpu::DeviceDistributedBcsr;
 pub use halo::{HaloPlan, SplitRows, split_rows};
 pub use op::DistributedBcsr;
 pub use partition::RowPartition;

@@ -14,6 +14,7 @@ use super::arnoldi::{self, C, Space, from_c, to_c};
 use super::cpu::check_system;
 use super::{DeviceLinOp, GmresOptions, GmresReport};
 use crate::blas1::{Element, gpu as b1};
+use crate::distributed::Communicator;
 use crate::error::{Error, Result};
 
 /// Scalar types GMRES runs on the GPU for: `f32`, `f64`, `Complex<f32>`, `Complex<f64>`.
@@ -79,8 +80,75 @@ pub fn gmres_with_progress<V: KrylovElement>(
     Ok(report)
 }
 
+/// GPU GMRES on one rank of a distributed system: `a` maps this rank's part of `x` to
+/// its part of `y` on this rank's GPU (e.g.
+/// [`crate::distributed::DeviceDistributedBcsr`]), `m` is rank-local, `b` and `x` are
+/// this rank's parts. The dot products of each step are downloaded as usual and summed
+/// over the ranks through `comm` before the host uses them, so every rank takes the same
+/// steps; `arnoldi::run` is unchanged. CGS2 only: MGS would need one all-reduce per
+/// basis vector inside a step. Collective; errors as [`gmres`], on every rank when any
+/// rank's input is invalid.
+pub fn gmres_distributed<V: KrylovElement>(
+    comm: &dyn Communicator,
+    a: &dyn DeviceLinOp<V>,
+    m: Option<&dyn DeviceLinOp<V>>,
+    b: &DeviceBuffer<V>,
+    x: &mut DeviceBuffer<V>,
+    opts: &GmresOptions,
+) -> Result<GmresReport> {
+    let local = (|| -> Result<usize> {
+        if opts.orthogonalization != super::Orthogonalization::Cgs2 {
+            return Err(Error::InvalidArgument {
+                op: "gmres",
+                reason: "distributed GPU GMRES orthogonalises by CGS2 (MGS needs an all-reduce per basis vector)".into(),
+            });
+        }
+        let (mr, mc) = m.map_or((a.nrows(), a.ncols()), |m| (m.nrows(), m.ncols()));
+        let n = check_system(a.nrows(), a.ncols(), mr, mc, b.len(), x.len())?;
+        opts.validate()?;
+        let gpu = x.gpu();
+        for (what, other) in [("b", b.gpu()), ("the operator", a.gpu())]
+            .into_iter()
+            .chain(m.map(|m| ("the preconditioner", m.gpu())))
+        {
+            crate::error::check_device("gmres", what, gpu, other)?;
+        }
+        gpu.wait_for(a.gpu())?;
+        for (what, v) in [("b", b as &DeviceBuffer<V>), ("x0", &*x)] {
+            let norm = b1::nrm2(v)?.to_f64();
+            if !norm.is_finite() {
+                return Err(Error::InvalidArgument {
+                    op: "gmres",
+                    reason: format!("{what} holds NaN or infinity (its norm is {norm})"),
+                });
+            }
+        }
+        Ok(n)
+    })();
+    // Agree on failure first: a rank that stopped would leave the others waiting.
+    let mut failed = [f64::from(u8::from(local.is_err()))];
+    comm.all_reduce_sum(&mut failed)?;
+    let n = local?;
+    if failed[0] > 0.0 {
+        return Err(Error::InvalidArgument {
+            op: "gmres",
+            reason: "another rank's system or options are invalid".into(),
+        });
+    }
+    let gpu = x.gpu().clone();
+    let mut work = gpu.alloc::<V>(n)?;
+    work.copy_from_device(x)?;
+    let mut space = GpuSpace::new(&gpu, a, m, n, opts.restart, b, work)?;
+    space.comm = Some(comm);
+    let report = arnoldi::run(&mut space, opts, None)?;
+    x.copy_from_device(&space.x)?;
+    Ok(report)
+}
+
 struct GpuSpace<'a, V: KrylovElement> {
     gpu: Gpu,
+    /// The ranks of a distributed solve (`None`: one device owns the whole vectors).
+    comm: Option<&'a dyn Communicator>,
     a: &'a dyn DeviceLinOp<V>,
     m: Option<&'a dyn DeviceLinOp<V>>,
     n: usize,
@@ -122,6 +190,7 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
         let eb = reduction_blocks(n);
         Ok(GpuSpace {
             gpu: gpu.clone(),
+            comm: None,
             a,
             m,
             n,
@@ -187,9 +256,23 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
     }
 }
 
+impl<V: KrylovElement> GpuSpace<'_, V> {
+    /// A local norm made global: `sqrt(sum over ranks of norm^2)`.
+    fn global_norm(&self, local: f64) -> Result<f64> {
+        match self.comm {
+            None => Ok(local),
+            Some(c) => {
+                let mut s = [local * local];
+                c.all_reduce_sum(&mut s)?;
+                Ok(s[0].sqrt())
+            }
+        }
+    }
+}
+
 impl<V: KrylovElement> Space for GpuSpace<'_, V> {
     fn rhs_norm(&mut self) -> Result<f64> {
-        Ok(b1::nrm2(self.b)?.to_f64())
+        self.global_norm(b1::nrm2(self.b)?.to_f64())
     }
 
     fn zero_solution(&mut self) -> Result<()> {
@@ -208,7 +291,7 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         b1::axpby(V::ONE, self.b, -V::ONE, &mut r)?;
         let norm = b1::nrm2(&r)?.to_f64();
         self.collect(SPMV)?;
-        Ok(norm)
+        self.global_norm(norm)
     }
 
     fn scale_first(&mut self, beta: f64) -> Result<()> {
@@ -264,7 +347,14 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         for t in ALL {
             self.collect(t)?;
         }
-        let c: Vec<C> = self.dots_host[..sets].iter().map(|&v| to_c(v)).collect();
+        let mut c: Vec<C> = self.dots_host[..sets].iter().map(|&v| to_c(v)).collect();
+        if let Some(comm) = self.comm {
+            let mut flat: Vec<f64> = c.iter().flat_map(|z| [z.re, z.im]).collect();
+            comm.all_reduce_sum(&mut flat)?;
+            for (z, p) in c.iter_mut().zip(flat.chunks_exact(2)) {
+                *z = C::new(p[0], p[1]);
+            }
+        }
         Ok((c[..k1].to_vec(), c[k1..].to_vec()))
     }
 

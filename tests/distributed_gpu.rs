@@ -1,0 +1,180 @@
+//! Distributed SpMV and GMRES on GPUs: ranks as threads ([`ThreadComm`]), each on its own
+//! stream of device `rank % devices` (on one GPU all ranks share it, which checks the
+//! same plans and transfers). The GPU results are compared with the CPU distributed
+//! operator and solver, and with the global CPU SpMV. Test names say `distributed`.
+
+mod common;
+
+use common::{gpu_or_skip, random_vec};
+use ferrocuda::Complex;
+use ferrocuda::distributed::{
+    Communicator, DeviceDistributedBcsr, DistributedBcsr, RowPartition, run_on_threads,
+};
+use ferrocuda::gpu::Gpu;
+use ferrocuda::krylov::{
+    BlockJacobi, DeviceBlockJacobi, DeviceLinOp, GmresOptions, LinOp, Orthogonalization, cpu,
+    gpu as kgpu,
+};
+use ferrocuda::sparse::generate::{TraceSpec, trace_like};
+use ferrocuda::sparse::{Bcsr, Element, MatrixScalar};
+use ferrocuda_kernels::names::{PrecondKernels, SpmvKernels};
+
+type C64 = Complex<f64>;
+
+/// The GPU of `rank`: its own stream, on device `rank % devices`.
+fn rank_gpu(base: &Gpu, rank: usize) -> Gpu {
+    let devices = ferrocuda::gpu::count().max(1);
+    if rank % devices == 0 {
+        base.new_stream().expect("stream")
+    } else {
+        ferrocuda::gpu::open(rank % devices).expect("open")
+    }
+}
+
+fn check_spmv<A, V>(base: &Gpu, a: &Bcsr<A>, p: &RowPartition, seed: u64)
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: Element,
+{
+    let b = a.b();
+    let x: Vec<V> = random_vec(a.n_cols(), seed);
+    let mut want = vec![V::ZERO; a.n_rows()];
+    a.apply(&x, &mut want).unwrap();
+    let pieces = run_on_threads(p.parts(), |comm| {
+        let rank = comm.rank();
+        let gpu = rank_gpu(base, rank);
+        let local = p.local_rows(a, rank)?;
+        let op = DeviceDistributedBcsr::<A, V>::new(comm, &gpu, p, &local)?;
+        let xd = gpu.upload(p.local(rank, b, &x)?)?;
+        // Poisoned: every entry must be written.
+        let mut yd = gpu.upload(&common::poison::<V>(op.nrows()))?;
+        for _ in 0..2 {
+            op.apply(&xd.view(..)?, &mut yd.view_mut(..)?)?;
+        }
+        Ok(yd.download()?)
+    })
+    .unwrap();
+    let got = p.gather(b, &pieces).unwrap();
+    let scale = want.iter().map(|&v| common::abs(v)).fold(1.0, f64::max);
+    let eps = ferrocuda::RealScalar::to_f64(<V::Real as ferrocuda::RealScalar>::EPSILON);
+    let tol = 512.0 * eps * scale;
+    for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            common::abs(g - w) <= tol,
+            "{p:?}: y[{i}] = {g:?}, want {w:?}"
+        );
+    }
+}
+
+#[test]
+fn distributed_gpu_spmv_equals_the_global_spmv() {
+    let Some(base) = gpu_or_skip("distributed_gpu_spmv_equals_the_global_spmv") else {
+        return;
+    };
+    let spec = TraceSpec::new(5, 6, 3, 4).seed(3);
+    let real = trace_like::<f64>(&spec).unwrap();
+    let complex = trace_like::<C64>(&spec).unwrap();
+    let single = trace_like::<f32>(&spec).unwrap();
+    for ranks in 1..=4 {
+        let grid = RowPartition::grid_blocks(&spec, ranks).unwrap();
+        let balanced = RowPartition::balanced(&real, ranks).unwrap();
+        check_spmv::<f64, f64>(&base, &real, &grid, 1);
+        check_spmv::<f64, f64>(&base, &real, &balanced, 2);
+        check_spmv::<C64, C64>(&base, &complex, &grid, 3);
+        check_spmv::<f64, C64>(&base, &real, &grid, 4);
+        check_spmv::<f32, f32>(&base, &single, &balanced, 5);
+    }
+}
+
+/// GPU and CPU distributed GMRES on the same partition: same iterations (within one),
+/// solutions within the tolerance, every rank the same history.
+fn check_gmres<V>(base: &Gpu, a: &Bcsr<f64>, p: &RowPartition, precond: bool)
+where
+    V: kgpu::KrylovElement,
+    f64: MatrixScalar<V> + SpmvKernels<V> + PrecondKernels<V>,
+{
+    let opts = GmresOptions::default().restart(20).rtol(1e-10);
+    let xt: Vec<V> = random_vec(a.n_cols(), 9);
+    let mut rhs = vec![V::ZERO; a.n_rows()];
+    a.apply(&xt, &mut rhs).unwrap();
+    let run = |gpu_side: bool| {
+        run_on_threads(p.parts(), |comm| {
+            let rank = comm.rank();
+            let local = p.local_rows(a, rank)?;
+            let bl = p.local(rank, a.b(), &rhs)?;
+            if gpu_side {
+                let gpu = rank_gpu(base, rank);
+                let op = DeviceDistributedBcsr::<f64, V>::new(comm, &gpu, p, &local)?;
+                let cpu_op = DistributedBcsr::new(comm, p, local)?;
+                let m = DeviceBlockJacobi::new(&gpu, &cpu_op.rows().interior)?;
+                let m: Option<&dyn DeviceLinOp<V>> = if precond { Some(&m) } else { None };
+                let bd = gpu.upload(bl)?;
+                let mut xd = gpu.upload(&vec![V::ZERO; bl.len()])?;
+                let r = kgpu::gmres_distributed(comm, &op, m, &bd, &mut xd, &opts)?;
+                Ok((r, xd.download()?))
+            } else {
+                let op = DistributedBcsr::new(comm, p, local)?;
+                let m = BlockJacobi::new(&op.rows().interior)?;
+                let m: Option<&dyn LinOp<V>> = if precond { Some(&m) } else { None };
+                let mut x = vec![V::ZERO; bl.len()];
+                let r = cpu::gmres_distributed(comm, &op, m, bl, &mut x, &opts)?;
+                Ok((r, x))
+            }
+        })
+        .unwrap()
+    };
+    let (g, c) = (run(true), run(false));
+    for (rank, (r, _)) in g.iter().enumerate() {
+        assert!(r.converged, "rank {rank}: {r:?}");
+        assert_eq!(r.history, g[0].0.history, "rank {rank}");
+    }
+    let d = g[0].0.iterations.abs_diff(c[0].0.iterations);
+    assert!(
+        d <= 1,
+        "GPU {} vs CPU {} iterations",
+        g[0].0.iterations,
+        c[0].0.iterations
+    );
+    let xg: Vec<Vec<V>> = g.into_iter().map(|(_, x)| x).collect();
+    let xc: Vec<Vec<V>> = c.into_iter().map(|(_, x)| x).collect();
+    let (xg, xc) = (p.gather(5, &xg).unwrap(), p.gather(5, &xc).unwrap());
+    let xn = xc
+        .iter()
+        .map(|&v| common::abs(v).powi(2))
+        .sum::<f64>()
+        .sqrt();
+    let dn = xg
+        .iter()
+        .zip(&xc)
+        .map(|(&a, &b)| common::abs(a - b).powi(2))
+        .sum::<f64>()
+        .sqrt();
+    assert!(dn <= 1e-7 * xn, "|x_gpu - x_cpu| = {dn:e}, |x| = {xn:e}");
+}
+
+#[test]
+fn distributed_gpu_gmres_matches_the_cpu_distributed_solve() {
+    let Some(base) = gpu_or_skip("distributed_gpu_gmres_matches_the_cpu_distributed_solve") else {
+        return;
+    };
+    let spec = TraceSpec::new(5, 6, 3, 4).seed(3);
+    let a = trace_like::<f64>(&spec).unwrap();
+    for ranks in [1, 2, 4] {
+        let p = RowPartition::grid_blocks(&spec, ranks).unwrap();
+        check_gmres::<f64>(&base, &a, &p, false);
+        check_gmres::<f64>(&base, &a, &p, true);
+        check_gmres::<C64>(&base, &a, &p, true);
+    }
+    // MGS is refused on every rank, not half-run.
+    let p = RowPartition::grid_blocks(&spec, 2).unwrap();
+    let opts = GmresOptions::default().orthogonalization(Orthogonalization::Mgs);
+    let res = run_on_threads(2, |comm| {
+        let gpu = rank_gpu(&base, comm.rank());
+        let local = p.local_rows(&a, comm.rank())?;
+        let op = DeviceDistributedBcsr::<f64, f64>::new(comm, &gpu, &p, &local)?;
+        let bd = gpu.upload(&vec![1.0; op.nrows()])?;
+        let mut xd = gpu.upload(&vec![0.0; op.nrows()])?;
+        kgpu::gmres_distributed(comm, &op, None, &bd, &mut xd, &opts).map(|_| ())
+    });
+    assert!(res.unwrap_err().to_string().contains("CGS2"));
+}
