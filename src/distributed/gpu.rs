@@ -30,7 +30,7 @@ use crate::sparse::{Bcsr, BcsrParts, Index, MatrixScalar, Sbell};
 
 /// The interior rows in the fastest format that takes them.
 enum Interior<A> {
-    Sbell(DeviceSbell<A>),
+    Sbell(Box<DeviceSbell<A>>),
     Bcsr(DeviceBcsr<A>),
 }
 
@@ -105,7 +105,7 @@ impl<'c, A: Element, V: Element> DeviceDistributedBcsr<'c, A, V> {
             .collect();
         let (interior, halo) = split_spans(local, &own, &plan, &seg_start, total);
         let interior = match Sbell::from_bcsr(&interior) {
-            Ok(s) => Interior::Sbell(DeviceSbell::upload(gpu, &s)?),
+            Ok(s) => Interior::Sbell(Box::new(DeviceSbell::upload(gpu, &s)?)),
             Err(_) => Interior::Bcsr(DeviceBcsr::upload(gpu, &interior)?),
         };
         let longest_send = send.iter().map(|(_, r)| r.len()).max().unwrap_or(0);
