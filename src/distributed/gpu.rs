@@ -31,7 +31,7 @@ use crate::sparse::{Bcsr, BcsrParts, Index, MatrixScalar, Sbell};
 /// The interior rows in the fastest format that takes them.
 enum Interior<A> {
     Sbell(Box<DeviceSbell<A>>),
-    Bcsr(DeviceBcsr<A>),
+    Bcsr(Box<DeviceBcsr<A>>),
 }
 
 /// Host staging of the spans: what goes out, what comes in.
@@ -106,7 +106,7 @@ impl<'c, A: Element, V: Element> DeviceDistributedBcsr<'c, A, V> {
         let (interior, halo) = split_spans(local, &own, &plan, &seg_start, total);
         let interior = match Sbell::from_bcsr(&interior) {
             Ok(s) => Interior::Sbell(Box::new(DeviceSbell::upload(gpu, &s)?)),
-            Err(_) => Interior::Bcsr(DeviceBcsr::upload(gpu, &interior)?),
+            Err(_) => Interior::Bcsr(Box::new(DeviceBcsr::upload(gpu, &interior)?)),
         };
         let longest_send = send.iter().map(|(_, r)| r.len()).max().unwrap_or(0);
         let longest_recv = recv.iter().map(|(_, r)| r.len()).max().unwrap_or(0);
