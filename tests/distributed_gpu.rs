@@ -24,7 +24,7 @@ type C64 = Complex<f64>;
 /// The GPU of `rank`: its own stream, on device `rank % devices`.
 fn rank_gpu(base: &Gpu, rank: usize) -> Gpu {
     let devices = ferrocuda::gpu::count().max(1);
-    if rank % devices == 0 {
+    if rank.is_multiple_of(devices) {
         base.new_stream().expect("stream")
     } else {
         ferrocuda::gpu::open(rank % devices).expect("open")
