@@ -8,6 +8,7 @@ pub mod peer;
 pub mod plot;
 pub mod rng;
 pub mod rock4;
+pub mod scaling;
 pub mod spmv;
 pub mod spmv_thesis;
 

@@ -91,6 +91,32 @@ pub enum Command {
 /// Benchmarks.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
+    /// Distributed SpMV and GMRES on 1, 2, 4 GPUs of this node: weak and strong scaling
+    /// on TRACE-like matrices split by grid blocks; writes <results-dir>/scaling.md.
+    /// Needs a GPU per rank (rank counts above the GPUs present are left out).
+    Scaling {
+        /// Rank (GPU) counts (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+        gpus: Vec<usize>,
+        /// Cells of one grid block, NXxNTHETAxNR.
+        #[arg(long, default_value = "40x80x40")]
+        block: String,
+        /// Grid blocks per GPU in the weak-scaling runs.
+        #[arg(long, default_value_t = 4)]
+        blocks_per_gpu: usize,
+        /// Grid blocks of the strong-scaling problem.
+        #[arg(long, default_value_t = 8)]
+        strong_blocks: usize,
+        /// Timed repetitions (median).
+        #[arg(long, default_value_t = 20)]
+        reps: usize,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Where scaling.md goes.
+        #[arg(long, default_value = "docs/results")]
+        results_dir: PathBuf,
+    },
     /// SFMT19937 streams on the GPU against the write ceiling and cuRAND (MTGP32, MT19937,
     /// Philox4x32-10) in one run, and seed 004's Table 5.3 setup; writes
     /// <results-dir>/rng.md. Needs a GPU.
@@ -559,6 +585,54 @@ pub fn run(cli: Cli) -> Result<()> {
             let path = results_dir.join("spmv-thesis.md");
             write_file(&path, &report.to_markdown())?;
             eprintln!("[bench spmv-thesis] wrote {}", path.display());
+            if json {
+                print_json(&report)
+            } else {
+                say!("{}", report.to_text());
+                Ok(())
+            }
+        }
+        Command::Bench {
+            which:
+                BenchCommand::Scaling {
+                    gpus,
+                    block,
+                    blocks_per_gpu,
+                    strong_blocks,
+                    reps,
+                    json,
+                    results_dir,
+                },
+        } => {
+            use crate::bench::scaling::{ScalingOptions, run};
+            let dims: Vec<usize> = block
+                .split('x')
+                .map(|v| v.trim().parse::<usize>())
+                .collect::<std::result::Result<_, _>>()
+                .ok()
+                .filter(|d: &Vec<usize>| d.len() == 3 && d.iter().all(|&v| v > 0))
+                .ok_or_else(|| crate::Error::InvalidArgument {
+                    op: "bench scaling",
+                    reason: format!("--block {block:?}: expected NXxNTHETAxNR with positive sizes"),
+                })?;
+            if blocks_per_gpu == 0 || strong_blocks == 0 || gpus.contains(&0) {
+                return Err(crate::Error::InvalidArgument {
+                    op: "bench scaling",
+                    reason: "--gpus, --blocks-per-gpu and --strong-blocks must be positive".into(),
+                });
+            }
+            let opts = ScalingOptions {
+                ranks: gpus,
+                block: (dims[0], dims[1], dims[2]),
+                blocks_per_rank: blocks_per_gpu,
+                strong_blocks,
+                reps,
+                ..Default::default()
+            };
+            let report = run(&opts)?;
+            let path = results_dir.join("scaling.md");
+            write_file(&path, &report.to_markdown())?;
+            eprintln!("[bench scaling] wrote {}", path.display());
             if json {
                 print_json(&report)
             } else {
