@@ -13,6 +13,10 @@ use std::process::Command;
 const KERNEL_TOOLCHAIN: &str = "nightly-2026-05-20";
 /// Oldest architecture the PTX targets; the driver JIT-compiles it for newer GPUs.
 const DEFAULT_PTX_ARCH: &str = "sm_80";
+/// Architecture of the second, Hopper-only PTX module.
+const HOPPER_PTX_ARCH: &str = "sm_90";
+/// The `--cfg` that reduces the kernel crate to its Hopper-only kernels.
+const HOPPER_CFG: &str = "ferrocuda_sm90";
 const KERNEL_CRATE_DIR: &str = "gpu-kernels";
 const KERNEL_LIB_NAME: &str = "ferrocuda_kernels";
 
@@ -53,8 +57,27 @@ fn main() {
     ensure_kernel_toolchain();
 
     let ptx_target_dir = out_dir.join("ptx-build");
+    let ptx = build_ptx(&kernel_dir, &ptx_target_dir, &arch, None);
+    std::fs::write(out_dir.join("kernels.ptx"), ptx)
+        .unwrap_or_else(|e| fail(&format!("cannot write kernels.ptx: {e}")));
+    // The Hopper module: only the kernels that need sm_90 instructions (the f64
+    // m16n8k4 tensor-core GEMM), compiled with `--cfg ferrocuda_sm90`, which leaves every
+    // other kernel out. Loaded at run time on devices of compute capability 9.0 or newer.
+    let ptx = build_ptx(
+        &kernel_dir,
+        &ptx_target_dir,
+        HOPPER_PTX_ARCH,
+        Some(HOPPER_CFG),
+    );
+    std::fs::write(out_dir.join("kernels_sm90.ptx"), ptx)
+        .unwrap_or_else(|e| fail(&format!("cannot write kernels_sm90.ptx: {e}")));
+}
+
+/// Runs the inner nightly build of the kernel crate for `arch` (with `--cfg cfg` when
+/// given) and returns the PTX.
+fn build_ptx(kernel_dir: &Path, target_dir: &Path, arch: &str, cfg: Option<&str>) -> String {
     let mut cmd = Command::new("rustup");
-    cmd.current_dir(&kernel_dir)
+    cmd.current_dir(kernel_dir)
         .args(["run", KERNEL_TOOLCHAIN, "cargo", "rustc"])
         .args(["--release", "--lib", "--crate-type", "cdylib"])
         .args(["--target", "nvptx64-nvidia-cuda", "-Zbuild-std=core"])
@@ -64,7 +87,7 @@ fn main() {
         .args(["--config", "profile.release.debug=false"])
         .args(["--config", "profile.release.opt-level=3"])
         .arg("--target-dir")
-        .arg(&ptx_target_dir)
+        .arg(target_dir)
         .args([
             "--",
             "--emit=asm",
@@ -73,6 +96,9 @@ fn main() {
             "-C",
             "linker=true",
         ]);
+    if let Some(cfg) = cfg {
+        cmd.args(["--cfg", cfg]);
+    }
     for var in INHERITED_VARS_TO_DROP {
         cmd.env_remove(var);
     }
@@ -88,12 +114,12 @@ fn main() {
     });
     if !output.status.success() {
         fail(&format!(
-            "building the GPU kernels (gpu-kernels/ -> PTX) failed:\n{}",
+            "building the GPU kernels (gpu-kernels/ -> PTX, {arch}) failed:\n{}",
             String::from_utf8_lossy(&output.stderr)
         ));
     }
 
-    let asm = ptx_target_dir
+    let asm = target_dir
         .join("nvptx64-nvidia-cuda/release/deps")
         .join(format!("{KERNEL_LIB_NAME}.s"));
     let ptx = std::fs::read_to_string(&asm).unwrap_or_else(|e| {
@@ -105,8 +131,7 @@ fn main() {
     if !ptx.contains(".entry") {
         fail(&format!("{} holds no kernel entry point", asm.display()));
     }
-    std::fs::write(out_dir.join("kernels.ptx"), ptx)
-        .unwrap_or_else(|e| fail(&format!("cannot write kernels.ptx: {e}")));
+    ptx
 }
 
 fn is_valid_arch(arch: &str) -> bool {

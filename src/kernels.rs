@@ -19,8 +19,25 @@ pub fn has_entry(name: &str) -> bool {
 
 /// Names of all kernel entries in the embedded PTX.
 pub fn entries() -> Vec<&'static str> {
-    PTX.lines()
+    entries_of(PTX).collect()
+}
+
+/// PTX of the Hopper-only kernels ([`ferrocuda_kernels::hopper`]), compiled for `sm_90`:
+/// loaded only on devices of compute capability 9.0 or newer.
+pub const PTX_SM90: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm90.ptx"));
+
+/// Whether the Hopper PTX ([`PTX_SM90`]) defines the kernel entry `name`.
+pub fn has_sm90_entry(name: &str) -> bool {
+    entries_of(PTX_SM90).any(|e| e == name)
+}
+
+/// Names of all kernel entries in the Hopper PTX.
+pub fn sm90_entries() -> Vec<&'static str> {
+    entries_of(PTX_SM90).collect()
+}
+
+fn entries_of(ptx: &'static str) -> impl Iterator<Item = &'static str> {
+    ptx.lines()
         .filter_map(|line| line.trim_start().strip_prefix(".visible .entry "))
         .filter_map(|rest| rest.split('(').next())
-        .collect()
 }

@@ -135,3 +135,23 @@ fn ptx_targets_the_declared_architecture() {
     );
     assert!(PTX.contains(".address_size 64"), "the PTX is not 64-bit");
 }
+
+#[test]
+fn the_sm90_module_holds_exactly_the_hopper_kernels() {
+    use ferrocuda::kernels::{PTX_SM90, has_sm90_entry, sm90_entries};
+    use ferrocuda_kernels::names::HOPPER_GEMM_F64;
+    let found: BTreeSet<&str> = sm90_entries().into_iter().collect();
+    let known: BTreeSet<&str> = HOPPER_GEMM_F64.into_iter().collect();
+    assert_eq!(found, known, "the sm_90 module's entries");
+    assert!(HOPPER_GEMM_F64.iter().all(|k| has_sm90_entry(k)));
+    assert!(
+        !has_sm90_entry("fill_f64"),
+        "the sm_90 module has only the Hopper kernels"
+    );
+    assert!(
+        PTX_SM90.lines().any(|l| l.trim() == ".target sm_90"),
+        "the Hopper module targets sm_90"
+    );
+    // None of them leaked into the sm_80 module.
+    assert!(HOPPER_GEMM_F64.iter().all(|k| !has_entry(k)));
+}

@@ -42,6 +42,14 @@ fn check_gemm<T: LuScalar>(tensor: bool, tol: f64) {
     let Some(g) = gpu_or_skip("gemm_gpu_matches_reference") else {
         return;
     };
+    let kernel = gpu::GemmKernel::pick::<T>(&g, tensor).unwrap();
+    check_gemm_with::<T>(kernel, tol);
+}
+
+fn check_gemm_with<T: LuScalar>(kernel: gpu::GemmKernel, tol: f64) {
+    let Some(g) = gpu_or_skip("gemm_gpu_matches_reference") else {
+        return;
+    };
     for &(m, n, k) in &[
         (1, 1, 1),
         (3, 5, 7),
@@ -63,8 +71,8 @@ fn check_gemm<T: LuScalar>(tensor: bool, tol: f64) {
             } else {
                 g.upload(c0.as_slice()).unwrap()
             };
-            gpu::gemm(
-                tensor,
+            gpu::gemm_with(
+                kernel,
                 (m, n, k),
                 T::from_f64(alpha),
                 (&da, m),
@@ -80,7 +88,7 @@ fn check_gemm<T: LuScalar>(tensor: bool, tol: f64) {
                 let x = x.to_f64();
                 assert!(
                     (x - w).abs() <= tol * (k as f64 + 2.0),
-                    "{} tensor={tensor} m={m} n={n} k={k} alpha={alpha} beta={beta}: C[{idx}] = {x}, want {w}",
+                    "{} {kernel:?} m={m} n={n} k={k} alpha={alpha} beta={beta}: C[{idx}] = {x}, want {w}",
                     T::SUFFIX
                 );
             }
@@ -91,6 +99,55 @@ fn check_gemm<T: LuScalar>(tensor: bool, tol: f64) {
 #[test]
 fn gemm_dmma_f64_matches_reference() {
     check_gemm::<f64>(true, 1e-15);
+}
+
+#[test]
+fn gemm_dmma_884_f64_matches_reference() {
+    check_gemm_with::<f64>(gpu::GemmKernel::Dmma884, 1e-15);
+}
+
+#[test]
+fn gemm_sm90_f64_matches_reference_or_is_refused() {
+    let Some(g) = gpu_or_skip("gemm_sm90_f64_matches_reference_or_is_refused") else {
+        return;
+    };
+    let hopper = g.compute_capability().unwrap().0 >= 9;
+    for k in [4, 8, 16] {
+        let kernel = gpu::GemmKernel::Sm90 { k };
+        if hopper {
+            check_gemm_with::<f64>(kernel, 1e-15);
+        } else {
+            let a = g.upload(&[1.0f64; 4]).unwrap();
+            let mut c = g.alloc_zeroed::<f64>(4).unwrap();
+            assert!(matches!(
+                gpu::gemm_with(kernel, (2, 2, 2), 1.0, (&a, 2), (&a, 2), 0.0, (&mut c, 2)),
+                Err(Error::InvalidArgument { .. })
+            ));
+        }
+    }
+    // No f32 kernel of this kind, and no shape k = 5.
+    let a = g.upload(&[1.0f32; 4]).unwrap();
+    let mut c = g.alloc_zeroed::<f32>(4).unwrap();
+    for kernel in [gpu::GemmKernel::Sm90 { k: 8 }, gpu::GemmKernel::Dmma884] {
+        assert!(matches!(
+            gpu::gemm_with(kernel, (2, 2, 2), 1.0, (&a, 2), (&a, 2), 0.0, (&mut c, 2)),
+            Err(Error::InvalidArgument { .. })
+        ));
+    }
+    let a = g.upload(&[1.0f64; 4]).unwrap();
+    let mut c = g.alloc_zeroed::<f64>(4).unwrap();
+    assert!(matches!(
+        gpu::gemm_with(
+            gpu::GemmKernel::Sm90 { k: 5 },
+            (2, 2, 2),
+            1.0,
+            (&a, 2),
+            (&a, 2),
+            0.0,
+            (&mut c, 2)
+        ),
+        Err(Error::InvalidArgument { .. })
+    ));
 }
 
 #[test]
@@ -120,16 +177,24 @@ fn gemm_rejects_bad_shapes() {
 }
 
 fn check_lu<T: LuScalar>(n: usize, block: usize, tensor: bool, seed: u64) {
+    check_lu_with::<T>(n, block, tensor, true, seed);
+}
+
+fn check_lu_with<T: LuScalar>(n: usize, block: usize, tensor: bool, leaf: bool, seed: u64) {
     let Some(g) = gpu_or_skip("lu_gpu_matches_cpu") else {
         return;
     };
     let a = Matrix::<T>::random(n, n, -1.0, 1.0, seed);
     let opts = LuOptions::default()
         .with_block(block)
-        .with_tensor_cores(tensor);
+        .with_tensor_cores(tensor)
+        .with_leaf_panel(leaf);
     let c = cpu::factor(&a, &opts).unwrap();
     let d = gpu::factor(&g, &a, &opts).unwrap();
-    let what = format!("{} n={n} block={block} tensor={tensor}", T::SUFFIX);
+    let what = format!(
+        "{} n={n} block={block} tensor={tensor} leaf={leaf}",
+        T::SUFFIX
+    );
     let be = d.report.backward_error.unwrap();
     assert!(be < 2.0, "{what}: GPU backward error {be}");
     assert!(
@@ -177,6 +242,59 @@ fn lu_gpu_matches_cpu_f64() {
 }
 
 #[test]
+fn lu_gpu_per_column_panel_matches_cpu() {
+    for &(n, block) in &[(3, 1), (65, 64), (257, 64), (600, 128)] {
+        check_lu_with::<f64>(n, block, true, false, n as u64 + 7);
+    }
+    check_lu_with::<f32>(129, 64, false, false, 3);
+}
+
+/// The cooperative leaf panel on the device-resident path: `ipiv` poisoned beforehand
+/// (every entry must be written), leaves of 32 with remainders (block 96, 100), pivots
+/// that live in other blocks' row slices (tiny leading entries), against the CPU twin.
+#[test]
+fn lu_leaf_panel_writes_every_pivot_and_matches_cpu() {
+    let Some(g) = gpu_or_skip("lu_leaf_panel_writes_every_pivot_and_matches_cpu") else {
+        return;
+    };
+    for &(n, block) in &[(1000, 96), (777, 100), (2051, 128)] {
+        let mut a = Matrix::<f64>::random(n, n, -1.0, 1.0, n as u64 + 11);
+        // Tiny leading entries in the first rows of every column: pivoting must reach
+        // far down (other blocks' slices) for them.
+        for j in 0..n {
+            for i in 0..(j + 1).min(8) {
+                a.set(i, j, a.get(i, j) * 1e-12);
+            }
+        }
+        let opts = LuOptions::default().with_block(block);
+        let mut d = g.upload(a.as_slice()).unwrap();
+        let mut ipiv = g.upload(&vec![u32::MAX; n]).unwrap();
+        let mut ws = gpu::LuWorkspace::new(&g).unwrap();
+        gpu::factor_device(n, &mut d, &mut ipiv, &mut ws, &opts).unwrap();
+        let ipiv = ipiv.download().unwrap();
+        let f = Matrix::new(n, n, d.download().unwrap()).unwrap();
+        let c = cpu::factor(&a, &opts).unwrap();
+        assert!(
+            ipiv.iter().all(|&p| (p as usize) < n),
+            "n={n}: unwritten pivot"
+        );
+        assert_eq!(ipiv, c.ipiv, "n={n}: pivots differ from the CPU's");
+        let be = ferrocuda::dense::backward_error(&a, &f, &ipiv).unwrap();
+        assert!(be < 2.0, "n={n}: backward error {be}");
+        // Twice in a row on the same workspace (the barrier counter goes on).
+        let mut d2 = g.upload(a.as_slice()).unwrap();
+        let mut ipiv2 = g.upload(&vec![u32::MAX; n]).unwrap();
+        gpu::factor_device(n, &mut d2, &mut ipiv2, &mut ws, &opts).unwrap();
+        assert_eq!(ipiv2.download().unwrap(), ipiv, "n={n}: second run differs");
+        assert_eq!(
+            d2.download().unwrap(),
+            f.as_slice(),
+            "n={n}: second run differs"
+        );
+    }
+}
+
+#[test]
 fn lu_gpu_matches_cpu_f32() {
     for &(n, block) in &[(1, 64), (33, 16), (129, 64), (500, 128)] {
         check_lu::<f32>(n, block, false, n as u64 + 1);
@@ -214,12 +332,17 @@ fn lu_gpu_singular_names_the_column() {
             a.set(i, k, 0.0);
         }
         for pivoting in [Pivoting::Partial, Pivoting::None] {
-            let opts = LuOptions::default()
-                .with_block(block)
-                .with_pivoting(pivoting);
-            match gpu::factor(&g, &a, &opts) {
-                Err(Error::Singular { column, .. }) => assert_eq!(column, k, "{pivoting:?}"),
-                other => panic!("zero column {k} {pivoting:?}: {other:?}"),
+            for leaf in [true, false] {
+                let opts = LuOptions::default()
+                    .with_block(block)
+                    .with_pivoting(pivoting)
+                    .with_leaf_panel(leaf);
+                match gpu::factor(&g, &a, &opts) {
+                    Err(Error::Singular { column, .. }) => {
+                        assert_eq!(column, k, "{pivoting:?} leaf={leaf}")
+                    }
+                    other => panic!("zero column {k} {pivoting:?} leaf={leaf}: {other:?}"),
+                }
             }
         }
     }

@@ -11,6 +11,12 @@
 //!   scales the previous column by its pivot and applies that column's rank-1 update to
 //!   the rest of the panel, then finds the next pivot (block maxima, the last block to
 //!   finish reduces them: one launch per column) and swaps it into place within the panel.
+//! - `lu_leaf_coop`: a whole leaf of up to [`LEAF_MAX`] panel columns in one launch of a
+//!   cooperative grid (one block per SM): each block holds its slice of the leaf's rows in
+//!   shared memory; per column it publishes its best pivot candidate (and that row), one
+//!   grid-wide barrier, then every block reduces the candidates to the same pivot, swaps
+//!   and applies the rank-1 update to its rows. One barrier per column instead of one
+//!   launch per column.
 //! - `lu_laswp`: the panel's row interchanges applied to the columns outside the panel.
 //! - `lu_trsm`: `A12 <- L11^{-1} A12` (unit lower triangular, one thread per column).
 //! - `gemm_nn`: `C <- alpha A B + beta C` tiled for the CUDA cores (FFMA / DFMA), and
@@ -52,6 +58,26 @@ pub const DMMA_SHARED_BYTES: usize = DMMA_STAGES * 2 * DMMA_K * (DMMA_TILE + DMM
 /// wide: the pivot row, then the per-warp maxima (value, index).
 pub const PANEL_SHARED_BYTES: usize = MAX_PANEL * 8 + 32 * 8 + 32 * 4;
 
+/// Largest leaf width of `lu_leaf_coop` (columns factorised in one launch).
+pub const LEAF_MAX: usize = 32;
+/// Most blocks of one `lu_leaf_coop` grid (sizes the pivot partials and candidate rows).
+pub const LEAF_MAX_BLOCKS: usize = 256;
+/// Elements of `lu_leaf_coop`'s candidate-row buffer: two parities of
+/// `LEAF_MAX_BLOCKS + 1` rows (one per block and row `j`) of [`LEAF_MAX`] entries.
+pub const LEAF_ROWS_LEN: usize = 2 * (LEAF_MAX_BLOCKS + 1) * LEAF_MAX;
+
+/// Dynamic shared memory of `lu_leaf_coop` in bytes: the block's `rows x w` slice of the
+/// leaf and the pivot row (`elem` bytes each), then the block reduction's scratch and two
+/// broadcast words.
+pub const fn leaf_shared_bytes(rows: usize, w: usize, elem: usize) -> usize {
+    leaf_scratch_offset(rows, w, elem) + 32 * 8 + 32 * 4 + 8
+}
+
+/// Byte offset of `lu_leaf_coop`'s reduction scratch in its shared memory.
+pub const fn leaf_scratch_offset(rows: usize, w: usize, elem: usize) -> usize {
+    ((rows * w + w) * elem).div_ceil(8) * 8
+}
+
 /// Whether candidate `(v1, i1)` beats `(v2, i2)` as a pivot: larger magnitude wins, ties
 /// go to the smaller row (LAPACK's `i_amax` takes the first maximum). Magnitudes are
 /// compared as given (callers pass `|a|`); NaN never wins.
@@ -74,15 +100,6 @@ pub fn rank1<T: RealScalar>(a: T, l: T, u: T) -> T {
     (-l).mul_add(u, a)
 }
 
-/// Repeats a block for each listed value of an index (a loop the compiler must unroll,
-/// so that register arrays indexed by it stay in registers).
-#[cfg(target_arch = "nvptx64")]
-macro_rules! unroll {
-    ($i:ident in [$($v:literal),*] $body:block) => {
-        $( { #[allow(clippy::identity_op, clippy::erasing_op)] let $i: usize = $v; $body } )*
-    };
-}
-
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     //! Generic kernel bodies; the `extern "ptx-kernel"` entry points below instantiate
@@ -92,6 +109,7 @@ mod kernels {
         WARP_SIZE, block_dim, block_idx, block_idx_y, dynamic_shared, global_index, grid_dim,
         grid_stride, lane, shfl_down, sync_threads, thread_idx, warp,
     };
+    use crate::device::{cp_async_8, cp_async_commit, cp_async_wait, shared_addr};
     use crate::scalar::Scalar;
     use core::arch::asm;
 
@@ -303,6 +321,178 @@ mod kernels {
         }
     }
 
+    /// Waits until the grid-wide arrival counter `bar` has reached `target` (wrapping),
+    /// after adding this block's arrival. Every thread of the block calls it; the
+    /// block's global writes before it are visible to every block after it.
+    #[inline(always)]
+    unsafe fn grid_barrier(bar: *mut u32, target: u32) {
+        sync_threads();
+        if thread_idx() == 0 {
+            fence_device();
+            unsafe { atomic_inc(bar) };
+            while (unsafe { core::ptr::read_volatile(bar) }.wrapping_sub(target) as i32) < 0 {}
+            fence_device();
+        }
+        sync_threads();
+    }
+
+    /// See the module docs: factorises columns `j0..j0 + w` of rows `j0..n` with partial
+    /// pivoting (`pivot == 0`: the diagonal), interchanging rows within these columns
+    /// only. Block `b` of the `G` blocks owns rows `j0 + b R .. j0 + (b + 1) R`,
+    /// `R = ceil((n - j0) / G)`. Column `c` ends with grid barrier number `c`, which
+    /// completes when `bar` reaches `bar_base + G (c + 1)`. `part_*` hold `2 G`
+    /// candidates, `rows` `2 (G + 1) w` entries (both parities alternate by column).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn lu_leaf_coop<T: RealScalar>(
+        n: usize,
+        lda: usize,
+        j0: usize,
+        w: usize,
+        pivot: u32,
+        a: *mut T,
+        ipiv: *mut u32,
+        info: *mut u32,
+        part_val: *mut f64,
+        part_idx: *mut u32,
+        rows: *mut T,
+        bar: *mut u32,
+        bar_base: u32,
+    ) {
+        let g = grid_dim();
+        let b = block_idx();
+        let t = thread_idx();
+        let nt = block_dim();
+        let r_len = (n - j0).div_ceil(g);
+        let r0 = j0 + b * r_len;
+        let r1 = (r0 + r_len).min(n);
+        let own = r1.saturating_sub(r0);
+        let sh = dynamic_shared::<T>();
+        let prow = unsafe { sh.add(r_len * w) };
+        let skip = leaf_scratch_offset(r_len, w, size_of::<T>());
+        let slot = unsafe { dynamic_shared::<u8>().add(skip + 32 * 8 + 32 * 4) } as *mut u32;
+        let at = |r: usize, c: usize| unsafe { sh.add(r + c * r_len) };
+        let owner = |row: usize| (row - j0) / r_len;
+
+        let mut e = t;
+        while e < own * w {
+            let (r, c) = (e % own, e / own);
+            unsafe { *at(r, c) = *a.add(r0 + r + (j0 + c) * lda) };
+            e += nt;
+        }
+        sync_threads();
+        for c in 0..w {
+            let j = j0 + c;
+            let par = c % 2;
+            // This block's best candidate among its rows >= j.
+            let mut best_v = -1.0f64;
+            let mut best_i = u32::MAX;
+            let mut r = t;
+            while r < own {
+                let row = r0 + r;
+                if row >= j && (pivot != 0 || row == j) {
+                    let v = unsafe { *at(r, c) }.to_f64();
+                    let v = if v < 0.0 { -v } else { v };
+                    if better_pivot(v, row as u32, best_v, best_i) {
+                        best_v = v;
+                        best_i = row as u32;
+                    }
+                }
+                r += nt;
+            }
+            let (v, i) = unsafe { block_argmax(best_v, best_i, skip) };
+            if t == 0 {
+                unsafe {
+                    *part_val.add(par * g + b) = v;
+                    *part_idx.add(par * g + b) = i;
+                    *slot = i;
+                }
+            }
+            sync_threads();
+            let i = unsafe { *slot };
+            let cand = unsafe { rows.add((par * (g + 1) + b) * w) };
+            let rowj = unsafe { rows.add((par * (g + 1) + g) * w) };
+            if t < w {
+                if i != u32::MAX {
+                    unsafe { *cand.add(t) = *at(i as usize - r0, t) };
+                }
+                if r0 <= j && j < r1 {
+                    unsafe { *rowj.add(t) = *at(j - r0, t) };
+                }
+            }
+            unsafe { grid_barrier(bar, bar_base.wrapping_add((g * (c + 1)) as u32)) };
+            // Every block reduces the same candidates to the same pivot.
+            let mut bv = -1.0f64;
+            let mut bi = u32::MAX;
+            let mut q = t;
+            while q < g {
+                let (v, i) = unsafe {
+                    (
+                        core::ptr::read_volatile(part_val.add(par * g + q)),
+                        core::ptr::read_volatile(part_idx.add(par * g + q)),
+                    )
+                };
+                if better_pivot(v, i, bv, bi) {
+                    bv = v;
+                    bi = i;
+                }
+                q += nt;
+            }
+            let (_, p) = unsafe { block_argmax(bv, bi, skip) };
+            if t == 0 {
+                // No candidate at all (NaN column): keep the diagonal.
+                unsafe { *slot.add(1) = if p == u32::MAX { j as u32 } else { p } };
+            }
+            sync_threads();
+            let p = unsafe { *slot.add(1) } as usize;
+            let src = if p == j {
+                rowj
+            } else {
+                unsafe { rows.add((par * (g + 1) + owner(p)) * w) }
+            };
+            if t < w {
+                unsafe { *prow.add(t) = core::ptr::read_volatile(src.add(t)) };
+            }
+            sync_threads();
+            if t < w {
+                if p != j && r0 <= p && p < r1 {
+                    unsafe { *at(p - r0, t) = core::ptr::read_volatile(rowj.add(t)) };
+                }
+                if r0 <= j && j < r1 {
+                    unsafe { *at(j - r0, t) = *prow.add(t) };
+                }
+            }
+            let piv = unsafe { *prow.add(c) };
+            if b == 0 && t == 0 {
+                unsafe {
+                    *ipiv.add(j) = p as u32;
+                    if piv == T::ZERO && *info == 0 {
+                        *info = (j + 1) as u32;
+                    }
+                }
+            }
+            sync_threads();
+            let mut r = t;
+            while r < own {
+                if r0 + r > j {
+                    let l = multiplier(unsafe { *at(r, c) }, piv);
+                    unsafe { *at(r, c) = l };
+                    for cc in c + 1..w {
+                        unsafe { *at(r, cc) = rank1(*at(r, cc), l, *prow.add(cc)) };
+                    }
+                }
+                r += nt;
+            }
+            sync_threads();
+        }
+        let mut e = t;
+        while e < own * w {
+            let (r, c) = (e % own, e / own);
+            unsafe { *a.add(r0 + r + (j0 + c) * lda) = *at(r, c) };
+            e += nt;
+        }
+    }
+
     /// Row interchanges `k0..k1` of `ipiv` on every column `c < ncols` outside
     /// `skip0..skip1`, one thread per column, in order.
     #[inline(always)]
@@ -453,49 +643,6 @@ mod kernels {
         }
     }
 
-    /// Shared-window address of a generic pointer into shared memory.
-    #[inline(always)]
-    fn shared_addr<T>(p: *mut T) -> u32 {
-        let out: u32;
-        unsafe {
-            asm!(
-                "{{ .reg .u64 t; cvta.to.shared.u64 t, {p}; cvt.u32.u64 {out}, t; }}",
-                out = out(reg32) out,
-                p = in(reg64) p,
-                options(pure, nomem, nostack)
-            );
-        }
-        out
-    }
-
-    /// `cp.async` of one `f64` (8 bytes) from global `src` to shared `dst`; `valid ==
-    /// false` writes zero and reads nothing.
-    #[inline(always)]
-    unsafe fn cp_async_8(dst: u32, src: *const f64, valid: bool) {
-        let size: u32 = if valid { 8 } else { 0 };
-        unsafe {
-            asm!(
-                "cp.async.ca.shared.global [{d}], [{s}], 8, {n};",
-                d = in(reg32) dst,
-                s = in(reg64) src,
-                n = in(reg32) size,
-                options(nostack)
-            );
-        }
-    }
-
-    #[inline(always)]
-    fn cp_async_commit() {
-        unsafe { asm!("cp.async.commit_group;", options(nostack)) };
-    }
-
-    /// Waits until at most `DMMA_STAGES - 2` committed groups are still in flight.
-    #[inline(always)]
-    fn cp_async_wait_stages() {
-        const { assert!(DMMA_STAGES == 4) };
-        unsafe { asm!("cp.async.wait_group 2;", options(nostack)) };
-    }
-
     /// `d <- a b + d` for one 8x8x4 tile (`mma.sync.aligned.m8n8k4.row.col.f64`).
     #[inline(always)]
     fn dmma(d: &mut [f64; 2], a: f64, b: f64) {
@@ -579,7 +726,7 @@ mod kernels {
         let (fr, fk) = (ln / 4, ln % 4);
         for kt in 0..ktiles {
             // At most DMMA_STAGES - 2 groups still in flight: tile kt has landed.
-            cp_async_wait_stages();
+            cp_async_wait::<{ DMMA_STAGES as u32 - 2 }>();
             sync_threads();
             // The stage refilled now was read in iteration kt - 1, which every warp has
             // finished (the barrier above).
@@ -794,6 +941,29 @@ macro_rules! dense_entries {
                 unsafe {
                     kernels::lu_panel_step(
                         n, lda, j0, j, pend, pivot, a, ipiv, info, part_val, part_idx, counter,
+                    )
+                }
+            }
+            #[unsafe(export_name = concat!("lu_leaf_coop_", $sfx))]
+            pub unsafe extern "ptx-kernel" fn lu_leaf_coop(
+                n: usize,
+                lda: usize,
+                j0: usize,
+                w: usize,
+                pivot: u32,
+                a: *mut $t,
+                ipiv: *mut u32,
+                info: *mut u32,
+                part_val: *mut f64,
+                part_idx: *mut u32,
+                rows: *mut $t,
+                bar: *mut u32,
+                bar_base: u32,
+            ) {
+                unsafe {
+                    kernels::lu_leaf_coop(
+                        n, lda, j0, w, pivot, a, ipiv, info, part_val, part_idx, rows, bar,
+                        bar_base,
                     )
                 }
             }

@@ -191,3 +191,46 @@ pub fn block_max(value: f64) -> f64 {
     sync_threads();
     total
 }
+
+/// Shared-window address of a generic pointer into shared memory.
+#[inline(always)]
+pub fn shared_addr<T>(p: *mut T) -> u32 {
+    let out: u32;
+    unsafe {
+        asm!(
+            "{{ .reg .u64 t; cvta.to.shared.u64 t, {p}; cvt.u32.u64 {out}, t; }}",
+            out = out(reg32) out,
+            p = in(reg64) p,
+            options(pure, nomem, nostack)
+        );
+    }
+    out
+}
+
+/// `cp.async` of one `f64` (8 bytes) from global `src` to shared `dst`; `valid ==
+/// false` writes zero and reads nothing.
+#[inline(always)]
+pub unsafe fn cp_async_8(dst: u32, src: *const f64, valid: bool) {
+    let size: u32 = if valid { 8 } else { 0 };
+    unsafe {
+        asm!(
+            "cp.async.ca.shared.global [{d}], [{s}], 8, {n};",
+            d = in(reg32) dst,
+            s = in(reg64) src,
+            n = in(reg32) size,
+            options(nostack)
+        );
+    }
+}
+
+/// Closes the group of `cp.async` copies issued so far by this thread.
+#[inline(always)]
+pub fn cp_async_commit() {
+    unsafe { asm!("cp.async.commit_group;", options(nostack)) };
+}
+
+/// Waits until at most `N` committed `cp.async` groups are still in flight.
+#[inline(always)]
+pub fn cp_async_wait<const N: u32>() {
+    unsafe { asm!("cp.async.wait_group {n};", n = const N, options(nostack)) };
+}

@@ -12,6 +12,11 @@
 //! `usize` (64-bit on both sides), pointers are raw device pointers, scalars are
 //! passed by value (`Complex<T>` is `#[repr(C)]`). Every kernel name is a constant in
 //! [`names`], and the host checks each against the embedded PTX.
+//!
+//! # Two PTX modules
+//! build.rs compiles this crate twice: for `sm_80` (every kernel; the driver JIT-compiles
+//! it for any newer GPU) and for `sm_90` with `--cfg ferrocuda_sm90`, which keeps only
+//! [`hopper`] (kernels with instructions that exist from Hopper on) and what it uses.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
@@ -27,21 +32,43 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
+/// Repeats a block for each listed value of an index (a loop the compiler must unroll,
+/// so that register arrays indexed by it stay in registers).
+#[cfg(target_arch = "nvptx64")]
+macro_rules! unroll {
+    ($i:ident in [$($v:literal),*] $body:block) => {
+        $( { #[allow(clippy::identity_op, clippy::erasing_op)] let $i: usize = $v; $body } )*
+    };
+}
+
+#[cfg(not(ferrocuda_sm90))]
 pub mod blas1;
+#[cfg(not(ferrocuda_sm90))]
 pub mod dense;
 #[cfg(target_arch = "nvptx64")]
 pub mod device;
+pub mod hopper;
+#[cfg(not(ferrocuda_sm90))]
 pub mod krylov;
 pub mod math;
+#[cfg(not(ferrocuda_sm90))]
 pub mod multigrid;
+#[cfg(not(ferrocuda_sm90))]
 pub mod names;
+#[cfg(not(ferrocuda_sm90))]
 pub mod precond;
+#[cfg(not(ferrocuda_sm90))]
 pub mod probe;
+#[cfg(not(ferrocuda_sm90))]
 pub mod rock4;
 pub mod scalar;
+#[cfg(not(ferrocuda_sm90))]
 pub mod sfmt;
+#[cfg(not(ferrocuda_sm90))]
 pub mod sparse;
+#[cfg(not(ferrocuda_sm90))]
 pub mod spmv;
+#[cfg(not(ferrocuda_sm90))]
 pub mod spmv_thesis;
 
 pub use num_complex::Complex;

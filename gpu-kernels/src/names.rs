@@ -593,6 +593,9 @@ pub struct DenseNames {
     /// `(n, lda, j0, j, pend, pivot, a, ipiv, info, part_val, part_idx, counter)`: one column
     /// of the pivoting panel factorisation.
     pub panel_step: &'static str,
+    /// `(n, lda, j0, w, pivot, a, ipiv, info, part_val, part_idx, rows, bar, bar_base)`:
+    /// a leaf of `w` panel columns in one cooperative launch.
+    pub leaf_coop: &'static str,
     /// `(ncols, lda, k0, k1, skip0, skip1, a, ipiv)`: row interchanges outside a panel.
     pub laswp: &'static str,
     /// `(ncols, lda, k0, kb, c0, a)`: `A12 <- L11^{-1} A12`.
@@ -613,6 +616,7 @@ macro_rules! dense_names {
         impl DenseKernels for $t {
             const DENSE: DenseNames = DenseNames {
                 panel_step: concat!("lu_panel_step_", $sfx),
+                leaf_coop: concat!("lu_leaf_coop_", $sfx),
                 laswp: concat!("lu_laswp_", $sfx),
                 trsm: concat!("lu_trsm_", $sfx),
                 gemm: concat!("gemm_nn_", $sfx),
@@ -623,8 +627,8 @@ macro_rules! dense_names {
 dense_names!(f32, "f32");
 dense_names!(f64, "f64");
 
-const fn dense_list(n: DenseNames) -> [&'static str; 4] {
-    [n.panel_step, n.laswp, n.trsm, n.gemm]
+const fn dense_list(n: DenseNames) -> [&'static str; 5] {
+    [n.panel_step, n.leaf_coop, n.laswp, n.trsm, n.gemm]
 }
 
 /// The dense kernels of one type only: the FP64 tensor-core GEMM and seed 004's
@@ -665,6 +669,15 @@ const fn dense_special_list(n: DenseSpecialNames) -> [&'static str; 6] {
         n.rodinia_internal_f32,
     ]
 }
+
+/// The Hopper-only `f64` GEMM kernels ([`crate::hopper`], in the second, `sm_90` PTX
+/// module; not in [`ALL`], which lists the main module), by instruction shape
+/// `m16n8k4`, `m16n8k8`, `m16n8k16`. Arguments as `gemm_dmma_f64`.
+pub const HOPPER_GEMM_F64: [&str; 3] = [
+    "gemm_dmma_sm90_k4_f64",
+    "gemm_dmma_sm90_k8_f64",
+    "gemm_dmma_sm90_k16_f64",
+];
 
 /// Names of the multigrid kernels (`crate::multigrid`) of one real scalar type.
 #[derive(Debug, Clone, Copy)]

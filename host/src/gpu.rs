@@ -206,6 +206,16 @@ impl Gpu {
         })
     }
 
+    /// A handle to the same device and stream that launches kernels from another PTX
+    /// module (loaded on first use, cached with the device like the first).
+    pub fn with_module(&self, ptx: &'static str) -> Gpu {
+        Gpu {
+            device: self.device.clone(),
+            state: self.state.clone(),
+            ptx,
+        }
+    }
+
     /// Makes this handle's stream wait for all work issued so far on `other`'s stream.
     pub fn wait_for(&self, other: &Gpu) -> Result<()> {
         if !self.same_device(other) {
@@ -358,6 +368,40 @@ impl Gpu {
         // SAFETY: forwarded from the caller.
         unsafe {
             result::launch_kernel(
+                f.cu_function(),
+                cfg.grid,
+                cfg.block,
+                cfg.shared_bytes,
+                self.state.stream.cu_stream(),
+                params,
+            )
+        }
+        .map_err(|e| Error::Launch {
+            kernel,
+            status: DriverStatus(e),
+        })?;
+        *lock(&self.state.last_kernel) = kernel;
+        Ok(())
+    }
+
+    /// Launches `kernel` on this stream as a cooperative grid
+    /// (`cuLaunchCooperativeKernel`): the driver starts every block at once or refuses
+    /// the launch, so the kernel may synchronise across blocks.
+    ///
+    /// # Safety
+    /// As [`Gpu::launch`].
+    pub unsafe fn launch_cooperative(
+        &self,
+        kernel: &'static str,
+        cfg: LaunchConfig,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
+        cfg.validate(kernel)?;
+        let f = self.function(kernel)?;
+        self.bind()?;
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            result::launch_cooperative_kernel(
                 f.cu_function(),
                 cfg.grid,
                 cfg.block,

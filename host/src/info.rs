@@ -170,6 +170,35 @@ pub fn driver_cuda_version() -> Result<i32> {
 }
 
 impl Gpu {
+    /// `(major, minor)` compute capability (two attribute queries; cheaper than
+    /// [`Gpu::info`]).
+    pub fn compute_capability(&self) -> Result<(i32, i32)> {
+        check(self.context().compute_capability(), || {
+            "cuDeviceGetAttribute(compute capability)".into()
+        })
+    }
+
+    /// Number of streaming multiprocessors (one attribute query).
+    pub fn multiprocessors(&self) -> Result<usize> {
+        let ctx = self.context();
+        let v = check(
+            ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+            || "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)".into(),
+        )?;
+        Ok(usize::try_from(v).unwrap_or(1).max(1))
+    }
+
+    /// Largest dynamic shared memory one block may opt in to, in bytes (one attribute
+    /// query).
+    pub fn shared_memory_per_block_optin(&self) -> Result<usize> {
+        let ctx = self.context();
+        let v = check(
+            ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+            || "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)".into(),
+        )?;
+        Ok(usize::try_from(v).unwrap_or(0))
+    }
+
     /// Queries this device's properties.
     pub fn info(&self) -> Result<DeviceInfo> {
         let ctx = self.context();

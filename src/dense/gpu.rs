@@ -17,9 +17,10 @@
 
 use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, LaunchConfig, arg};
 use ferrocuda_kernels::dense::{
-    DMMA_SHARED_BYTES, DMMA_TILE, GEMM_K, GEMM_TILE, PANEL_MAX_BLOCKS, PANEL_SHARED_BYTES,
-    PANEL_THREADS, TRSM_COLS,
+    DMMA_SHARED_BYTES, DMMA_TILE, GEMM_K, GEMM_TILE, LEAF_MAX, LEAF_MAX_BLOCKS, LEAF_ROWS_LEN,
+    PANEL_MAX_BLOCKS, PANEL_SHARED_BYTES, PANEL_THREADS, TRSM_COLS, leaf_shared_bytes,
 };
+use ferrocuda_kernels::hopper::{HOPPER_SHARED_BYTES, HOPPER_THREADS, HOPPER_TILE};
 
 use super::{Lu, LuOptions, LuReport, LuScalar, Matrix, Pivoting, check_square};
 use crate::error::{Error, Result, check_device};
@@ -30,6 +31,10 @@ pub struct LuWorkspace {
     part_idx: DeviceBuffer<u32>,
     counter: DeviceBuffer<u32>,
     info: DeviceBuffer<u32>,
+    /// Candidate rows of `lu_leaf_coop` (8 bytes per entry: fits `f32` and `f64`).
+    rows: DeviceBuffer<f64>,
+    /// Grid-barrier arrival counter of `lu_leaf_coop`.
+    barrier: DeviceBuffer<u32>,
 }
 
 impl LuWorkspace {
@@ -40,6 +45,8 @@ impl LuWorkspace {
             part_idx: gpu.alloc_zeroed(PANEL_MAX_BLOCKS)?,
             counter: gpu.alloc_zeroed(1)?,
             info: gpu.alloc_zeroed(1)?,
+            rows: gpu.alloc_zeroed(LEAF_ROWS_LEN)?,
+            barrier: gpu.alloc_zeroed(1)?,
         })
     }
 }
@@ -124,8 +131,15 @@ pub fn factor_device<T: LuScalar>(
         });
     }
     let gpu = a.gpu().clone();
+    let gemm_kernel = GemmKernel::pick::<T>(&gpu, opts.tensor_cores)?;
+    let leaf = if opts.leaf_panel {
+        LeafPlan::new::<T>(&gpu, n)?
+    } else {
+        None
+    };
     ws.info.copy_from_host(&[0])?;
     ws.counter.copy_from_host(&[0])?;
+    ws.barrier.copy_from_host(&[0])?;
     let pivot: u32 = (opts.pivoting == Pivoting::Partial) as u32;
     let (ap, pp) = (a.device_ptr(), ipiv.device_ptr());
     let (vp, ip, cp, infop) = (
@@ -134,93 +148,117 @@ pub fn factor_device<T: LuScalar>(
         ws.counter.device_ptr(),
         ws.info.device_ptr(),
     );
+    let (rp, bp) = (ws.rows.device_ptr(), ws.barrier.device_ptr());
+    let mut bar_base = 0u32;
     let size = size_of::<T>() as u64;
+    let at = |i: usize, j: usize| ap + (i + j * n) as u64 * size;
+    // SAFETY (all launches below): every index range lies inside the n x n matrix with
+    // leading dimension n, `ipiv` has n entries, and the workspace holds
+    // PANEL_MAX_BLOCKS partials, LEAF_ROWS_LEN candidate entries (8 bytes each) and the
+    // counters; `LeafPlan` keeps the grid within LEAF_MAX_BLOCKS blocks.
     let mut k0 = 0;
     while k0 < n {
         let pend = (k0 + opts.block).min(n);
-        for j in k0..=pend {
-            if j == n {
-                break; // the last column of the matrix has no rows below it to scale
+        if let Some(plan) = &leaf {
+            let mut l0 = k0;
+            while l0 < pend {
+                let lw = LEAF_MAX.min(pend - l0);
+                let cfg = LaunchConfig::blocks(plan.blocks as u32, PANEL_THREADS as u32)
+                    .with_shared_bytes(plan.shared_bytes(n - l0, lw, size_of::<T>()) as u32);
+                unsafe {
+                    gpu.launch_cooperative(
+                        T::DENSE.leaf_coop,
+                        cfg,
+                        &mut [
+                            arg(&n),
+                            arg(&n),
+                            arg(&l0),
+                            arg(&lw),
+                            arg(&pivot),
+                            arg(&ap),
+                            arg(&pp),
+                            arg(&infop),
+                            arg(&vp),
+                            arg(&ip),
+                            arg(&rp),
+                            arg(&bp),
+                            arg(&bar_base),
+                        ],
+                    )?;
+                }
+                bar_base = bar_base.wrapping_add((plan.blocks * lw) as u32);
+                let l1 = l0 + lw;
+                if opts.pivoting == Pivoting::Partial && n > lw {
+                    unsafe { laswp::<T>(&gpu, n, ap, (l0, l1), (l0, l1), pp)? };
+                }
+                if l1 < pend {
+                    unsafe {
+                        trsm::<T>(&gpu, n, ap, pend, (l0, lw), l1)?;
+                        gemm_raw::<T>(
+                            &gpu,
+                            gemm_kernel,
+                            (n - l1, pend - l1, lw),
+                            -T::ONE,
+                            (at(l1, l0), n),
+                            (at(l0, l1), n),
+                            T::ONE,
+                            (at(l1, l1), n),
+                        )?;
+                    }
+                }
+                l0 = l1;
             }
-            let rows = n - j;
-            let blocks = rows.div_ceil(PANEL_THREADS).clamp(1, PANEL_MAX_BLOCKS);
-            let cfg = LaunchConfig::blocks(blocks as u32, PANEL_THREADS as u32)
-                .with_shared_bytes(PANEL_SHARED_BYTES as u32);
-            // SAFETY: lu_panel_step(n, lda, j0, j, pend, pivot, a, ipiv, info, part_val,
-            // part_idx, counter) touches rows j-1..n of columns k0..pend of the n x n
-            // matrix, ipiv[j], info, `blocks <= PANEL_MAX_BLOCKS` partials and the
-            // counter; all sized above.
-            unsafe {
-                gpu.launch(
-                    T::DENSE.panel_step,
-                    cfg,
-                    &mut [
-                        arg(&n),
-                        arg(&n),
-                        arg(&k0),
-                        arg(&j),
-                        arg(&pend),
-                        arg(&pivot),
-                        arg(&ap),
-                        arg(&pp),
-                        arg(&infop),
-                        arg(&vp),
-                        arg(&ip),
-                        arg(&cp),
-                    ],
-                )?;
+        } else {
+            for j in k0..=pend {
+                if j == n {
+                    break; // the last column of the matrix has no rows below it to scale
+                }
+                let rows = n - j;
+                let blocks = rows.div_ceil(PANEL_THREADS).clamp(1, PANEL_MAX_BLOCKS);
+                let cfg = LaunchConfig::blocks(blocks as u32, PANEL_THREADS as u32)
+                    .with_shared_bytes(PANEL_SHARED_BYTES as u32);
+                // lu_panel_step(n, lda, j0, j, pend, pivot, a, ipiv, info, part_val,
+                // part_idx, counter) touches rows j-1..n of columns k0..pend, ipiv[j],
+                // info, `blocks <= PANEL_MAX_BLOCKS` partials and the counter.
+                unsafe {
+                    gpu.launch(
+                        T::DENSE.panel_step,
+                        cfg,
+                        &mut [
+                            arg(&n),
+                            arg(&n),
+                            arg(&k0),
+                            arg(&j),
+                            arg(&pend),
+                            arg(&pivot),
+                            arg(&ap),
+                            arg(&pp),
+                            arg(&infop),
+                            arg(&vp),
+                            arg(&ip),
+                            arg(&cp),
+                        ],
+                    )?;
+                }
             }
-        }
-        if opts.pivoting == Pivoting::Partial && n > pend - k0 {
-            let cfg = LaunchConfig::for_elements(n, PANEL_THREADS as u32);
-            // SAFETY: lu_laswp(ncols, lda, k0, k1, skip0, skip1, a, ipiv) swaps rows
-            // k0..pend with rows ipiv[k] < n in columns < n outside k0..pend.
-            unsafe {
-                gpu.launch(
-                    T::DENSE.laswp,
-                    cfg,
-                    &mut [
-                        arg(&n),
-                        arg(&n),
-                        arg(&k0),
-                        arg(&pend),
-                        arg(&k0),
-                        arg(&pend),
-                        arg(&ap),
-                        arg(&pp),
-                    ],
-                )?;
+            if opts.pivoting == Pivoting::Partial && n > pend - k0 {
+                unsafe { laswp::<T>(&gpu, n, ap, (k0, pend), (k0, pend), pp)? };
             }
         }
         if pend < n {
             let kb = pend - k0;
             let cols = n - pend;
-            let cfg = LaunchConfig::blocks(cols.div_ceil(TRSM_COLS) as u32, TRSM_COLS as u32)
-                .with_shared_bytes((kb * TRSM_COLS * size_of::<T>()) as u32);
-            // SAFETY: lu_trsm(ncols, lda, k0, kb, c0, a) reads L11 (rows/cols k0..pend)
-            // and rewrites rows k0..pend of columns pend..n.
             unsafe {
-                gpu.launch(
-                    T::DENSE.trsm,
-                    cfg,
-                    &mut [arg(&n), arg(&n), arg(&k0), arg(&kb), arg(&pend), arg(&ap)],
-                )?;
-            }
-            let l21 = ap + (pend + k0 * n) as u64 * size;
-            let u12 = ap + (k0 + pend * n) as u64 * size;
-            let a22 = ap + (pend + pend * n) as u64 * size;
-            // SAFETY: L21 (cols x kb), U12 (kb x cols) and A22 (cols x cols) lie inside the
-            // n x n matrix with leading dimension n; A22 overlaps neither.
-            unsafe {
+                trsm::<T>(&gpu, n, ap, n, (k0, kb), pend)?;
                 gemm_raw::<T>(
                     &gpu,
-                    opts.tensor_cores,
+                    gemm_kernel,
                     (cols, cols, kb),
                     -T::ONE,
-                    (l21, n),
-                    (u12, n),
+                    (at(pend, k0), n),
+                    (at(k0, pend), n),
                     T::ONE,
-                    (a22, n),
+                    (at(pend, pend), n),
                 )?;
             }
         }
@@ -235,6 +273,96 @@ pub fn factor_device<T: LuScalar>(
         });
     }
     Ok(())
+}
+
+/// How `lu_leaf_coop` runs on one device: `blocks` blocks (one per SM, at most
+/// `LEAF_MAX_BLOCKS`), each holding `ceil(rows / blocks)` rows of the leaf in shared
+/// memory.
+struct LeafPlan {
+    blocks: usize,
+}
+
+impl LeafPlan {
+    /// The plan for an `n x n` factorisation, or `None` where the first leaf's slice
+    /// does not fit in a block's shared memory (the per-column kernel runs instead).
+    fn new<T: LuScalar>(gpu: &Gpu, n: usize) -> Result<Option<LeafPlan>> {
+        let blocks = gpu.multiprocessors()?.min(LEAF_MAX_BLOCKS);
+        let plan = LeafPlan { blocks };
+        let bytes = plan.shared_bytes(n, LEAF_MAX, size_of::<T>());
+        if bytes > gpu.shared_memory_per_block_optin()? {
+            return Ok(None);
+        }
+        if bytes > 48 * 1024 {
+            allow_shared(gpu, T::DENSE.leaf_coop, bytes)?;
+        }
+        Ok(Some(plan))
+    }
+
+    /// Shared memory of a leaf of `rows` rows and `w` columns.
+    fn shared_bytes(&self, rows: usize, w: usize, elem: usize) -> usize {
+        leaf_shared_bytes(rows.div_ceil(self.blocks), w, elem)
+    }
+}
+
+/// `lu_laswp`: interchanges `k0..k1` of `ipiv` on every column outside `skip0..skip1`.
+///
+/// # Safety
+/// `a` is an `n x n` matrix (leading dimension `n`) and `ipiv` holds rows `< n` at
+/// `k0..k1`, both on `gpu`'s device.
+unsafe fn laswp<T: LuScalar>(
+    gpu: &Gpu,
+    n: usize,
+    a: u64,
+    (k0, k1): (usize, usize),
+    (skip0, skip1): (usize, usize),
+    ipiv: u64,
+) -> Result<()> {
+    let cfg = LaunchConfig::for_elements(n, PANEL_THREADS as u32);
+    // SAFETY: lu_laswp(ncols, lda, k0, k1, skip0, skip1, a, ipiv); the caller's promise.
+    unsafe {
+        gpu.launch(
+            T::DENSE.laswp,
+            cfg,
+            &mut [
+                arg(&n),
+                arg(&n),
+                arg(&k0),
+                arg(&k1),
+                arg(&skip0),
+                arg(&skip1),
+                arg(&a),
+                arg(&ipiv),
+            ],
+        )
+    }
+    .map_err(Into::into)
+}
+
+/// `lu_trsm`: rows `k0..k0 + kb` of columns `c0..ncols` <- `L11^{-1}` times them.
+///
+/// # Safety
+/// `a` is an `n x n` matrix (leading dimension `n`) on `gpu`'s device, `k0 + kb <= n`,
+/// `ncols <= n`.
+unsafe fn trsm<T: LuScalar>(
+    gpu: &Gpu,
+    n: usize,
+    a: u64,
+    ncols: usize,
+    (k0, kb): (usize, usize),
+    c0: usize,
+) -> Result<()> {
+    let cfg = LaunchConfig::blocks((ncols - c0).div_ceil(TRSM_COLS) as u32, TRSM_COLS as u32)
+        .with_shared_bytes((kb * TRSM_COLS * size_of::<T>()) as u32);
+    // SAFETY: lu_trsm(ncols, lda, k0, kb, c0, a) reads L11 and rewrites rows k0..k0+kb
+    // of columns c0..ncols; the caller's promise.
+    unsafe {
+        gpu.launch(
+            T::DENSE.trsm,
+            cfg,
+            &mut [arg(&ncols), arg(&n), arg(&k0), arg(&kb), arg(&c0), arg(&a)],
+        )
+    }
+    .map_err(Into::into)
 }
 
 /// `C <- alpha A B + beta C` with ferrocuda's GEMM: `A` is `m x k` (leading dimension
@@ -262,6 +390,18 @@ pub fn gemm<T: LuScalar>(
     (b, ldb): (&impl DeviceSlice<T>, usize),
     beta: T,
     (c, ldc): (&mut impl DeviceSliceMut<T>, usize),
+) -> Result<()> {
+    let kernel = GemmKernel::pick::<T>(c.gpu(), tensor_cores)?;
+    gemm_with(kernel, (m, n, k), alpha, (a, lda), (b, ldb), beta, (c, ldc))
+}
+
+/// Checks a GEMM's leading dimensions, buffer lengths and devices.
+#[allow(clippy::type_complexity)]
+fn check_gemm<T: LuScalar>(
+    (m, n, k): (usize, usize, usize),
+    (a, lda): (&impl DeviceSlice<T>, usize),
+    (b, ldb): (&impl DeviceSlice<T>, usize),
+    (c, ldc): (&impl DeviceSlice<T>, usize),
 ) -> Result<()> {
     const OP: &str = "dense::gpu::gemm";
     let need = |rows: usize, cols: usize, ld: usize, what: &'static str, len: usize| {
@@ -291,6 +431,90 @@ pub fn gemm<T: LuScalar>(
     need(m, n, ldc, "C", c.len())?;
     check_device(OP, "A", c.gpu(), a.gpu())?;
     check_device(OP, "B", c.gpu(), b.gpu())?;
+    Ok(())
+}
+
+/// The GEMM kernels of ferrocuda ([`gemm_with`]); [`gemm`] picks one with
+/// [`GemmKernel::pick`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum GemmKernel {
+    /// `gemm_nn_<t>`: FFMA / DFMA on the CUDA cores, any type.
+    CudaCores,
+    /// `gemm_dmma_f64`: FP64 tensor cores with the `sm_80` shape `m8n8k4` (`f64`, any
+    /// device of compute capability 8.0 or newer).
+    Dmma884,
+    /// `gemm_dmma_sm90_k<S>_f64`: FP64 tensor cores with the Hopper shape `m16n8k<S>`,
+    /// `S` in 4, 8, 16 (`f64`, compute capability 9.0 or newer; the `sm_90` module).
+    Sm90 {
+        /// The instruction's k: 4, 8 or 16.
+        k: usize,
+    },
+}
+
+/// The Hopper shape [`GemmKernel::pick`] chooses.
+pub const DEFAULT_SM90_K: usize = 8;
+
+impl GemmKernel {
+    /// The kernel [`gemm`] runs: with `tensor_cores` and `f64`, the Hopper kernel on
+    /// devices of compute capability 9.0 or newer and `gemm_dmma_f64` on older ones;
+    /// otherwise the CUDA-core kernel.
+    pub fn pick<T: LuScalar>(gpu: &Gpu, tensor_cores: bool) -> Result<GemmKernel> {
+        if !tensor_cores || T::TENSOR_GEMM.is_none() {
+            return Ok(GemmKernel::CudaCores);
+        }
+        Ok(if gpu.compute_capability()?.0 >= 9 {
+            GemmKernel::Sm90 { k: DEFAULT_SM90_K }
+        } else {
+            GemmKernel::Dmma884
+        })
+    }
+
+    /// The kernel's name.
+    pub fn name<T: LuScalar>(self) -> Result<&'static str> {
+        let tensor = |what: &str| {
+            Err(Error::InvalidArgument {
+                op: "dense::gpu::gemm",
+                reason: format!("{what} is an f64 kernel"),
+            })
+        };
+        match self {
+            GemmKernel::CudaCores => Ok(T::DENSE.gemm),
+            GemmKernel::Dmma884 => T::TENSOR_GEMM.map_or_else(|| tensor("gemm_dmma_f64"), Ok),
+            GemmKernel::Sm90 { k } => {
+                let i = match k {
+                    4 => 0,
+                    8 => 1,
+                    16 => 2,
+                    _ => {
+                        return Err(Error::InvalidArgument {
+                            op: "dense::gpu::gemm",
+                            reason: format!("Hopper GEMM shape k = {k} is not 4, 8 or 16"),
+                        });
+                    }
+                };
+                let name = ferrocuda_kernels::names::HOPPER_GEMM_F64[i];
+                if T::TENSOR_GEMM.is_none() {
+                    return tensor(name);
+                }
+                Ok(name)
+            }
+        }
+    }
+}
+
+/// [`gemm`] with a chosen kernel (the benchmark compares them). Errors: as [`gemm`], and
+/// a Hopper kernel on a device older than compute capability 9.0 or for `f32`.
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
+pub fn gemm_with<T: LuScalar>(
+    kernel: GemmKernel,
+    (m, n, k): (usize, usize, usize),
+    alpha: T,
+    (a, lda): (&impl DeviceSlice<T>, usize),
+    (b, ldb): (&impl DeviceSlice<T>, usize),
+    beta: T,
+    (c, ldc): (&mut impl DeviceSliceMut<T>, usize),
+) -> Result<()> {
+    check_gemm((m, n, k), (a, lda), (b, ldb), (&*c, ldc))?;
     if m == 0 || n == 0 {
         return Ok(());
     }
@@ -300,7 +524,7 @@ pub fn gemm<T: LuScalar>(
     unsafe {
         gemm_raw::<T>(
             &gpu,
-            tensor_cores,
+            kernel,
             (m, n, k),
             alpha,
             (a.device_ptr(), lda),
@@ -311,6 +535,21 @@ pub fn gemm<T: LuScalar>(
     }
 }
 
+/// Raises `kernel`'s dynamic shared-memory limit to `bytes`.
+fn allow_shared(gpu: &Gpu, kernel: &'static str, bytes: usize) -> Result<()> {
+    gpu.bind_to_thread()?;
+    gpu.function(kernel)?
+        .set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            bytes as i32,
+        )
+        .map_err(|e| Error::Vendor {
+            library: "CUDA driver",
+            call: "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+            status: format!("{e:?}"),
+        })
+}
+
 /// The GEMM launch on raw device pointers.
 ///
 /// # Safety
@@ -319,7 +558,7 @@ pub fn gemm<T: LuScalar>(
 #[allow(clippy::too_many_arguments)]
 unsafe fn gemm_raw<T: LuScalar>(
     gpu: &Gpu,
-    tensor_cores: bool,
+    kernel: GemmKernel,
     (m, n, k): (usize, usize, usize),
     alpha: T,
     (a, lda): (u64, usize),
@@ -327,27 +566,33 @@ unsafe fn gemm_raw<T: LuScalar>(
     beta: T,
     (c, ldc): (u64, usize),
 ) -> Result<()> {
-    let (kernel, cfg) = match T::TENSOR_GEMM {
-        Some(name) if tensor_cores => {
-            // The pipeline needs more than the default 48 KiB of dynamic shared memory.
-            gpu.bind_to_thread()?;
-            gpu.function(name)?
-                .set_attribute(
-                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    DMMA_SHARED_BYTES as i32,
-                )
-                .map_err(|e| Error::Vendor {
-                    library: "CUDA driver",
-                    call: "cuFuncSetAttribute(gemm_dmma_f64, MAX_DYNAMIC_SHARED_SIZE_BYTES)",
-                    status: format!("{e:?}"),
-                })?;
+    let name = kernel.name::<T>()?;
+    let (launcher, cfg) = match kernel {
+        GemmKernel::Sm90 { .. } => {
+            if gpu.compute_capability()?.0 < 9 {
+                return Err(Error::InvalidArgument {
+                    op: "dense::gpu::gemm",
+                    reason: format!("{name} needs compute capability 9.0 or newer"),
+                });
+            }
+            let hopper = gpu.with_module(crate::kernels::PTX_SM90);
+            allow_shared(&hopper, name, HOPPER_SHARED_BYTES)?;
             (
-                name,
+                hopper,
+                grid_2d(m, n, HOPPER_TILE, HOPPER_THREADS as u32)
+                    .with_shared_bytes(HOPPER_SHARED_BYTES as u32),
+            )
+        }
+        GemmKernel::Dmma884 => {
+            // The pipeline needs more than the default 48 KiB of dynamic shared memory.
+            allow_shared(gpu, name, DMMA_SHARED_BYTES)?;
+            (
+                gpu.clone(),
                 grid_2d(m, n, DMMA_TILE, 256).with_shared_bytes(DMMA_SHARED_BYTES as u32),
             )
         }
-        _ => (
-            T::DENSE.gemm,
+        GemmKernel::CudaCores => (
+            gpu.clone(),
             grid_2d(m, n, GEMM_TILE, 256)
                 .with_shared_bytes((2 * GEMM_K * GEMM_TILE * size_of::<T>()) as u32),
         ),
@@ -358,11 +603,11 @@ unsafe fn gemm_raw<T: LuScalar>(
             reason: format!("n = {n} needs more than 65535 block columns"),
         });
     }
-    // SAFETY: the caller's promise; both kernels take (m, n, k, alpha, a, lda, b, ldb,
-    // beta, c, ldc).
+    // SAFETY: the caller's promise; every GEMM kernel takes (m, n, k, alpha, a, lda, b,
+    // ldb, beta, c, ldc).
     unsafe {
-        gpu.launch(
-            kernel,
+        launcher.launch(
+            name,
             cfg,
             &mut [
                 arg(&m),

@@ -202,6 +202,10 @@ pub struct LuOptions {
     /// GPU, `f64` only: the trailing update on the FP64 tensor cores (`false`: the CUDA
     /// cores).
     pub tensor_cores: bool,
+    /// GPU: factorise each panel in leaves of up to 32 columns, one cooperative launch
+    /// per leaf (`lu_leaf_coop`), where a leaf fits in shared memory; `false`: one launch
+    /// per column (`lu_panel_step`).
+    pub leaf_panel: bool,
 }
 
 impl Default for LuOptions {
@@ -211,6 +215,7 @@ impl Default for LuOptions {
             block: 128,
             backward_error: true,
             tensor_cores: true,
+            leaf_panel: true,
         }
     }
 }
@@ -234,6 +239,12 @@ impl LuOptions {
     /// These options with or without the tensor-core GEMM.
     pub fn with_tensor_cores(mut self, on: bool) -> Self {
         self.tensor_cores = on;
+        self
+    }
+
+    /// These options with or without the cooperative leaf panel (GPU).
+    pub fn with_leaf_panel(mut self, on: bool) -> Self {
+        self.leaf_panel = on;
         self
     }
 
