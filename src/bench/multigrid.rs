@@ -324,9 +324,13 @@ pub const THESIS_BEST_CYCLE: [(Smoother, usize, usize, f64, f64); 12] = [
     (Smoother::Sbl, 6, 217, 2.774216, 72.693519),
 ];
 
+/// One column of Table 6.7: `(B, (||r||_h, ||e||_h) per V-cycle, best seconds per
+/// V-cycle, GFLOPS)`.
+pub type ThesisBColumn = (usize, &'static [(f64, f64)], f64, f64);
+
 /// Seed 003, Table 6.7: SBL on `6^3 + 1` points with `B = 1, 2, 3`: `(B, (||r||_h,
 /// ||e||_h) per V-cycle to the discretisation error, best seconds per V-cycle, GFLOPS)`.
-pub const THESIS_TABLE_6_7: [(usize, &[(f64, f64)], f64, f64); 3] = [
+pub const THESIS_TABLE_6_7: [ThesisBColumn; 3] = [
     (
         1,
         &[
