@@ -77,6 +77,47 @@ fn gpu_matches_cpu_bit_for_bit() {
     // Block edges other than the base, damping, and edge 5.
     check_same::<f32>(&g, &MgOptions::new(65, 4).block(2).cycles(2));
     check_same::<f64>(&g, &MgOptions::new(65, 2).block(5).omega(0.9).cycles(2));
+    // Every kernel that keeps the block's right-hand side in shared memory (edge 4 in
+    // f64, edges 5 and 6), at full and cut blocks, red-black and all-block sweeps.
+    for smoother in [Smoother::Abl, Smoother::Sbl] {
+        for s in [4, 5, 6] {
+            let opts = MgOptions::new(65, 2).smoother(smoother).block(s).cycles(2);
+            check_same::<f32>(&g, &opts);
+            check_same::<f64>(&g, &opts);
+        }
+    }
+}
+
+#[test]
+fn gpu_reaches_the_discretisation_error_on_513() {
+    let Some(g) = gpu_or_skip("gpu_reaches_the_discretisation_error_on_513") else {
+        return;
+    };
+    // The f32 floor matters most on fine grids (the discretisation error is 1.1e-6 here):
+    // ABL and SBL reach it in f32 and f64, V-cycles and FMG.
+    for smoother in [Smoother::Abl, Smoother::Sbl] {
+        for cycle in [Cycle::V, Cycle::Fmg] {
+            let opts = MgOptions::new(513, 2)
+                .smoother(smoother)
+                .cycle(cycle)
+                .cycles(10)
+                .stop(Stop::Discretisation);
+            for r in [
+                gpu::solve::<f32>(&g, &opts).expect("f32").1,
+                gpu::solve::<f64>(&g, &opts).expect("f64").1,
+            ] {
+                let c = r.cycles_to_discretisation.unwrap_or_else(|| {
+                    panic!(
+                        "{} 513 {smoother:?} {cycle:?}: not reached: {:?} (discretisation {:.3e})",
+                        r.precision, r.algebraic_error_norm, r.discretisation_error
+                    )
+                });
+                let e = *r.error_norm.last().unwrap();
+                assert!((e / r.discretisation_error - 1.0).abs() < 0.11, "{r:?}");
+                eprintln!("{} 513 {smoother:?} {cycle:?}: {c} cycles", r.precision);
+            }
+        }
+    }
 }
 
 #[test]

@@ -32,6 +32,17 @@
 //! product), accumulated in `f64`. Interpolation ([`interp_at`]): trilinear for base
 //! `b`, `(b - t) / b` and `t / b` for a fine point `t` fine steps past a coarse point.
 //!
+//! # Registers
+//! One thread holds its block's values `v` and right-hand side `r`: `2 S^3` scalars.
+//! Up to 256 bytes of `r` (edges 1-4 in `f32`, 1-3 in `f64`) both live in registers
+//! without spills; above that the kernel keeps `r` in shared memory ([`Strided`], this
+//! thread's values a thread-block apart, [`smoother_threads`] threads per block so it
+//! fits in 48 KiB) and only `v` in registers. That cuts the spills of those kernels but
+//! does not end them: `v` alone is 128 registers (edge 4, `f64`) to 432 (edge 6, `f64`),
+//! and the residual's halo loads are scheduled ahead of it, so edge 4 in `f64` and edges
+//! 5 and 6 still spill (`scripts/ptx-check` exempts them by name). The bandwidth-bound
+//! edges (1-4 in `f32`, 1-3 in `f64`) do not spill.
+//!
 //! # Coarsest grid
 //! `b + 1` points per dimension, `m = b - 1` unknowns each: solved exactly by the
 //! discrete sine transform, `u = S3 diag(w) S3 f` with `S[i][j] = sin(pi (i+1)(j+1) / b)`
@@ -63,6 +74,82 @@ pub const THREADS: usize = 128;
 pub const NORM_THREADS: usize = 256;
 /// Largest block edge the device smoother kernels are built for.
 pub const MAX_GPU_BLOCK: usize = 6;
+
+/// Bytes of a block's right-hand side above which the smoother kernel keeps it in shared
+/// memory instead of registers (the block's correction stays in registers): edge 4 in
+/// `f64` and edges 5 and 6 (module docs, "Registers").
+pub const SMOOTHER_REGISTER_RHS_BYTES: usize = 256;
+
+/// Shared-memory bytes per thread of the smoother kernel for edge `s` and scalars of
+/// `elem` bytes: the block's right-hand side where it does not fit in registers, else 0.
+pub const fn smoother_shared_bytes_per_thread(s: usize, elem: usize) -> usize {
+    let b = s * s * s * elem;
+    if b > SMOOTHER_REGISTER_RHS_BYTES {
+        b
+    } else {
+        0
+    }
+}
+
+/// Threads per thread block of the smoother kernel for edge `s` and scalars of `elem`
+/// bytes: [`THREADS`], halved until the shared memory fits in 48 KiB.
+pub const fn smoother_threads(s: usize, elem: usize) -> usize {
+    let b = smoother_shared_bytes_per_thread(s, elem);
+    let mut t = THREADS;
+    while t > 1 && t * b > 48 * 1024 {
+        t /= 2;
+    }
+    t
+}
+
+/// Where a block update keeps the block's right-hand side, indexed `(z, y, x)` inside
+/// the block of edge `S`.
+pub trait RhsStore<T: RealScalar, const S: usize> {
+    /// The value at `(z, y, x)`.
+    fn get(&self, z: usize, y: usize, x: usize) -> T;
+    /// Sets the value at `(z, y, x)`.
+    fn set(&mut self, z: usize, y: usize, x: usize, v: T);
+}
+
+/// The right-hand side in a local array; the loops over the block are unrolled, so
+/// every index is a constant and the array lives in registers.
+pub struct InRegisters<T, const S: usize>(pub [[[T; S]; S]; S]);
+
+impl<T: RealScalar, const S: usize> RhsStore<T, S> for InRegisters<T, S> {
+    #[inline(always)]
+    fn get(&self, z: usize, y: usize, x: usize) -> T {
+        self.0[z][y][x]
+    }
+    #[inline(always)]
+    fn set(&mut self, z: usize, y: usize, x: usize, v: T) {
+        self.0[z][y][x] = v;
+    }
+}
+
+/// The right-hand side in memory owned by one thread: value `k = (z S + y) S + x` at
+/// `base + k stride` (in shared memory with `stride` = threads per block, so the threads
+/// of a warp touch consecutive words).
+pub struct Strided<T> {
+    /// This thread's first value.
+    pub base: *mut T,
+    /// Distance between consecutive values.
+    pub stride: usize,
+}
+
+impl<T: RealScalar, const S: usize> RhsStore<T, S> for Strided<T> {
+    /// A volatile read: otherwise LLVM hoists the loads of all `S^3` values out of the
+    /// Gauss-Seidel loop (nothing in it writes them) back into registers.
+    #[inline(always)]
+    fn get(&self, z: usize, y: usize, x: usize) -> T {
+        // SAFETY: the creator of the store owns S^3 values at this stride.
+        unsafe { core::ptr::read_volatile(self.base.add(((z * S + y) * S + x) * self.stride)) }
+    }
+    #[inline(always)]
+    fn set(&mut self, z: usize, y: usize, x: usize, v: T) {
+        // SAFETY: as in get.
+        unsafe { core::ptr::write_volatile(self.base.add(((z * S + y) * S + x) * self.stride), v) }
+    }
+}
 
 /// Smoother mode: every block (block Jacobi out of place, or the racy in-place variant).
 pub const MODE_ALL: u32 = 0;
@@ -169,6 +256,28 @@ pub unsafe fn smooth_block<T: RealScalar, const S: usize>(
     f: *const T,
     u_out: *mut T,
 ) {
+    let mut r = InRegisters([[[T::ZERO; S]; S]; S]);
+    unsafe { smooth_block_with::<T, S, _>(n, q, iters, h2, omega, u_in, f, u_out, &mut r) }
+}
+
+/// [`smooth_block`] with the block's right-hand side kept in `r` (registers or shared
+/// memory): the same arithmetic in the same order, so the same result bit for bit.
+///
+/// # Safety
+/// As [`smooth_block`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn smooth_block_with<T: RealScalar, const S: usize, R: RhsStore<T, S>>(
+    n: usize,
+    q: [usize; 3],
+    iters: u32,
+    h2: f64,
+    omega: f64,
+    u_in: *const T,
+    f: *const T,
+    u_out: *mut T,
+    r: &mut R,
+) {
     const { assert!(S >= 1 && S <= MAX_GPU_BLOCK) };
     let o = [1 + q[0] * S, 1 + q[1] * S, 1 + q[2] * S];
     let e = [
@@ -178,9 +287,11 @@ pub unsafe fn smooth_block<T: RealScalar, const S: usize>(
     ];
     // Interior blocks take the branch without per-point checks (constant-folded).
     if e[0] == S && e[1] == S && e[2] == S {
-        unsafe { smooth_block_in::<T, S>(n, o, [S; 3], true, iters, h2, omega, u_in, f, u_out) }
+        unsafe {
+            smooth_block_in::<T, S, R>(n, o, [S; 3], true, iters, h2, omega, u_in, f, u_out, r)
+        }
     } else {
-        unsafe { smooth_block_in::<T, S>(n, o, e, false, iters, h2, omega, u_in, f, u_out) }
+        unsafe { smooth_block_in::<T, S, R>(n, o, e, false, iters, h2, omega, u_in, f, u_out, r) }
     }
 }
 
@@ -192,7 +303,7 @@ fn min(a: usize, b: usize) -> usize {
 /// [`smooth_block`] for origin `o` and active extents `e` (`full`: all `S^3` active).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn smooth_block_in<T: RealScalar, const S: usize>(
+unsafe fn smooth_block_in<T: RealScalar, const S: usize, R: RhsStore<T, S>>(
     n: usize,
     o: [usize; 3],
     e: [usize; 3],
@@ -203,6 +314,7 @@ unsafe fn smooth_block_in<T: RealScalar, const S: usize>(
     u_in: *const T,
     f: *const T,
     u_out: *mut T,
+    r: &mut R,
 ) {
     let (hi, lo) = sixth::<T>();
     let nn = n * n;
@@ -211,7 +323,6 @@ unsafe fn smooth_block_in<T: RealScalar, const S: usize>(
     // The loops over the block are unrolled (`unroll!`), so every array index is a
     // constant and the block lives in registers.
     let mut v = [[[T::ZERO; S]; S]; S];
-    let mut r = [[[T::ZERO; S]; S]; S];
     unroll!(S, z, {
         unroll!(S, y, {
             unroll!(S, x, {
@@ -269,7 +380,12 @@ unsafe fn smooth_block_in<T: RealScalar, const S: usize>(
                             .to_f64()
                     };
                     // SAFETY: g is in the grid.
-                    r[z][y][x] = block_rhs(h2, unsafe { *f.add(g) }, v[z][y][x], sum);
+                    r.set(
+                        z,
+                        y,
+                        x,
+                        block_rhs(h2, unsafe { *f.add(g) }, v[z][y][x], sum),
+                    );
                 }
             })
         })
@@ -300,7 +416,7 @@ unsafe fn smooth_block_in<T: RealScalar, const S: usize>(
                         if z + 1 < S {
                             s = s + v[z + 1][y][x];
                         }
-                        v[z][y][x] = gs_update(s, hi, lo, r[z][y][x]);
+                        v[z][y][x] = gs_update(s, hi, lo, r.get(z, y, x));
                     }
                 })
             })
@@ -550,7 +666,8 @@ mod kernels {
     //! coarse solve one block.
     use super::*;
     use crate::device::{
-        block_dim, block_idx, block_idx_y, block_idx_z, block_sum, sync_threads, thread_idx,
+        block_dim, block_idx, block_idx_y, block_idx_z, block_sum, dynamic_shared, sync_threads,
+        thread_idx,
     };
 
     /// `(x, y, z)` of this thread in a point-wise 3D launch.
@@ -578,7 +695,20 @@ mod kernels {
     ) {
         let (t, qy, qz) = point();
         if let Some(qx) = block_of_thread(mode, t, qy, qz, nblocks) {
-            unsafe { smooth_block::<T, S>(n, [qx, qy, qz], iters, h2, omega, u_in, f, u_out) }
+            let q = [qx, qy, qz];
+            if smoother_shared_bytes_per_thread(S, size_of::<T>()) > 0 {
+                // The launch gives smoother_threads(S, elem) threads and this many bytes
+                // per thread of dynamic shared memory.
+                let mut r = Strided {
+                    base: unsafe { dynamic_shared::<T>().add(thread_idx()) },
+                    stride: block_dim(),
+                };
+                unsafe {
+                    smooth_block_with::<T, S, _>(n, q, iters, h2, omega, u_in, f, u_out, &mut r)
+                }
+            } else {
+                unsafe { smooth_block::<T, S>(n, q, iters, h2, omega, u_in, f, u_out) }
+            }
         }
     }
 

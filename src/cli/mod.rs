@@ -276,6 +276,27 @@ pub enum BenchCommand {
         #[arg(long, default_value = "docs/results")]
         results_dir: PathBuf,
     },
+    /// Multigrid: seed 003's Tables 6.1-6.8 beside the thesis's figures, then 513^3 and
+    /// 1025^3 in f32 and f64 and the fused smoother kernel alone against the copy
+    /// bandwidth of the same run, the CPU twin beside; writes <results-dir>/multigrid.md
+    /// and its plots (PNG).
+    Mg {
+        /// CI-sized grids (a smoke run of every part).
+        #[arg(long)]
+        quick: bool,
+        /// Timed launches of the smoother kernel alone (median).
+        #[arg(long, default_value_t = 10)]
+        reps: usize,
+        /// Skip the CPU twin where a GPU runs.
+        #[arg(long)]
+        no_cpu: bool,
+        /// Print JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+        /// Where the Markdown results and the plots go.
+        #[arg(long, default_value = "docs/results")]
+        results_dir: PathBuf,
+    },
     /// axpy, dot and nrm2 (f64, c64) against the device copy bandwidth and the CPU.
     Blas1 {
         /// Print JSON instead of a table.
@@ -483,6 +504,53 @@ pub fn run(cli: Cli) -> Result<()> {
                 &report.to_markdown(Some("lu.png")),
             )?;
             eprintln!("[bench lu] wrote {} and lu.md", png.display());
+            if json {
+                print_json(&report)
+            } else {
+                say!("{}", report.to_text());
+                Ok(())
+            }
+        }
+        Command::Bench {
+            which:
+                BenchCommand::Mg {
+                    quick,
+                    reps,
+                    no_cpu,
+                    json,
+                    results_dir,
+                },
+        } => {
+            use crate::bench::multigrid::{MgBenchOptions, run};
+            if reps == 0 {
+                return Err(crate::Error::InvalidArgument {
+                    op: "bench mg",
+                    reason: "--reps must be at least 1 (got 0)".into(),
+                });
+            }
+            let opts = MgBenchOptions {
+                quick,
+                reps,
+                cpu: !no_cpu,
+            };
+            let (gpu, skipped) = open_gpu(cli.device)?;
+            if let Some(why) = skipped {
+                eprintln!("[bench mg] GPU part skipped: {why}");
+            }
+            let report = run(gpu.as_ref(), &opts)?;
+            let charts = report.charts();
+            let pngs: Vec<(String, String)> =
+                charts.iter().map(|c| (c.0.clone(), c.1.clone())).collect();
+            let md = results_dir.join("multigrid.md");
+            write_file(&md, &report.to_markdown(&pngs))?;
+            for (file, _, chart) in &charts {
+                chart.write_png(&results_dir.join(file), 1024, 576)?;
+            }
+            eprintln!(
+                "[bench mg] wrote {} and {} plots",
+                md.display(),
+                charts.len()
+            );
             if json {
                 print_json(&report)
             } else {

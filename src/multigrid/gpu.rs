@@ -15,7 +15,8 @@ use std::time::Instant;
 
 use ferrocuda_host::{DeviceBuffer, DeviceSlice, Gpu, LaunchConfig, arg};
 use ferrocuda_kernels::multigrid::{
-    MAX_GPU_BLOCK, NORM_SETS, NORM_THREADS, THREADS, blocks_per_dim, smoother_threads_x,
+    MAX_GPU_BLOCK, NORM_SETS, NORM_THREADS, THREADS, blocks_per_dim,
+    smoother_shared_bytes_per_thread, smoother_threads, smoother_threads_x,
 };
 use ferrocuda_kernels::names::Blas1Kernels;
 
@@ -241,12 +242,16 @@ impl<T: MgReal> Levels for Solver<T> {
             lv.u[dst].device_ptr(),
         );
         let tx = smoother_threads_x(nb, mode);
-        let threads = tx.next_multiple_of(32).min(THREADS);
+        let elem = size_of::<T>();
+        let threads = tx.next_multiple_of(32).min(smoother_threads(s, elem));
+        let shared = threads * smoother_shared_bytes_per_thread(s, elem);
         let cfg = LaunchConfig::blocks(tx.div_ceil(threads) as u32, threads as u32)
             .with_grid_y(nb as u32)
-            .with_grid_z(nb as u32);
+            .with_grid_z(nb as u32)
+            .with_shared_bytes(shared as u32);
         // SAFETY: mg_smooth_s<s>_<t>(n, nblocks, mode, iters, h2, omega, u_in, f, u_out)
-        // reads u_in and f and writes the interior of u_out, n^3 each. In place only for
+        // reads u_in and f and writes the interior of u_out, n^3 each; the shared-memory
+        // variants get their bytes per thread for every thread of the launch. In place only for
         // one colour (the other colour's halo is not written) or the racy variant the
         // caller asked for.
         unsafe {
