@@ -33,6 +33,7 @@ pub mod dense;
 pub mod device;
 pub mod krylov;
 pub mod math;
+pub mod mpc;
 pub mod multigrid;
 pub mod names;
 pub mod precond;
