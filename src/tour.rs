@@ -237,7 +237,8 @@ fn mpc_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
             .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()))
             / scale;
         diff = Some(d.max((eg.cost - e.cost).abs() / e.cost));
-        gpu_ms = Some(time_gpu(g, 1, 3, || ev.launch(true))?.median_ms);
+        let stream = ev.gpu().clone();
+        gpu_ms = Some(time_gpu(&stream, 1, 3, || ev.launch(true))?.median_ms);
     }
     rows.push(TourRow {
         module: "mpc",

@@ -16,7 +16,7 @@
 //! Buffers are allocated once per evaluator and poisoned with NaN, so a value no kernel
 //! wrote shows; all reductions run in a fixed order (bit-identical results run to run).
 
-use ferrocuda_host::{DeviceBuffer, DeviceSlice, Gpu, LaunchConfig, arg};
+use ferrocuda_host::{DeviceBuffer, DeviceSlice, Gpu, Graph, LaunchConfig, arg};
 use ferrocuda_kernels::mpc::{BLOCK, FD_MAX_OBJECTS, NU, NX, PAIR_BLOCK, SwarmParams};
 use ferrocuda_kernels::names::MPC;
 
@@ -64,6 +64,10 @@ pub struct GpuEvaluator {
     batch: usize,
     slices: usize,
     chunk: usize,
+    /// Replays of the exact path (`[values, gradients]`), captured on the second call.
+    graphs: [Option<Graph>; 2],
+    calls: [usize; 2],
+    use_graphs: bool,
     buf: Buffers,
 }
 
@@ -133,6 +137,9 @@ impl GpuEvaluator {
             }
             _ => {}
         }
+        // Its own stream: the exact path is replayed as a CUDA graph, captured on a
+        // stream no other thread issues work to.
+        let gpu = &gpu.new_stream()?;
         let (m, n, p) = (model.objects, model.horizon, batch);
         let blocks = m.div_ceil(BLOCK);
         let (slices, chunk) = pair_slices(m, n, p);
@@ -156,11 +163,14 @@ impl GpuEvaluator {
             batch,
             slices,
             chunk,
+            graphs: [None, None],
+            calls: [0, 0],
+            use_graphs: true,
             buf,
         })
     }
 
-    /// The device.
+    /// The device, on the evaluator's own stream (time its work with events on it).
     pub fn gpu(&self) -> &Gpu {
         &self.gpu
     }
@@ -187,22 +197,39 @@ impl GpuEvaluator {
 
     /// Queues `J` and `g` of the uploaded problems (no host synchronisation); with
     /// `gradient`, also their gradients by this evaluator's method.
+    ///
+    /// The exact path runs its two or three kernels directly on the first call and is
+    /// replayed as a CUDA graph (one launch) from the second on; if the capture fails,
+    /// it keeps launching directly.
     pub fn launch(&mut self, gradient: bool) -> Result<()> {
-        if gradient && self.method == Gradient::Forward {
-            return self.launch_fd(true);
+        if self.method == Gradient::Forward {
+            return self.launch_fd(gradient);
         }
-        if !gradient && self.method == Gradient::Forward {
-            return self.launch_fd(false);
+        let slot = gradient as usize;
+        self.calls[slot] += 1;
+        if self.use_graphs && self.graphs[slot].is_none() && self.calls[slot] >= 2 {
+            let gpu = self.gpu.clone();
+            // SAFETY: the captured kernels touch only this evaluator's buffers, which
+            // live as long as the graph (both are fields of `self`, and the graphs are
+            // dropped when the parameters change); the stream is this evaluator's own.
+            let captured = unsafe { gpu.capture::<Error>(|_| self.launch_exact(gradient)) };
+            match captured {
+                Ok(g) => self.graphs[slot] = Some(g),
+                Err(_) => self.use_graphs = false,
+            }
         }
-        self.launch_exact(gradient)
+        match &self.graphs[slot] {
+            Some(g) => Ok(g.launch()?),
+            None => self.launch_exact(gradient),
+        }
     }
 
-    fn launch_exact(&mut self, gradient: bool) -> Result<()> {
+    fn launch_exact(&self, gradient: bool) -> Result<()> {
         let (m, n, p) = (self.model.objects, self.model.horizon, self.batch);
         let (slices, chunk) = (self.slices, self.chunk);
         let blocks = m.div_ceil(BLOCK);
         let prm = self.params;
-        let b = &mut self.buf;
+        let b = &self.buf;
         let (x0, u, traj) = (b.x0.device_ptr(), b.u.device_ptr(), b.traj.device_ptr());
         let (pv, pg) = (b.pair_v.device_ptr(), b.pair_g.device_ptr());
         let (gj, gg) = (b.grad_j.device_ptr(), b.grad_g.device_ptr());
@@ -373,6 +400,9 @@ impl Evaluator for GpuEvaluator {
         model.validate()?;
         self.model = model;
         self.params = model.params();
+        // The graphs hold the old parameters.
+        self.graphs = [None, None];
+        self.calls = [0, 0];
         Ok(())
     }
     fn evaluate(&mut self, x0: &[f64], u: &[f64]) -> Result<Evaluation> {

@@ -14,7 +14,8 @@
 //!
 //! **Closed loop** (§8.5.3): `x_j(0) = (0.12 j, 0, 1, 0)`, reference 0 for the first
 //! [`MpcOptions::switch_step`] steps, then `(3, 0, 0, 0)`; each step applies `u(0)` of the
-//! optimum to the swarm and warm-starts the next problem with the shifted sequence.
+//! optimum to the swarm and warm-starts the next problem with the shifted sequence and
+//! the penalty one growth step below where the previous problem ended.
 
 use std::cell::RefCell;
 use std::time::Instant;
@@ -70,7 +71,7 @@ impl Default for MpcOptions {
             first_reference: [0.0; NX],
             second_reference: [3.0, 0.0, 0.0, 0.0],
             margin: 0.02,
-            tolerance: 1e-4,
+            tolerance: 1e-3,
             delta: 1e-3,
             initial_penalty: 100.0,
             penalty_factor: 10.0,
@@ -111,6 +112,8 @@ pub struct SolveReport {
     pub evaluation_seconds: f64,
     /// Seconds in total.
     pub total_seconds: f64,
+    /// The penalty `c` at the end (the closed loop starts the next step from it).
+    pub penalty: f64,
 }
 
 impl SolveReport {
@@ -272,15 +275,14 @@ pub fn solve(
         1,
     );
     let mut cache = AlmCache::new(PANOCCache::new(n, opts.tolerance, opts.lbfgs_memory), 0, 1);
-    let mut alm = AlmOptimizer::new(&mut cache, problem)
+    let status = AlmOptimizer::new(&mut cache, problem)
         .with_delta_tolerance(opts.delta)
         .with_epsilon_tolerance(opts.tolerance)
         .with_initial_penalty(opts.initial_penalty)
         .with_penalty_update_factor(opts.penalty_factor)
         .with_max_outer_iterations(opts.max_outer_iterations)
-        .with_max_inner_iterations(opts.max_inner_iterations);
-    let status = alm.solve(u);
-    drop(alm);
+        .with_max_inner_iterations(opts.max_inner_iterations)
+        .solve(u);
     let mut s = state.into_inner();
     if let Some(e) = s.error.take() {
         return Err(e);
@@ -305,6 +307,7 @@ pub fn solve(
         gradient_evaluations: s.gradients,
         evaluation_seconds: s.seconds,
         total_seconds: start.elapsed().as_secs_f64(),
+        penalty: status.penalty(),
     })
 }
 
@@ -377,6 +380,7 @@ pub fn closed_loop(
     let mut per_step = Vec::with_capacity(opts.steps);
     let mut violations = 0;
     let mut worst = model.check_state(&x);
+    let mut step_opts = *opts;
     for k in 0..opts.steps {
         let reference = if k < opts.switch_step {
             opts.first_reference
@@ -384,7 +388,9 @@ pub fn closed_loop(
             opts.second_reference
         };
         ev.set_reference(reference)?;
-        let r = solve(ev, &x, &mut u, opts)?;
+        let r = solve(ev, &x, &mut u, &step_opts)?;
+        // Warm start of the penalty: one growth step below where this step ended.
+        step_opts.initial_penalty = (r.penalty / opts.penalty_factor).max(opts.initial_penalty);
         apply_first_control(model, &mut x, &u);
         let c = model.check_state(&x);
         violations += c.violations;
