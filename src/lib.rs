@@ -13,6 +13,7 @@
 //! | [`distributed`] | yes | not yet | row partitions, halo plans, the distributed BCSR operator and GMRES over several ranks (threads in one process) |
 //! | [`dense`] | yes | yes | LU with partial pivoting (LAPACK getrf), solves with several right-hand sides, FP64 tensor-core GEMM; seed 004's unblocked and blocked LU |
 //! | [`probe`] | - | yes | device ceilings (per-SM rate table, DRAM, PCIe) and micro-benchmarks: peak FLOP/s, bandwidths, latencies, transfers, divergence |
+//! | [`mpc`] | yes | yes | MPC of an object swarm (seed 001 ch. 7-8): cost, one C^2 constraint, forward-difference and exact (adjoint) gradients, batched on the GPU; PANOC/penalty optimiser and the closed loop |
 //! | [`rock4`] | yes | yes | ROCK4 stabilized explicit RK (order 4) with step control; 2D heat and reaction-advection-diffusion test problems |
 //! | [`rng`] | yes | yes | SFMT19937/607 bit-exact (init_gen_rand, init_by_array), jump-ahead streams, uniform and Box-Muller transforms, the seed's "amd" scheme |
 //!
@@ -31,6 +32,7 @@ mod error;
 pub mod gpu;
 pub mod kernels;
 pub mod krylov;
+pub mod mpc;
 pub mod multigrid;
 pub mod probe;
 pub mod rng;

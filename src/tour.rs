@@ -46,6 +46,7 @@ pub fn run(gpu: Option<&Gpu>, gpu_skipped: Option<String>) -> Result<TourReport>
     spmv_steps(gpu, &mut rows)?;
     gmres_steps(gpu, &mut rows)?;
     rock4_steps(gpu, &mut rows)?;
+    mpc_steps(gpu, &mut rows)?;
     mg_steps(gpu, &mut rows)?;
     lu_steps(gpu, &mut rows)?;
     rng_steps(gpu, &mut rows)?;
@@ -210,6 +211,49 @@ fn gmres_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
 
 /// ROCK4 on the 2D heat equation (255 x 255 points) to t = 0.01; the check is the
 /// largest error against the exact semi-discrete solution.
+fn mpc_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
+    use crate::mpc::{Gradient, SwarmModel, cpu as mcpu, gpu::GpuEvaluator};
+    let model = SwarmModel::new(1024, 10)?;
+    let x0 = model.thesis_initial_state();
+    let u: Vec<f64> = (0..model.controls())
+        .map(|i| ((i * 7919) % 25) as f64 - 12.0)
+        .collect();
+    let len = u.len();
+    let (mut gj, mut gg) = (vec![0.0; len], vec![0.0; len]);
+    let e = mcpu::gradient(&model, &x0, &u, Gradient::Exact, &mut gj, &mut gg)?;
+    let cpu_ms = time_cpu(1, 3, || {
+        mcpu::gradient(&model, &x0, &u, Gradient::Exact, &mut gj, &mut gg)
+    })
+    .median_ms;
+    let (mut gpu_ms, mut diff) = (None, None);
+    if let Some(g) = gpu {
+        let mut ev = GpuEvaluator::new(g, model, Gradient::Exact, 1)?;
+        let (mut a, mut b) = (vec![f64::NAN; len], vec![f64::NAN; len]);
+        let eg = ev.gradient_batch(&x0, &u, &mut a, &mut b)?[0];
+        let scale = gj.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let d = a
+            .iter()
+            .zip(&gj)
+            .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()))
+            / scale;
+        diff = Some(d.max((eg.cost - e.cost).abs() / e.cost));
+        let stream = ev.gpu().clone();
+        gpu_ms = Some(time_gpu(&stream, 1, 3, || ev.launch(true))?.median_ms);
+    }
+    rows.push(TourRow {
+        module: "mpc",
+        problem: format!(
+            "swarm M = 1024, N = 10: J, g and exact gradients (J = {:.4e})",
+            e.cost
+        ),
+        cpu_ms,
+        gpu_ms,
+        speedup: gpu_ms.map(|g| cpu_ms / g),
+        gpu_vs_cpu: diff,
+    });
+    Ok(())
+}
+
 fn rock4_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
     use crate::rock4::problems::Heat2d;
     use crate::rock4::{Rock4Options, cpu as rcpu};

@@ -102,8 +102,8 @@ fn kernel_names_carry_their_type_suffix() {
     check::<ferrocuda::Complex<f64>>();
     assert_eq!(
         ALL.len(),
-        34,
-        "names::ALL: 4 BLAS-1 groups, 6 SpMV groups, 6 thesis SpMV groups, 4 Krylov groups, 6 block-Jacobi groups, 1 ROCK4 group, 3 dense LU groups, 1 SFMT group, 1 probe group and 2 multigrid groups"
+        35,
+        "names::ALL: 4 BLAS-1 groups, 6 SpMV groups, 6 thesis SpMV groups, 4 Krylov groups, 6 block-Jacobi groups, 1 ROCK4 group, 3 dense LU groups, 1 SFMT group, 1 probe group, 2 multigrid groups and 1 MPC group"
     );
     fn precond<A: PrecondKernels<V>, V: ferrocuda::Scalar>(pair: &str) {
         let n = A::PRECOND;

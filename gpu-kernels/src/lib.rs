@@ -52,6 +52,8 @@ pub mod hopper;
 pub mod krylov;
 pub mod math;
 #[cfg(not(ferrocuda_sm90))]
+pub mod mpc;
+#[cfg(not(ferrocuda_sm90))]
 pub mod multigrid;
 #[cfg(not(ferrocuda_sm90))]
 pub mod names;

@@ -235,6 +235,7 @@ pub const ALL: &[&[&str]] = &[
     &dense_special_list(DENSE_SPECIAL),
     &sfmt_list(SFMT),
     &probe_list(PROBE),
+    &mpc_list(MPC),
 ];
 
 /// Names of the thesis's SpMV variants (`crate::spmv_thesis`) of one (matrix scalar,
@@ -747,4 +748,35 @@ const fn multigrid_list(n: MultigridNames) -> [&'static str; 12] {
         n.fill_rhs,
         n.coarse_solve,
     ]
+}
+
+/// Names of the swarm-MPC kernels (`crate::mpc`, `f64` only).
+#[derive(Debug, Clone, Copy)]
+pub struct MpcNames {
+    /// Positions, pair sums and their gradients, the trajectory:
+    /// `(m, n, slices, chunk, params, x0, u, traj, pair_v, pair_g)`.
+    pub pairs: &'static str,
+    /// Local terms, adjoint sweep, block partials:
+    /// `(m, n, slices, params, grad, traj, pair_v, pair_g, grad_j, grad_g, partials)`.
+    pub adjoint: &'static str,
+    /// Block partials to `(J, g)` per problem: `(blocks, partials, out)`.
+    pub reduce: &'static str,
+    /// The thesis's nominal kernel: `(m, n, params, x0, u, traj, steps, out)`.
+    pub fd_nominal: &'static str,
+    /// The thesis's forward-difference kernel:
+    /// `(m, n, params, h, u, traj, steps, grad_j, grad_g)`.
+    pub fd_gradient: &'static str,
+}
+
+/// The swarm-MPC kernel names.
+pub const MPC: MpcNames = MpcNames {
+    pairs: "mpc_pairs_f64",
+    adjoint: "mpc_adjoint_f64",
+    reduce: "mpc_reduce_f64",
+    fd_nominal: "mpc_fd_nominal_f64",
+    fd_gradient: "mpc_fd_gradient_f64",
+};
+
+const fn mpc_list(n: MpcNames) -> [&'static str; 5] {
+    [n.pairs, n.adjoint, n.reduce, n.fd_nominal, n.fd_gradient]
 }

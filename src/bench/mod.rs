@@ -4,6 +4,7 @@
 pub mod blas1;
 pub mod gmres;
 pub mod lu;
+pub mod mpc;
 pub mod multigrid;
 pub mod peer;
 pub mod plot;

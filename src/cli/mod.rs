@@ -3,6 +3,7 @@
 
 pub mod lu;
 pub mod mg;
+pub mod mpc;
 pub mod probe;
 pub mod rng;
 pub mod rock4;
@@ -74,6 +75,8 @@ pub enum Command {
     Solve(solve::SolveArgs),
     /// ROCK4 on the 2D heat equation or seed 001's reaction-advection-diffusion problem.
     Rock4(rock4::Rock4Args),
+    /// The closed-loop MPC of an object swarm (seed 001 §8.5.3), CPU or GPU.
+    Mpc(mpc::MpcArgs),
     /// Random numbers: SFMT19937/607 output in the reference order.
     Rng {
         /// Which generator.
@@ -224,6 +227,24 @@ pub enum BenchCommand {
         #[arg(long)]
         json: bool,
         /// Where the Markdown results go (only when a GPU ran).
+        #[arg(long, default_value = "docs/results")]
+        results_dir: PathBuf,
+    },
+    /// Seed 001's Tables 8.3 and 8.4 again: swarm-MPC cost, constraint and gradients
+    /// (thesis forward differences and exact) on all CPU cores and the GPU, large swarms,
+    /// ten MPC steps, the closed loop; writes <results-dir>/mpc.md, mpc.png and
+    /// mpc-trajectories.png.
+    Mpc {
+        /// Timed repetitions per entry (median).
+        #[arg(long, default_value_t = 5)]
+        reps: usize,
+        /// Closed-loop steps of a 32-object swarm (§8.5.3 ran 2000; 0: skip the closed loop).
+        #[arg(long, default_value_t = 600)]
+        loop_steps: usize,
+        /// Print JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+        /// Where the Markdown results go.
         #[arg(long, default_value = "docs/results")]
         results_dir: PathBuf,
     },
@@ -551,6 +572,60 @@ pub fn run(cli: Cli) -> Result<()> {
                 md.display(),
                 charts.len()
             );
+            if json {
+                print_json(&report)
+            } else {
+                say!("{}", report.to_text());
+                Ok(())
+            }
+        }
+        Command::Mpc(args) => {
+            let report = mpc::run(&args, cli.device)?;
+            if args.json {
+                print_json(&report)
+            } else {
+                sayln!("{}", report.to_text());
+                Ok(())
+            }
+        }
+        Command::Bench {
+            which:
+                BenchCommand::Mpc {
+                    reps,
+                    loop_steps,
+                    json,
+                    results_dir,
+                },
+        } => {
+            use crate::bench::mpc::{MpcBenchOptions, run, trajectory_chart};
+            let opts = MpcBenchOptions {
+                reps,
+                loop_steps,
+                ..Default::default()
+            };
+            let (gpu, skipped) = open_gpu(cli.device)?;
+            if let Some(why) = skipped {
+                eprintln!("[bench mpc] GPU part skipped: {why}");
+            }
+            let report = run(gpu.as_ref(), &opts)?;
+            let png = results_dir.join("mpc.png");
+            report.chart().write_png(&png, 1280, 640)?;
+            let mut plots = ("mpc.png", "");
+            if let Some(r) = &report.closed_loop {
+                let model = crate::mpc::SwarmModel::new(r.objects, r.horizon)?;
+                let mopts = crate::mpc::optimize::MpcOptions::with_steps(r.steps);
+                trajectory_chart(&model, r, &mopts).write_png(
+                    &results_dir.join("mpc-trajectories.png"),
+                    1280,
+                    640,
+                )?;
+                plots.1 = "mpc-trajectories.png";
+            }
+            write_file(
+                &results_dir.join("mpc.md"),
+                &report.to_markdown(Some(plots)),
+            )?;
+            eprintln!("[bench mpc] wrote {} and mpc.md", png.display());
             if json {
                 print_json(&report)
             } else {

@@ -1,0 +1,438 @@
+//! `J`, `g` and their gradients on one GPU, for a batch of independent problems per
+//! launch (same model, each with its own `x0` and `u`).
+//!
+//! - **Exact** (adjoint): `mpc_pairs_f64` (positions, pair sums and their gradients at
+//!   every step: one thread per object, the other objects streamed through shared
+//!   memory in tiles of 64, so `M` is limited only by memory; for small swarms the other
+//!   objects are split into slices so the grid still fills the device),
+//!   `mpc_adjoint_f64` (local terms, the backward sweep, block partials) and, for more
+//!   than 256 objects, `mpc_reduce_f64` (partials in a fixed order). Evaluation alone
+//!   runs the same kernels without the sweep.
+//! - **Forward differences as the thesis**: `mpc_fd_nominal_f64` (one block per
+//!   problem, one thread per object: trajectory and per-step sums) and
+//!   `mpc_fd_gradient_f64` (one block per component: from the stored nominal state at
+//!   the component's step, `sum_{i > i0} (S'(i) - S(i)) / h`); `M <= 1024`.
+//!
+//! Buffers are allocated once per evaluator and poisoned with NaN, so a value no kernel
+//! wrote shows; all reductions run in a fixed order (bit-identical results run to run).
+
+use ferrocuda_host::{DeviceBuffer, DeviceSlice, Gpu, Graph, LaunchConfig, arg};
+use ferrocuda_kernels::mpc::{BLOCK, FD_MAX_OBJECTS, NU, NX, PAIR_BLOCK, SwarmParams};
+use ferrocuda_kernels::names::MPC;
+
+use super::{Evaluation, Evaluator, FD_STEP, Gradient, SwarmModel};
+use crate::error::{Error, Result, check_len};
+
+const OP: &str = "mpc::gpu";
+
+/// Device buffers of one evaluator (`P` problems).
+struct Buffers {
+    x0: DeviceBuffer<f64>,
+    u: DeviceBuffer<f64>,
+    traj: DeviceBuffer<f64>,
+    pair_v: DeviceBuffer<f64>,
+    pair_g: DeviceBuffer<f64>,
+    grad_j: DeviceBuffer<f64>,
+    grad_g: DeviceBuffer<f64>,
+    partials: DeviceBuffer<f64>,
+    steps: DeviceBuffer<f64>,
+    out: DeviceBuffer<f64>,
+}
+
+/// Evaluates `J`, `g` and their gradients of `batch` problems of one model on a GPU.
+///
+/// ```
+/// use ferrocuda::mpc::{Gradient, SwarmModel, gpu::GpuEvaluator};
+/// let model = SwarmModel::new(32, 5)?;
+/// match ferrocuda::gpu::open(0) {
+///     Ok(g) => {
+///         let mut ev = GpuEvaluator::new(&g, model, Gradient::Exact, 1)?;
+///         let x0 = model.thesis_initial_state();
+///         let e = ev.evaluate_batch(&x0, &vec![0.0; model.controls()])?;
+///         assert!(e[0].cost > 0.0);
+///     }
+///     Err(e) if e.is_no_device() => {}
+///     Err(e) => return Err(e),
+/// }
+/// # Ok::<(), ferrocuda::Error>(())
+/// ```
+pub struct GpuEvaluator {
+    gpu: Gpu,
+    model: SwarmModel,
+    params: SwarmParams,
+    method: Gradient,
+    batch: usize,
+    slices: usize,
+    chunk: usize,
+    /// Replays of the exact path (`[values, gradients]`), captured on the second call.
+    graphs: [Option<Graph>; 2],
+    calls: [usize; 2],
+    use_graphs: bool,
+    buf: Buffers,
+}
+
+/// Streaming multiprocessors worth of blocks the pair kernel aims for (two waves on a
+/// 132-SM H100; more slices only add partial sums).
+const PAIR_TARGET_BLOCKS: usize = 264;
+
+/// How the other objects are split for the pair kernel: `(slices, chunk)` with `chunk`
+/// a multiple of [`PAIR_BLOCK`], so small swarms still fill the device.
+fn pair_slices(m: usize, n: usize, p: usize) -> (usize, usize) {
+    let jblocks = m.div_ceil(PAIR_BLOCK);
+    let tiles = jblocks;
+    let want = PAIR_TARGET_BLOCKS
+        .div_ceil(jblocks * n * p)
+        .clamp(1, tiles)
+        .min(ferrocuda_host::MAX_GRID_YZ as usize / p);
+    let chunk = tiles.div_ceil(want.max(1)) * PAIR_BLOCK;
+    (m.div_ceil(chunk), chunk)
+}
+
+impl std::fmt::Debug for GpuEvaluator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuEvaluator")
+            .field("model", &self.model)
+            .field("method", &self.method)
+            .field("batch", &self.batch)
+            .finish()
+    }
+}
+
+fn poisoned(gpu: &Gpu, len: usize) -> Result<DeviceBuffer<f64>> {
+    Ok(gpu.upload(&vec![f64::NAN; len.max(1)])?)
+}
+
+impl GpuEvaluator {
+    /// An evaluator for `batch` problems of `model` on `gpu`, gradients by `method`
+    /// (`Exact` or `Forward`; `Forward` needs `M <= 1024`).
+    pub fn new(gpu: &Gpu, model: SwarmModel, method: Gradient, batch: usize) -> Result<Self> {
+        model.validate()?;
+        if batch == 0 || batch > ferrocuda_host::MAX_GRID_YZ as usize {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                reason: format!("batch must be in 1..=65535, got {batch}"),
+            });
+        }
+        if model.horizon > ferrocuda_host::MAX_GRID_YZ as usize {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                reason: format!("horizon must be at most 65535, got {}", model.horizon),
+            });
+        }
+        match method {
+            Gradient::Central => {
+                return Err(Error::InvalidArgument {
+                    op: OP,
+                    reason: "central differences are CPU-only (a check); use exact or fd".into(),
+                });
+            }
+            Gradient::Forward if model.objects > FD_MAX_OBJECTS => {
+                return Err(Error::InvalidArgument {
+                    op: OP,
+                    reason: format!(
+                        "forward differences run one thread per object, at most {FD_MAX_OBJECTS} objects; got {} (use exact gradients)",
+                        model.objects
+                    ),
+                });
+            }
+            _ => {}
+        }
+        // Its own stream: the exact path is replayed as a CUDA graph, captured on a
+        // stream no other thread issues work to.
+        let gpu = &gpu.new_stream()?;
+        let (m, n, p) = (model.objects, model.horizon, batch);
+        let blocks = m.div_ceil(BLOCK);
+        let (slices, chunk) = pair_slices(m, n, p);
+        let buf = Buffers {
+            x0: poisoned(gpu, p * m * NX)?,
+            u: poisoned(gpu, p * n * m * NU)?,
+            traj: poisoned(gpu, p * (n + 1) * m * NX)?,
+            pair_v: poisoned(gpu, p * slices * n * m)?,
+            pair_g: poisoned(gpu, p * slices * n * m * 2)?,
+            grad_j: poisoned(gpu, p * n * m * NU)?,
+            grad_g: poisoned(gpu, p * n * m * NU)?,
+            partials: poisoned(gpu, p * blocks * 2)?,
+            steps: poisoned(gpu, p * (n + 1) * 2)?,
+            out: poisoned(gpu, p * 2)?,
+        };
+        Ok(GpuEvaluator {
+            gpu: gpu.clone(),
+            model,
+            params: model.params(),
+            method,
+            batch,
+            slices,
+            chunk,
+            graphs: [None, None],
+            calls: [0, 0],
+            use_graphs: true,
+            buf,
+        })
+    }
+
+    /// The device, on the evaluator's own stream (time its work with events on it).
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    /// Problems per launch.
+    pub fn batch(&self) -> usize {
+        self.batch
+    }
+
+    /// Copies `batch` initial states (`P M 4`) and control sequences (`P N M 2`) to the
+    /// device. Errors: lengths, non-finite values.
+    pub fn upload(&mut self, x0: &[f64], u: &[f64]) -> Result<()> {
+        let (sx, su) = (self.model.states(), self.model.controls());
+        check_len(OP, "x0", self.batch * sx, x0.len())?;
+        check_len(OP, "u", self.batch * su, u.len())?;
+        for q in 0..self.batch {
+            self.model
+                .check_inputs(OP, &x0[q * sx..(q + 1) * sx], &u[q * su..(q + 1) * su])?;
+        }
+        self.buf.x0.copy_from_host(x0)?;
+        self.buf.u.copy_from_host(u)?;
+        Ok(())
+    }
+
+    /// Queues `J` and `g` of the uploaded problems (no host synchronisation); with
+    /// `gradient`, also their gradients by this evaluator's method.
+    ///
+    /// The exact path runs its two or three kernels directly on the first call and is
+    /// replayed as a CUDA graph (one launch) from the second on; if the capture fails,
+    /// it keeps launching directly.
+    pub fn launch(&mut self, gradient: bool) -> Result<()> {
+        if self.method == Gradient::Forward {
+            return self.launch_fd(gradient);
+        }
+        let slot = gradient as usize;
+        self.calls[slot] += 1;
+        if self.use_graphs && self.graphs[slot].is_none() && self.calls[slot] >= 2 {
+            let gpu = self.gpu.clone();
+            // SAFETY: the captured kernels touch only this evaluator's buffers, which
+            // live as long as the graph (both are fields of `self`, and the graphs are
+            // dropped when the parameters change); the stream is this evaluator's own.
+            let captured = unsafe { gpu.capture::<Error>(|_| self.launch_exact(gradient)) };
+            match captured {
+                Ok(g) => self.graphs[slot] = Some(g),
+                Err(_) => self.use_graphs = false,
+            }
+        }
+        match &self.graphs[slot] {
+            Some(g) => Ok(g.launch()?),
+            None => self.launch_exact(gradient),
+        }
+    }
+
+    fn launch_exact(&self, gradient: bool) -> Result<()> {
+        let (m, n, p) = (self.model.objects, self.model.horizon, self.batch);
+        let (slices, chunk) = (self.slices, self.chunk);
+        let blocks = m.div_ceil(BLOCK);
+        let prm = self.params;
+        let b = &self.buf;
+        let (x0, u, traj) = (b.x0.device_ptr(), b.u.device_ptr(), b.traj.device_ptr());
+        let (pv, pg) = (b.pair_v.device_ptr(), b.pair_g.device_ptr());
+        let (gj, gg) = (b.grad_j.device_ptr(), b.grad_g.device_ptr());
+        let out = b.out.device_ptr();
+        // One block per problem: the adjoint kernel's partials are the results.
+        let partials = if blocks == 1 {
+            out
+        } else {
+            b.partials.device_ptr()
+        };
+        let grad = gradient as u32;
+        let gpu = &self.gpu;
+        // SAFETY: the buffers were allocated for (m, n, p, slices) in `new`: x0 p m 4,
+        // u p n m 2, traj p (n + 1) m 4, pair_v p slices n m, pair_g p slices n m 2,
+        // grad_* p n m 2, partials p blocks 2, out p 2; slices * chunk >= m and
+        // p * slices <= 65535 (`pair_slices`); each kernel's documented argument order.
+        unsafe {
+            gpu.launch(
+                MPC.pairs,
+                LaunchConfig::blocks(m.div_ceil(PAIR_BLOCK) as u32, PAIR_BLOCK as u32)
+                    .with_grid_y(n as u32)
+                    .with_grid_z((p * slices) as u32)
+                    .with_shared_bytes((2 * PAIR_BLOCK * size_of::<f64>()) as u32),
+                &mut [
+                    arg(&m),
+                    arg(&n),
+                    arg(&slices),
+                    arg(&chunk),
+                    arg(&prm),
+                    arg(&x0),
+                    arg(&u),
+                    arg(&traj),
+                    arg(&pv),
+                    arg(&pg),
+                ],
+            )?;
+            gpu.launch(
+                MPC.adjoint,
+                LaunchConfig::blocks(blocks as u32, BLOCK as u32)
+                    .with_grid_y(p as u32)
+                    .with_shared_bytes((BLOCK / 32 * size_of::<f64>()) as u32),
+                &mut [
+                    arg(&m),
+                    arg(&n),
+                    arg(&slices),
+                    arg(&prm),
+                    arg(&grad),
+                    arg(&traj),
+                    arg(&pv),
+                    arg(&pg),
+                    arg(&gj),
+                    arg(&gg),
+                    arg(&partials),
+                ],
+            )?;
+            if blocks > 1 {
+                gpu.launch(
+                    MPC.reduce,
+                    LaunchConfig::blocks(p as u32, 32),
+                    &mut [arg(&blocks), arg(&partials), arg(&out)],
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn launch_fd(&mut self, gradient: bool) -> Result<()> {
+        let (m, n, p) = (self.model.objects, self.model.horizon, self.batch);
+        let threads = m.next_multiple_of(32) as u32;
+        let shared = ((32 + 2 * m) * size_of::<f64>()) as u32;
+        let prm = self.params;
+        let h = FD_STEP;
+        let b = &mut self.buf;
+        let (x0, u, traj) = (b.x0.device_ptr(), b.u.device_ptr(), b.traj.device_ptr());
+        let (steps, out) = (b.steps.device_ptr(), b.out.device_ptr());
+        let (gj, gg) = (b.grad_j.device_ptr(), b.grad_g.device_ptr());
+        let gpu = &self.gpu;
+        // SAFETY: as in `launch_exact`; steps has p (n + 1) 2 values; m <= 1024 (checked
+        // in `new`), so one thread per object fits a block, and the shared memory holds
+        // the reduction scratch and 2 m positions.
+        unsafe {
+            gpu.launch(
+                MPC.fd_nominal,
+                LaunchConfig::blocks(p as u32, threads).with_shared_bytes(shared),
+                &mut [
+                    arg(&m),
+                    arg(&n),
+                    arg(&prm),
+                    arg(&x0),
+                    arg(&u),
+                    arg(&traj),
+                    arg(&steps),
+                    arg(&out),
+                ],
+            )?;
+            if gradient {
+                gpu.launch(
+                    MPC.fd_gradient,
+                    LaunchConfig::blocks((n * m * NU) as u32, threads)
+                        .with_grid_y(p as u32)
+                        .with_shared_bytes(shared),
+                    &mut [
+                        arg(&m),
+                        arg(&n),
+                        arg(&prm),
+                        arg(&h),
+                        arg(&u),
+                        arg(&traj),
+                        arg(&steps),
+                        arg(&gj),
+                        arg(&gg),
+                    ],
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads back `(J, g)` of every problem (synchronises).
+    pub fn download_values(&self) -> Result<Vec<Evaluation>> {
+        let out = self.buf.out.download()?;
+        Ok(out
+            .chunks_exact(2)
+            .map(|c| Evaluation {
+                cost: c[0],
+                constraint: c[1],
+            })
+            .collect())
+    }
+
+    /// `J` and `g` of `batch` problems (`x0`: `P M 4`, `u`: `P N M 2`).
+    pub fn evaluate_batch(&mut self, x0: &[f64], u: &[f64]) -> Result<Vec<Evaluation>> {
+        self.upload(x0, u)?;
+        self.launch(false)?;
+        self.download_values()
+    }
+
+    /// `J`, `g` and their gradients of `batch` problems; the gradients go to
+    /// `grad_cost` and `grad_constraint` (`P N M 2` each, the layout of `u`).
+    pub fn gradient_batch(
+        &mut self,
+        x0: &[f64],
+        u: &[f64],
+        grad_cost: &mut [f64],
+        grad_constraint: &mut [f64],
+    ) -> Result<Vec<Evaluation>> {
+        let len = self.batch * self.model.controls();
+        check_len(OP, "grad_cost", len, grad_cost.len())?;
+        check_len(OP, "grad_constraint", len, grad_constraint.len())?;
+        self.upload(x0, u)?;
+        self.launch(true)?;
+        self.buf.grad_j.copy_to_host(grad_cost)?;
+        self.buf.grad_g.copy_to_host(grad_constraint)?;
+        self.download_values()
+    }
+}
+
+impl Evaluator for GpuEvaluator {
+    fn model(&self) -> &SwarmModel {
+        &self.model
+    }
+    fn device(&self) -> String {
+        self.gpu.name().unwrap_or_else(|_| "GPU".into())
+    }
+    fn set_reference(&mut self, reference: [f64; 4]) -> Result<()> {
+        let mut model = self.model;
+        model.reference = reference;
+        model.validate()?;
+        self.model = model;
+        self.params = model.params();
+        // The graphs hold the old parameters.
+        self.graphs = [None, None];
+        self.calls = [0, 0];
+        Ok(())
+    }
+    fn evaluate(&mut self, x0: &[f64], u: &[f64]) -> Result<Evaluation> {
+        self.single()?;
+        Ok(self.evaluate_batch(x0, u)?[0])
+    }
+    fn gradient(
+        &mut self,
+        x0: &[f64],
+        u: &[f64],
+        grad_cost: &mut [f64],
+        grad_constraint: &mut [f64],
+    ) -> Result<Evaluation> {
+        self.single()?;
+        Ok(self.gradient_batch(x0, u, grad_cost, grad_constraint)?[0])
+    }
+}
+
+impl GpuEvaluator {
+    fn single(&self) -> Result<()> {
+        if self.batch == 1 {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument {
+                op: OP,
+                reason: format!(
+                    "the Evaluator interface takes one problem; this evaluator has batch {}",
+                    self.batch
+                ),
+            })
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! `ferrocuda mpc` as users call it: the JSON report of a short closed loop on the CPU
+//! (and the GPU where there is one), the plot, and bad input.
+
+mod common;
+
+use common::cli::{ferrocuda, gpu_present};
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = ferrocuda()
+        .arg("mpc")
+        .args(args)
+        .arg("--json")
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+fn check(v: &serde_json::Value, objects: u64, steps: u64) {
+    assert_eq!(v["objects"], objects);
+    assert_eq!(v["steps"], steps);
+    assert_eq!(v["constraint_violations"], 0, "{v}");
+    let d = v["final_distance_to_reference"].as_f64().expect("distance");
+    assert!(d.is_finite() && d >= 0.0);
+    let e = v["evaluation_seconds"]
+        .as_f64()
+        .expect("evaluation_seconds");
+    let o = v["optimizer_seconds"].as_f64().expect("optimizer_seconds");
+    let t = v["total_seconds"].as_f64().expect("total_seconds");
+    assert!(
+        e > 0.0 && o >= 0.0 && e + o <= t * 1.01 + 1e-3,
+        "{e} {o} {t}"
+    );
+    assert!(v["gradient_evaluations"].as_u64().unwrap() > 0);
+    assert_eq!(v["per_step"].as_array().unwrap().len() as u64, steps);
+}
+
+#[test]
+fn cpu_closed_loop_reports_violations_distance_and_timing() {
+    let v = json(&[
+        "--objects",
+        "8",
+        "--horizon",
+        "5",
+        "--steps",
+        "60",
+        "--gradient",
+        "exact",
+    ]);
+    check(&v, 8, 60);
+    assert_eq!(v["device"], "cpu");
+    assert_eq!(v["gradient"], "exact");
+    // The thesis's forward differences give the same kind of run.
+    let f = json(&[
+        "--objects",
+        "4",
+        "--horizon",
+        "3",
+        "--steps",
+        "20",
+        "--gradient",
+        "fd",
+    ]);
+    check(&f, 4, 20);
+    assert_eq!(f["gradient"], "fd");
+}
+
+#[test]
+fn the_swarm_approaches_the_reference() {
+    // 300 steps of 0.02 s with reference 0 all the way (switch after the end is not
+    // possible from the CLI; half way the reference becomes (3, 0)): the final mean
+    // distance is measured to (3, 0) and must be below the starting one (about 3.2).
+    let v = json(&["--objects", "4", "--horizon", "5", "--steps", "300"]);
+    check(&v, 4, 300);
+    let d = v["final_distance_to_reference"].as_f64().unwrap();
+    assert!(d < 3.0, "final distance {d}");
+}
+
+#[test]
+fn plot_is_written() {
+    let dir = std::env::temp_dir().join(format!("ferrocuda-mpc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let png = dir.join("swarm.png");
+    let out = ferrocuda()
+        .args([
+            "mpc",
+            "--objects",
+            "6",
+            "--horizon",
+            "3",
+            "--steps",
+            "10",
+            "--plot",
+        ])
+        .arg(&png)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = std::fs::read(&png).expect("png");
+    assert_eq!(&bytes[1..4], b"PNG");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("constraint violations"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn gpu_closed_loop_matches_the_cpu_in_kind() {
+    if !gpu_present("gpu_closed_loop_matches_the_cpu_in_kind") {
+        return;
+    }
+    let args = ["--objects", "16", "--horizon", "5", "--steps", "40"];
+    let mut g = args.to_vec();
+    g.extend(["--device", "gpu"]);
+    let v = json(&g);
+    check(&v, 16, 40);
+    assert_eq!(v["device"], "gpu");
+    let f = json(&[
+        "--objects",
+        "16",
+        "--horizon",
+        "5",
+        "--steps",
+        "10",
+        "--device",
+        "gpu",
+        "--gradient",
+        "fd",
+    ]);
+    check(&f, 16, 10);
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    for (args, needle) in [
+        (vec!["--objects", "0"], "--objects must be at least 1"),
+        (vec!["--horizon", "0"], "--horizon must be at least 1"),
+        (vec!["--steps", "0"], "--steps must be at least 1"),
+        (vec!["--margin", "-0.1"], "--margin must be in"),
+        (vec!["--gradient", "central"], "invalid value"),
+        (vec!["--objects", "many"], "invalid value"),
+    ] {
+        let out = ferrocuda().arg("mpc").args(&args).output().expect("run");
+        assert!(!out.status.success(), "{args:?} succeeded");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}

@@ -1,0 +1,232 @@
+//! The swarm MPC on the GPU against the CPU twin (f64): `J`, `g` and exact gradients on
+//! random crowded swarms at sizes around the block and tile boundaries, several problems
+//! per launch, the thesis's forward differences, exact against central differences,
+//! bit-identical reruns, the closed loop, and bad input. Host outputs are poisoned with
+//! NaN before each run (the device buffers start as NaN too), so an unwritten value
+//! shows. Each test skips visibly without a GPU (`FERROCUDA_REQUIRE_GPU=1` fails).
+
+mod common;
+
+use common::gpu_or_skip;
+use ferrocuda::mpc::gpu::GpuEvaluator;
+use ferrocuda::mpc::optimize::{MpcOptions, closed_loop};
+use ferrocuda::mpc::{Evaluator, Gradient, SwarmModel, cpu};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+/// `batch` crowded swarms around the first disc (close pairs, objects inside discs,
+/// some too fast) and random controls.
+fn crowded(model: &SwarmModel, batch: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let side = 0.12 * (model.objects as f64).sqrt().max(1.0);
+    let x0 = (0..batch * model.objects)
+        .flat_map(|_| {
+            [
+                1.4 + rng.random_range(-side..side),
+                rng.random_range(-1.3..1.3),
+                rng.random_range(-side..side),
+                rng.random_range(-1.3..1.3),
+            ]
+        })
+        .collect();
+    let u = (0..batch * model.controls())
+        .map(|_| rng.random_range(-12.0..12.0))
+        .collect();
+    (x0, u)
+}
+
+fn rel_err(a: &[f64], b: &[f64]) -> f64 {
+    assert!(
+        a.iter().all(|v| v.is_finite()),
+        "a value was not written (NaN)"
+    );
+    let scale = b.iter().fold(0.0f64, |s, v| s.max(v.abs())).max(1e-300);
+    a.iter()
+        .zip(b)
+        .fold(0.0f64, |s, (x, y)| s.max((x - y).abs()))
+        / scale
+}
+
+#[test]
+fn exact_path_matches_the_cpu() {
+    let Some(gpu) = gpu_or_skip("exact_path_matches_the_cpu") else {
+        return;
+    };
+    let cases = [
+        (1, 1, 1),
+        (2, 3, 2),
+        (31, 5, 1),
+        (32, 10, 3),
+        (33, 4, 2),
+        (255, 5, 1),
+        (256, 10, 2),
+        (257, 3, 2),
+        (1000, 2, 1),
+    ];
+    let mut active = 0;
+    for &(m, n, batch) in &cases {
+        let model = SwarmModel::new(m, n).unwrap();
+        let (x0, u) = crowded(&model, batch, 31 * m as u64 + n as u64);
+        let len = model.controls();
+        let mut ev = GpuEvaluator::new(&gpu, model, Gradient::Exact, batch).unwrap();
+        let values = ev.evaluate_batch(&x0, &u).unwrap();
+        let (mut gj, mut gg) = (vec![f64::NAN; batch * len], vec![f64::NAN; batch * len]);
+        let with_grad = ev.gradient_batch(&x0, &u, &mut gj, &mut gg).unwrap();
+        for q in 0..batch {
+            let (xq, uq) = (&x0[q * 4 * m..(q + 1) * 4 * m], &u[q * len..(q + 1) * len]);
+            let (mut cj, mut cg) = (vec![0.0; len], vec![0.0; len]);
+            let c = cpu::gradient(&model, xq, uq, Gradient::Exact, &mut cj, &mut cg).unwrap();
+            for e in [values[q], with_grad[q]] {
+                assert!(
+                    (e.cost - c.cost).abs() <= 1e-12 * c.cost.abs(),
+                    "M={m} N={n} q={q}: J {} vs {}",
+                    e.cost,
+                    c.cost
+                );
+                assert!(
+                    (e.constraint - c.constraint).abs() <= 1e-11 * (1.0 + c.constraint.abs()),
+                    "M={m} N={n} q={q}: g {} vs {}",
+                    e.constraint,
+                    c.constraint
+                );
+            }
+            let rj = rel_err(&gj[q * len..(q + 1) * len], &cj);
+            let rg = rel_err(&gg[q * len..(q + 1) * len], &cg);
+            eprintln!("M={m} N={n} q={q}: GPU vs CPU exact gradients: J {rj:.1e}, g {rg:.1e}");
+            assert!(rj < 1e-11 && rg < 1e-11, "M={m} N={n} q={q}: {rj:e} {rg:e}");
+            active += (c.constraint < 0.0) as usize;
+        }
+    }
+    assert!(
+        active >= 10,
+        "the constraint is active in only {active} problems"
+    );
+}
+
+#[test]
+fn gpu_exact_gradients_match_central_differences() {
+    let Some(gpu) = gpu_or_skip("gpu_exact_gradients_match_central_differences") else {
+        return;
+    };
+    for &(m, n) in &[(3, 4), (40, 6)] {
+        let model = SwarmModel::new(m, n).unwrap();
+        let (x0, u) = crowded(&model, 1, 900 + m as u64);
+        let len = model.controls();
+        let mut ev = GpuEvaluator::new(&gpu, model, Gradient::Exact, 1).unwrap();
+        let (mut gj, mut gg) = (vec![f64::NAN; len], vec![f64::NAN; len]);
+        ev.gradient(&x0, &u, &mut gj, &mut gg).unwrap();
+        let (mut cj, mut cg) = (vec![0.0; len], vec![0.0; len]);
+        cpu::gradient(&model, &x0, &u, Gradient::Central, &mut cj, &mut cg).unwrap();
+        let (rj, rg) = (rel_err(&gj, &cj), rel_err(&gg, &cg));
+        eprintln!("M={m} N={n}: GPU exact vs central differences: J {rj:.1e}, g {rg:.1e}");
+        assert!(rj < 1e-6 && rg < 1e-6, "{rj:e} {rg:e}");
+    }
+}
+
+#[test]
+fn thesis_forward_differences_match() {
+    let Some(gpu) = gpu_or_skip("thesis_forward_differences_match") else {
+        return;
+    };
+    for &(m, n, batch) in &[(1, 2, 1), (32, 5, 2), (100, 6, 1), (256, 3, 1)] {
+        let model = SwarmModel::new(m, n).unwrap();
+        let (x0, u) = crowded(&model, batch, 7 * m as u64 + n as u64);
+        let len = model.controls();
+        let mut ev = GpuEvaluator::new(&gpu, model, Gradient::Forward, batch).unwrap();
+        let (mut fj, mut fg) = (vec![f64::NAN; batch * len], vec![f64::NAN; batch * len]);
+        let vals = ev.gradient_batch(&x0, &u, &mut fj, &mut fg).unwrap();
+        for q in 0..batch {
+            let (xq, uq) = (&x0[q * 4 * m..(q + 1) * 4 * m], &u[q * len..(q + 1) * len]);
+            let (mut ej, mut eg) = (vec![0.0; len], vec![0.0; len]);
+            let c = cpu::gradient(&model, xq, uq, Gradient::Exact, &mut ej, &mut eg).unwrap();
+            assert!((vals[q].cost - c.cost).abs() <= 1e-12 * c.cost);
+            assert!(
+                (vals[q].constraint - c.constraint).abs() <= 1e-11 * (1.0 + c.constraint.abs())
+            );
+            let rj = rel_err(&fj[q * len..(q + 1) * len], &ej);
+            let rg = rel_err(&fg[q * len..(q + 1) * len], &eg);
+            eprintln!(
+                "M={m} N={n} q={q}: GPU forward differences vs exact: J {rj:.1e}, g {rg:.1e}"
+            );
+            // Forward differences with h = 1e-7 carry rounding noise of about
+            // eps |S| / h, and |S| grows with M; a wrong kernel is off by O(1).
+            assert!(rj < 1e-3 && rg < 1e-3, "M={m} N={n}: {rj:e} {rg:e}");
+        }
+    }
+}
+
+#[test]
+fn reruns_are_bit_identical() {
+    let Some(gpu) = gpu_or_skip("reruns_are_bit_identical") else {
+        return;
+    };
+    let model = SwarmModel::new(600, 7).unwrap();
+    let (x0, u) = crowded(&model, 1, 3);
+    let len = model.controls();
+    let mut ev = GpuEvaluator::new(&gpu, model, Gradient::Exact, 1).unwrap();
+    let run = |ev: &mut GpuEvaluator| {
+        let (mut a, mut b) = (vec![f64::NAN; len], vec![f64::NAN; len]);
+        let e = ev.gradient_batch(&x0, &u, &mut a, &mut b).unwrap();
+        (e, a, b)
+    };
+    let first = run(&mut ev);
+    let second = run(&mut ev);
+    assert_eq!(first.0, second.0);
+    assert!(
+        first
+            .1
+            .iter()
+            .zip(&second.1)
+            .all(|(a, b)| a.to_bits() == b.to_bits())
+    );
+    assert!(
+        first
+            .2
+            .iter()
+            .zip(&second.2)
+            .all(|(a, b)| a.to_bits() == b.to_bits())
+    );
+}
+
+#[test]
+fn closed_loop_on_the_gpu_keeps_every_constraint() {
+    let Some(gpu) = gpu_or_skip("closed_loop_on_the_gpu_keeps_every_constraint") else {
+        return;
+    };
+    let model = SwarmModel::new(16, 5).unwrap();
+    let opts = MpcOptions::with_steps(120);
+    let mut ev = GpuEvaluator::new(&gpu, model.tightened(opts.margin), Gradient::Exact, 1).unwrap();
+    let r = closed_loop(&mut ev, &model, &opts, |_, _| {}).unwrap();
+    eprintln!(
+        "GPU closed loop: violations {} worst {:?} final distance {:.4} evals {}+{}",
+        r.constraint_violations,
+        r.worst,
+        r.final_distance_to_reference,
+        r.value_evaluations,
+        r.gradient_evaluations
+    );
+    assert_eq!(r.constraint_violations, 0, "{:?}", r.worst);
+    assert!(r.gradient_evaluations > 0);
+}
+
+#[test]
+fn bad_input_is_an_error() {
+    let Some(gpu) = gpu_or_skip("bad_input_is_an_error") else {
+        return;
+    };
+    let big = SwarmModel::new(1025, 2).unwrap();
+    assert!(GpuEvaluator::new(&gpu, big, Gradient::Forward, 1).is_err());
+    assert!(GpuEvaluator::new(&gpu, big, Gradient::Exact, 1).is_ok());
+    let model = SwarmModel::new(8, 2).unwrap();
+    assert!(GpuEvaluator::new(&gpu, model, Gradient::Central, 1).is_err());
+    assert!(GpuEvaluator::new(&gpu, model, Gradient::Exact, 0).is_err());
+    let mut ev = GpuEvaluator::new(&gpu, model, Gradient::Exact, 2).unwrap();
+    let (x0, u) = crowded(&model, 2, 1);
+    assert!(ev.evaluate_batch(&x0[1..], &u).is_err());
+    assert!(ev.evaluate_batch(&x0, &u[..u.len() - 1]).is_err());
+    let mut bad = u.clone();
+    bad[5] = f64::INFINITY;
+    assert!(ev.evaluate_batch(&x0, &bad).is_err());
+    // The single-problem interface on a batch evaluator.
+    assert!(ev.evaluate(&x0[..32], &u[..model.controls()]).is_err());
+}
