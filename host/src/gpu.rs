@@ -374,6 +374,63 @@ impl Gpu {
         Ok(())
     }
 
+    /// Launches `kernel` cooperatively on this stream (`cuLaunchCooperativeKernel`): all
+    /// blocks are resident at once, or the launch fails, so the kernel may synchronise the
+    /// whole grid. Size the grid with [`Gpu::resident_blocks`].
+    ///
+    /// # Safety
+    /// As [`Gpu::launch`].
+    pub unsafe fn launch_cooperative(
+        &self,
+        kernel: &'static str,
+        cfg: LaunchConfig,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
+        cfg.validate(kernel)?;
+        let f = self.function(kernel)?;
+        self.bind()?;
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            result::launch_cooperative_kernel(
+                f.cu_function(),
+                cfg.grid,
+                cfg.block,
+                cfg.shared_bytes,
+                self.state.stream.cu_stream(),
+                params,
+            )
+        }
+        .map_err(|e| Error::Launch {
+            kernel,
+            status: DriverStatus(e),
+        })?;
+        *lock(&self.state.last_kernel) = kernel;
+        Ok(())
+    }
+
+    /// How many blocks of `threads` threads and `shared_bytes` bytes of dynamic shared
+    /// memory of `kernel` can be resident on the whole device at once (multiprocessors x
+    /// the occupancy calculator's blocks per multiprocessor): the largest cooperative grid.
+    pub fn resident_blocks(
+        &self,
+        kernel: &'static str,
+        threads: u32,
+        shared_bytes: usize,
+    ) -> Result<usize> {
+        let f = self.function(kernel)?;
+        self.bind()?;
+        let per_sm = check(
+            f.occupancy_max_active_blocks_per_multiprocessor(threads, shared_bytes, None),
+            || format!("cuOccupancyMaxActiveBlocksPerMultiprocessor({kernel})"),
+        )?;
+        let sms = check(
+            self.context()
+                .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+            || "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)".into(),
+        )?;
+        Ok(per_sm as usize * sms.max(0) as usize)
+    }
+
     /// Runs `f` with a device scratch area of at least `bytes` bytes, reused across
     /// calls on this stream (stream order makes reuse safe). Grows only when a larger
     /// area is asked for, so steady-state loops allocate nothing. Growing while the
