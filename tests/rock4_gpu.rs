@@ -282,6 +282,9 @@ fn thesis_problem_gpu_is_close_to_the_cpu() {
     for adv in [Advection::Central, Advection::Forward] {
         let p = ReactionAdvectionDiffusion::thesis(100, adv).unwrap();
         let d = p.on_device(&g);
+        let mut reference = p.initial();
+        let tight = Rock4Options::default().rtol(1e-10).atol(1e-10);
+        cpu::integrate(&p, 0.0, 1.0, &mut reference, &tight).unwrap();
         for (tol, c) in [1e-4, 1e-7]
             .into_iter()
             .flat_map(|tol| CONTROLLERS.map(|c| (tol, c)))
@@ -302,7 +305,17 @@ fn thesis_problem_gpu_is_close_to_the_cpu() {
             assert_eq!(rg.reason, StopReason::Finished);
             assert!(yg.iter().all(|v| v.is_finite()));
             assert!(max_abs(&yg) > 0.5 && max_abs(&yg) <= 1.0 + 10.0 * tol);
-            assert!(diff < 10.0 * tol, "{adv:?} {tol:e}: {diff:e}");
+            // The global error is 10-200 tol on both paths (measured on the CPU, central,
+            // against rtol = atol = 1e-10: 1.35e-6 at tol 1e-7, 2.1e-2 at 1e-4), and the
+            // two paths may split the interval into a different number of steps (H100:
+            // 111 vs 112 at 1e-7, |y_gpu - y_cpu| 1.6e-6), so the GPU is held to the CPU's
+            // own accuracy against the tight reference, not to 10 tol of the CPU.
+            let (eg, ec) = (max_abs_diff(&yg, &reference), max_abs_diff(&yc, &reference));
+            println!("  error vs rtol 1e-10 reference: gpu {eg:.2e}, cpu {ec:.2e}");
+            assert!(
+                eg <= 3.0 * ec.max(tol),
+                "{adv:?} {tol:e} {c:?}: {eg:e} vs {ec:e}"
+            );
         }
     }
 }

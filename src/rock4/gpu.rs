@@ -9,7 +9,8 @@
 //! deterministic two-stage reduction (fixed block partials, then `sum_partials_f64`).
 //!
 //! **Where the steps are decided** ([`Controller`]):
-//! - **Device** (the default for the built-in stencil problems, [`DeviceRhs::stencil`]):
+//! - **Device** (the default for the built-in stencil problems, [`DeviceRhs::stencil`],
+//!   up to [`AUTO_DEVICE_MAX_POINTS`] unknowns):
 //!   one cooperative launch of `rock4_persistent_f64` runs up to [`ATTEMPTS_PER_LAUNCH`]
 //!   attempts: start-up step, spectral radius (Gershgorin bound as a grid maximum, or
 //!   the power iteration with its norms reduced and its estimate formed on the device),
@@ -271,7 +272,10 @@ pub fn integrate<R: DeviceRhs + ?Sized>(
         });
     }
     match (opts.controller, rhs.stencil()) {
-        (Controller::Device | Controller::Auto, Some(DeviceStencil(st))) => {
+        (Controller::Device, Some(DeviceStencil(st))) => {
+            return integrate_persistent(&st, &gpu, t0, t_end, y, opts);
+        }
+        (Controller::Auto, Some(DeviceStencil(st))) if n <= AUTO_DEVICE_MAX_POINTS => {
             return integrate_persistent(&st, &gpu, t0, t_end, y, opts);
         }
         (Controller::Device, None) => {
@@ -717,6 +721,16 @@ pub struct DeviceStencil(pub(crate) StencilLaunch);
 /// host wait per this many attempts.
 pub const ATTEMPTS_PER_LAUNCH: usize = 4096;
 
+/// [`Controller::Auto`] takes the persistent kernel up to this many unknowns and the
+/// host-decided path above. Measured on an H100 (H100 run of the rock4dev branch,
+/// docs/notes/gpu-runs-rock4dev.md): the persistent kernel is 1.5-2.7x faster to t = 1
+/// on Table 6.4's grids (N <= 256, latency bound), but on 1024^2 and larger its stages
+/// run at a lower bandwidth (one or two 256-thread blocks per multiprocessor, the
+/// registers of the whole integration) and a step costs 1.3x (1024^2) to 1.7x
+/// (4096^2, 8192^2) the host-decided one. The switch lies between 256^2 and 1024^2,
+/// at 512^2 (not measured).
+pub const AUTO_DEVICE_MAX_POINTS: usize = 512 * 512;
+
 /// Threads per block of the persistent kernel.
 const PERSISTENT_THREADS: u32 = 256;
 
@@ -726,7 +740,7 @@ const POINTS_PER_THREAD: usize = 4;
 
 /// `value` as its 8-byte words (the device keeps the state in a `u64` buffer).
 fn to_words<T: Copy>(value: &T) -> Vec<u64> {
-    const { assert!(size_of::<T>() % 8 == 0 && align_of::<T>() == 8) };
+    const { assert!(size_of::<T>().is_multiple_of(8) && align_of::<T>() == 8) };
     // SAFETY: T is a `#[repr(C)]` struct of 8-byte `f64`/`u64` fields (no padding), so
     // its bytes are size_of::<T>() / 8 initialised words.
     unsafe { std::slice::from_raw_parts((value as *const T).cast::<u64>(), size_of::<T>() / 8) }
@@ -735,7 +749,7 @@ fn to_words<T: Copy>(value: &T) -> Vec<u64> {
 
 /// The `T` stored in `words` (inverse of [`to_words`]).
 fn from_words<T: Copy>(words: &[u64]) -> T {
-    const { assert!(size_of::<T>() % 8 == 0 && align_of::<T>() == 8) };
+    const { assert!(size_of::<T>().is_multiple_of(8) && align_of::<T>() == 8) };
     assert!(words.len() * 8 >= size_of::<T>(), "state buffer too short");
     // SAFETY: enough initialised words; every bit pattern is a valid f64/u64 field.
     unsafe { std::ptr::read_unaligned(words.as_ptr().cast::<T>()) }

@@ -141,7 +141,8 @@ pub enum StepControl {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Controller {
-    /// [`Controller::Device`] for the built-in stencil problems ([`DeviceRhs::stencil`]),
+    /// [`Controller::Device`] for the built-in stencil problems ([`DeviceRhs::stencil`])
+    /// of up to [`gpu::AUTO_DEVICE_MAX_POINTS`] unknowns (where it is the faster path),
     /// else [`Controller::Host`].
     #[default]
     Auto,
