@@ -12,6 +12,16 @@ use crate::error::{DriverStatus, Error, Result, check};
 use crate::launch::LaunchConfig;
 use crate::memory::Allocation;
 
+/// `cuLaunchKernel` or `cuLaunchCooperativeKernel` as cudarc wraps them.
+type LaunchFn = unsafe fn(
+    sys::CUfunction,
+    (u32, u32, u32),
+    (u32, u32, u32),
+    u32,
+    sys::CUstream,
+    &mut [*mut c_void],
+) -> std::result::Result<(), cudarc::driver::DriverError>;
+
 /// Whether the CUDA driver library (`libcuda.so.1`) can be loaded. cudarc panics at the
 /// first driver call without it, so every entry point asks this first.
 pub fn driver_present() -> bool {
@@ -352,12 +362,28 @@ impl Gpu {
         cfg: LaunchConfig,
         params: &mut [*mut c_void],
     ) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch_via(kernel, cfg, params, result::launch_kernel) }
+    }
+
+    /// The body of [`Gpu::launch`] and [`Gpu::launch_cooperative`]: validates, looks the
+    /// kernel up, binds the context, launches with `how`, records the kernel's name.
+    ///
+    /// # Safety
+    /// As [`Gpu::launch`].
+    unsafe fn launch_via(
+        &self,
+        kernel: &'static str,
+        cfg: LaunchConfig,
+        params: &mut [*mut c_void],
+        how: LaunchFn,
+    ) -> Result<()> {
         cfg.validate(kernel)?;
         let f = self.function(kernel)?;
         self.bind()?;
         // SAFETY: forwarded from the caller.
         unsafe {
-            result::launch_kernel(
+            how(
                 f.cu_function(),
                 cfg.grid,
                 cfg.block,
@@ -386,26 +412,8 @@ impl Gpu {
         cfg: LaunchConfig,
         params: &mut [*mut c_void],
     ) -> Result<()> {
-        cfg.validate(kernel)?;
-        let f = self.function(kernel)?;
-        self.bind()?;
         // SAFETY: forwarded from the caller.
-        unsafe {
-            result::launch_cooperative_kernel(
-                f.cu_function(),
-                cfg.grid,
-                cfg.block,
-                cfg.shared_bytes,
-                self.state.stream.cu_stream(),
-                params,
-            )
-        }
-        .map_err(|e| Error::Launch {
-            kernel,
-            status: DriverStatus(e),
-        })?;
-        *lock(&self.state.last_kernel) = kernel;
-        Ok(())
+        unsafe { self.launch_via(kernel, cfg, params, result::launch_cooperative_kernel) }
     }
 
     /// How many blocks of `threads` threads and `shared_bytes` bytes of dynamic shared

@@ -44,22 +44,7 @@ pub(crate) fn run(
     let start = Instant::now();
     let tab = tables();
     let fixed = o.step_control == StepControl::Fixed;
-    let mut report = Rock4Report {
-        reason: StopReason::Finished,
-        final_time: t0,
-        steps_accepted: 0,
-        steps_rejected: 0,
-        f_evals: 0,
-        rho_evals: 0,
-        rho_unconverged: 0,
-        rho_min: f64::INFINITY,
-        rho_max: 0.0,
-        max_stages: 0,
-        h_next: 0.0,
-        history: Vec::new(),
-        seconds: 0.0,
-        device_launches: 0,
-    };
+    let mut report = Rock4Report::start(t0);
     b.eval_initial(t0)?;
 
     let span = t_end - t0;

@@ -827,22 +827,7 @@ fn integrate_persistent(
     let per_launch = o.attempts_per_launch.min(o.max_steps);
     let history = gpu.alloc::<u64>(per_launch * log_words)?;
     let mut s = init;
-    let mut report = Rock4Report {
-        reason: StopReason::Finished,
-        final_time: t0,
-        steps_accepted: 0,
-        steps_rejected: 0,
-        f_evals: 0,
-        rho_evals: 0,
-        rho_unconverged: 0,
-        rho_min: 0.0,
-        rho_max: 0.0,
-        max_stages: 0,
-        h_next: 0.0,
-        history: Vec::new(),
-        seconds: 0.0,
-        device_launches: 0,
-    };
+    let mut report = Rock4Report::start(t0);
     let cfg =
         LaunchConfig::blocks(blocks as u32, PERSISTENT_THREADS).with_shared_bytes(shared as u32);
     loop {

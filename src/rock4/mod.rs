@@ -336,6 +336,28 @@ pub struct Rock4Report {
     pub device_launches: usize,
 }
 
+impl Rock4Report {
+    /// The report before the first step from `t0`.
+    pub(crate) fn start(t0: f64) -> Self {
+        Rock4Report {
+            reason: StopReason::Finished,
+            final_time: t0,
+            steps_accepted: 0,
+            steps_rejected: 0,
+            f_evals: 0,
+            rho_evals: 0,
+            rho_unconverged: 0,
+            rho_min: f64::INFINITY,
+            rho_max: 0.0,
+            max_stages: 0,
+            h_next: 0.0,
+            history: Vec::new(),
+            seconds: 0.0,
+            device_launches: 0,
+        }
+    }
+}
+
 /// Checks what both paths check: a non-empty system, `y` of length `n`, finite
 /// `t0 < t_end`, the tolerances, `h0`, `max_steps`.
 pub(crate) fn validate(
