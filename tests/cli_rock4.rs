@@ -201,15 +201,23 @@ fn gpu_matches_the_cpu() {
         "1e-8",
     ];
     let cpu = json(&args);
-    let mut g = args.to_vec();
-    g.extend(["--device", "gpu"]);
-    let gpu = json(&g);
-    assert_eq!(gpu["device"], "gpu");
-    assert!(gpu["gpu_name"].is_string());
-    assert_eq!(gpu["steps_accepted"], cpu["steps_accepted"]);
-    assert_eq!(gpu["steps_rejected"], cpu["steps_rejected"]);
-    assert_eq!(gpu["final_time"], 0.1);
-    assert!(gpu["max_abs_error"].as_f64().unwrap() < 1e-6);
+    for controller in ["auto", "host", "device"] {
+        let mut g = args.to_vec();
+        g.extend(["--device", "gpu", "--controller", controller]);
+        let gpu = json(&g);
+        assert_eq!(gpu["device"], "gpu");
+        assert!(gpu["gpu_name"].is_string());
+        assert_eq!(gpu["steps_accepted"], cpu["steps_accepted"], "{controller}");
+        assert_eq!(gpu["steps_rejected"], cpu["steps_rejected"], "{controller}");
+        assert_eq!(gpu["final_time"], 0.1);
+        assert!(gpu["max_abs_error"].as_f64().unwrap() < 1e-6);
+        let launches = gpu["report"]["device_launches"].as_u64().unwrap();
+        assert_eq!(
+            launches == 0,
+            controller == "host",
+            "{controller}: {launches}"
+        );
+    }
     let jahn = json(&["--problem", "jahn", "--n", "100", "--device", "gpu"]);
     assert_eq!(jahn["reason"], "finished");
     let hi = jahn["solution_range"][1].as_f64().unwrap();

@@ -11,8 +11,21 @@ use ferrocuda::Error;
 use ferrocuda::gpu::Gpu;
 use ferrocuda::rock4::problems::{Advection, Heat2d, ReactionAdvectionDiffusion};
 use ferrocuda::rock4::{
-    DeviceRhs, Rhs, Rock4Options, Rock4Report, SpectralRadius, StepRecord, StopReason, cpu, gpu,
+    Controller, DeviceRhs, Rhs, Rock4Options, Rock4Report, SpectralRadius, StepRecord, StopReason,
+    cpu, gpu,
 };
+use ferrocuda_host::{DeviceView, DeviceViewMut};
+
+/// Both places the GPU path can take its step decisions.
+const CONTROLLERS: [Controller; 2] = [Controller::Host, Controller::Device];
+
+/// Checks that a run took the path asked for.
+fn check_path(what: &str, c: Controller, r: &Rock4Report) {
+    match c {
+        Controller::Host => assert_eq!(r.device_launches, 0, "{what}"),
+        _ => assert!(r.device_launches >= 1, "{what}"),
+    }
+}
 
 fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
     a.iter()
@@ -165,22 +178,27 @@ fn heat_gpu_takes_the_cpu_steps() {
     let Some(g) = gpu_or_skip("heat_gpu_takes_the_cpu_steps") else {
         return;
     };
-    for (n, nu, h0) in [
+    for (n, nu, h0, c) in [
         (15usize, 1.0, None),
         (31, 0.5, None),
         (64, 1.0, Some(0.05)),
-        // Not yet: (200, 1.0, Some(1e-4)) takes the same decisions for 4 attempts, then
-        // `err` differs by 4 % (s = 63, h rho = 1288) with `h` 4 ulps apart: rounding
-        // amplified by the stages or a difference to find (open).
-    ] {
+        // Not here: (200, 1.0, Some(1e-4)) takes the same decisions for 4 attempts, then
+        // `err` differs by 4 % (s = 63, h rho = 1288) with `h` 4 ulps apart: the error
+        // estimate of this case is rounding-dominated, see
+        // tests/rock4.rs `heat_200_error_estimate_is_rounding_dominated`.
+    ]
+    .into_iter()
+    .flat_map(|(n, nu, h0)| CONTROLLERS.map(|c| (n, nu, h0, c)))
+    {
         let heat = Heat2d::new(n, nu).unwrap();
         let d = heat.on_device(&g);
-        let mut opts = Rock4Options::default().rtol(1e-6).atol(1e-6);
+        let mut opts = Rock4Options::default().rtol(1e-6).atol(1e-6).controller(c);
         if let Some(h) = h0 {
             opts = opts.h0(h);
         }
         let ((yc, rc), (yg, rg)) = both(&g, &heat, &d, &heat.initial(), 0.1, &opts);
-        let what = format!("heat n={n} nu={nu} h0={h0:?}");
+        let what = format!("heat n={n} nu={nu} h0={h0:?} {c:?}");
+        check_path(&what, c, &rg);
         let (dh, derr) = assert_same_steps(&what, &rc.history, &rg.history);
         let dy = max_abs_diff(&yc, &yg) / max_abs(&yc);
         println!(
@@ -217,18 +235,23 @@ fn heat_gpu_matches_the_exact_solution() {
     for (n, nu) in [(15usize, 1.0), (100, 0.5)] {
         let heat = Heat2d::new(n, nu).unwrap();
         let d = heat.on_device(&g);
-        for rho in [SpectralRadius::Auto, SpectralRadius::PowerIteration] {
+        for (rho, c) in [SpectralRadius::Auto, SpectralRadius::PowerIteration]
+            .into_iter()
+            .flat_map(|rho| CONTROLLERS.map(|c| (rho, c)))
+        {
             let opts = Rock4Options::default()
                 .rtol(1e-8)
                 .atol(1e-8)
-                .spectral_radius(rho);
+                .spectral_radius(rho)
+                .controller(c);
             let mut y = g.upload(&heat.initial()).unwrap();
             let r = gpu::integrate(&d, 0.0, 0.1, &mut y, &opts).unwrap();
+            check_path("heat exact", c, &r);
             assert_eq!(r.reason, StopReason::Finished);
             assert_eq!(r.final_time, 0.1);
             let err = max_abs_diff(&y.download().unwrap(), &heat.exact(0.1));
             println!(
-                "gpu heat n = {n} {rho:?}: max error {err:.2e}, {} accepted, {} rejected, {} f evals, s <= {}, rho in [{:.1}, {:.1}], {:.3} s",
+                "gpu heat n = {n} {rho:?} {c:?}: max error {err:.2e}, {} accepted, {} rejected, {} f evals, s <= {}, rho in [{:.1}, {:.1}], {:.3} s",
                 r.steps_accepted,
                 r.steps_rejected,
                 r.f_evals,
@@ -259,12 +282,19 @@ fn thesis_problem_gpu_is_close_to_the_cpu() {
     for adv in [Advection::Central, Advection::Forward] {
         let p = ReactionAdvectionDiffusion::thesis(100, adv).unwrap();
         let d = p.on_device(&g);
-        for tol in [1e-4, 1e-7] {
-            let opts = Rock4Options::default().rtol(tol).atol(tol);
+        let mut reference = p.initial();
+        let tight = Rock4Options::default().rtol(1e-10).atol(1e-10);
+        cpu::integrate(&p, 0.0, 1.0, &mut reference, &tight).unwrap();
+        for (tol, c) in [1e-4, 1e-7]
+            .into_iter()
+            .flat_map(|tol| CONTROLLERS.map(|c| (tol, c)))
+        {
+            let opts = Rock4Options::default().rtol(tol).atol(tol).controller(c);
             let ((yc, rc), (yg, rg)) = both(&g, &p, &d, &p.initial(), 1.0, &opts);
+            check_path("thesis", c, &rg);
             let diff = max_abs_diff(&yc, &yg);
             println!(
-                "{adv:?} tol {tol:e}: cpu {}+{} steps, gpu {}+{} steps, |y_gpu - y_cpu| {diff:.2e}, gpu {:.3} s, cpu {:.3} s",
+                "{adv:?} tol {tol:e} {c:?}: cpu {}+{} steps, gpu {}+{} steps, |y_gpu - y_cpu| {diff:.2e}, gpu {:.3} s, cpu {:.3} s",
                 rc.steps_accepted,
                 rc.steps_rejected,
                 rg.steps_accepted,
@@ -275,7 +305,17 @@ fn thesis_problem_gpu_is_close_to_the_cpu() {
             assert_eq!(rg.reason, StopReason::Finished);
             assert!(yg.iter().all(|v| v.is_finite()));
             assert!(max_abs(&yg) > 0.5 && max_abs(&yg) <= 1.0 + 10.0 * tol);
-            assert!(diff < 10.0 * tol, "{adv:?} {tol:e}: {diff:e}");
+            // The global error is 10-200 tol on both paths (measured on the CPU, central,
+            // against rtol = atol = 1e-10: 1.35e-6 at tol 1e-7, 2.1e-2 at 1e-4), and the
+            // two paths may split the interval into a different number of steps (H100:
+            // 111 vs 112 at 1e-7, |y_gpu - y_cpu| 1.6e-6), so the GPU is held to the CPU's
+            // own accuracy against the tight reference, not to 10 tol of the CPU.
+            let (eg, ec) = (max_abs_diff(&yg, &reference), max_abs_diff(&yc, &reference));
+            println!("  error vs rtol 1e-10 reference: gpu {eg:.2e}, cpu {ec:.2e}");
+            assert!(
+                eg <= 3.0 * ec.max(tol),
+                "{adv:?} {tol:e} {c:?}: {eg:e} vs {ec:e}"
+            );
         }
     }
 }
@@ -322,12 +362,119 @@ fn bad_input_is_an_error_on_the_gpu() {
         1.0,
         &Rock4Options::default().max_steps(0),
     );
+    check(
+        "attempts_per_launch",
+        &y0,
+        0.0,
+        1.0,
+        &Rock4Options::default().attempts_per_launch(0),
+    );
     let mut bad = y0.clone();
     bad[5] = f64::NAN;
     check("NaN in y", &bad, 0.0, 1.0, &ok);
     // Max steps is a report, with y at the last accepted step.
+    for c in CONTROLLERS {
+        let mut dy = g.upload(&y0).unwrap();
+        let o = Rock4Options::default().max_steps(2).controller(c);
+        let r = gpu::integrate(&d, 0.0, 1.0, &mut dy, &o).unwrap();
+        check_path("max steps", c, &r);
+        assert_eq!(r.reason, StopReason::MaxSteps, "{c:?}");
+        assert_eq!(r.history.len(), 2, "{c:?}");
+        let mut y = y0.clone();
+        let rc = cpu::integrate(&heat, 0.0, 1.0, &mut y, &o).unwrap();
+        let dy = dy.download().unwrap();
+        assert!(max_abs_diff(&dy, &y) <= 1e-12, "{c:?}");
+        assert_eq!(rc.history.len(), 2);
+    }
+}
+
+/// A problem the persistent kernel cannot evaluate: the heat stencil behind the generic
+/// trait methods only.
+struct Opaque<'a>(&'a dyn DeviceRhs);
+
+impl DeviceRhs for Opaque<'_> {
+    fn dim(&self) -> usize {
+        self.0.dim()
+    }
+    fn gpu(&self) -> &Gpu {
+        self.0.gpu()
+    }
+    fn eval_unchecked(
+        &self,
+        t: f64,
+        y: &DeviceView<'_, f64>,
+        dy: &mut DeviceViewMut<'_, f64>,
+    ) -> ferrocuda::Result<()> {
+        self.0.eval_unchecked(t, y, dy)
+    }
+}
+
+#[test]
+fn device_controller_needs_a_stencil_and_auto_falls_back() {
+    let Some(g) = gpu_or_skip("device_controller_needs_a_stencil_and_auto_falls_back") else {
+        return;
+    };
+    let heat = Heat2d::new(20, 1.0).unwrap();
+    let d = heat.on_device(&g);
+    let opaque = Opaque(&d);
+    let y0 = heat.initial();
     let mut dy = g.upload(&y0).unwrap();
-    let r = gpu::integrate(&d, 0.0, 1.0, &mut dy, &Rock4Options::default().max_steps(2)).unwrap();
-    assert_eq!(r.reason, StopReason::MaxSteps);
-    assert_eq!(r.history.len(), 2);
+    let o = Rock4Options::default().controller(Controller::Device);
+    let e = gpu::integrate(&opaque, 0.0, 0.01, &mut dy, &o).expect_err("no stencil");
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
+    assert_eq!(dy.download().unwrap(), y0, "y modified");
+    // Auto: the host controller for a generic problem (power iteration), the persistent
+    // kernel for the stencil, the same steps on both.
+    let o = Rock4Options::default().spectral_radius(SpectralRadius::PowerIteration);
+    let r_host = gpu::integrate(&opaque, 0.0, 0.01, &mut dy, &o).unwrap();
+    let mut dy2 = g.upload(&y0).unwrap();
+    let r_dev = gpu::integrate(&d, 0.0, 0.01, &mut dy2, &o).unwrap();
+    check_path("opaque", Controller::Host, &r_host);
+    check_path("stencil", Controller::Device, &r_dev);
+    let (dh, derr) = assert_same_steps("auto", &r_host.history, &r_dev.history);
+    println!("auto: host vs device controller: h {dh:.1e}, err {derr:.1e}");
+    assert!(max_abs_diff(&dy.download().unwrap(), &dy2.download().unwrap()) <= 1e-10);
+}
+
+#[test]
+fn device_controller_resumes_across_launches_bit_for_bit() {
+    let Some(g) = gpu_or_skip("device_controller_resumes_across_launches_bit_for_bit") else {
+        return;
+    };
+    for (rho, n) in [
+        (SpectralRadius::Auto, 40usize),
+        (SpectralRadius::PowerIteration, 33),
+    ] {
+        let p = ReactionAdvectionDiffusion::thesis(n, Advection::Central).unwrap();
+        let d = p.on_device(&g);
+        let o = Rock4Options::default()
+            .controller(Controller::Device)
+            .spectral_radius(rho);
+        let mut y1 = g.upload(&p.initial()).unwrap();
+        let r1 = gpu::integrate(&d, 0.0, 0.5, &mut y1, &o).unwrap();
+        let mut y3 = g.upload(&p.initial()).unwrap();
+        let r3 = gpu::integrate(&d, 0.0, 0.5, &mut y3, &o.clone().attempts_per_launch(3)).unwrap();
+        let what = format!("{rho:?} n = {n}");
+        println!(
+            "{what}: {} attempts, {} and {} launches, {} rho estimates",
+            r1.history.len(),
+            r1.device_launches,
+            r3.device_launches,
+            r3.rho_evals
+        );
+        assert_eq!(r1.reason, StopReason::Finished, "{what}");
+        assert_eq!(r1.device_launches, 1, "{what}");
+        assert!(r3.device_launches >= r1.history.len() / 3, "{what}");
+        assert_eq!(r1.history, r3.history, "{what}");
+        assert_eq!(
+            (r1.f_evals, r1.rho_evals, r1.steps_accepted, r1.h_next),
+            (r3.f_evals, r3.rho_evals, r3.steps_accepted, r3.h_next),
+            "{what}"
+        );
+        let (a, b) = (y1.download().unwrap(), y3.download().unwrap());
+        assert!(
+            a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()),
+            "{what}"
+        );
+    }
 }

@@ -234,3 +234,68 @@ pub fn cp_async_commit() {
 pub fn cp_async_wait<const N: u32>() {
     unsafe { asm!("cp.async.wait_group {n};", n = const N, options(nostack)) };
 }
+
+/// Makes thread 0's `value` every thread's (through the first word of the dynamic shared
+/// memory); every thread of the block calls it. Ends with a barrier.
+#[inline(always)]
+pub fn block_broadcast(value: f64) -> f64 {
+    let shared = dynamic_shared::<f64>();
+    sync_threads();
+    if thread_idx() == 0 {
+        unsafe { *shared = value };
+    }
+    sync_threads();
+    let v = unsafe { *shared };
+    sync_threads();
+    v
+}
+
+/// Barrier for every thread of the grid, with the memory of the grid made visible across
+/// it (the pattern of CUDA's cooperative groups: a block barrier, then thread 0 fences,
+/// arrives at a counter and spins until the counter's top bit flips, fences again).
+///
+/// # Safety
+/// Every block of the grid must be resident at once (a cooperative launch guarantees it
+/// or fails), every thread must call it the same number of times, and `bar` must be a
+/// device `u32` used by this grid alone that is zero before the first launch (the
+/// counter's low bits return to their value after each barrier, so it stays usable for
+/// the next launch with the same or another grid size).
+#[inline(always)]
+pub unsafe fn grid_sync(bar: *mut u32) {
+    sync_threads();
+    if thread_idx() == 0 {
+        let blocks = grid_dim() as u32;
+        let inc = if block_idx() == 0 {
+            0x8000_0000u32.wrapping_sub(blocks - 1)
+        } else {
+            1
+        };
+        let old: u32;
+        unsafe {
+            asm!(
+                "membar.gl;",
+                "atom.add.u32 {old}, [{p}], {inc};",
+                old = out(reg32) old,
+                p = in(reg64) bar,
+                inc = in(reg32) inc,
+                options(nostack, preserves_flags)
+            );
+        }
+        loop {
+            let now: u32;
+            unsafe {
+                asm!(
+                    "ld.volatile.u32 {now}, [{p}];",
+                    now = out(reg32) now,
+                    p = in(reg64) bar,
+                    options(nostack, preserves_flags)
+                );
+            }
+            if (old ^ now) & 0x8000_0000 != 0 {
+                break;
+            }
+        }
+        unsafe { asm!("membar.gl;", options(nostack, preserves_flags)) };
+    }
+    sync_threads();
+}

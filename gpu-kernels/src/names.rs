@@ -418,6 +418,10 @@ pub struct Rock4Names {
     pub diff_sq_partial: &'static str,
     /// `out <- y + scale (a - b)`: `(n, scale, y, a, b, out)`.
     pub shift: &'static str,
+    /// The whole integration of a stencil problem in one cooperative launch (stages,
+    /// error norm, spectral radius and step decisions on the device):
+    /// `(params: crate::rock4::PersistentParams)`.
+    pub persistent: &'static str,
 }
 
 /// The ROCK4 kernel names.
@@ -435,9 +439,10 @@ pub const ROCK4: Rock4Names = Rock4Names {
     probe_partial: "rock4_probe_partial_f64",
     diff_sq_partial: "rock4_diff_sq_partial_f64",
     shift: "rock4_shift_f64",
+    persistent: "rock4_persistent_f64",
 };
 
-const fn rock4_list(n: Rock4Names) -> [&'static str; 13] {
+const fn rock4_list(n: Rock4Names) -> [&'static str; 14] {
     [
         n.stencil_eval,
         n.stencil_stage,
@@ -452,6 +457,7 @@ const fn rock4_list(n: Rock4Names) -> [&'static str; 13] {
         n.probe_partial,
         n.diff_sq_partial,
         n.shift,
+        n.persistent,
     ]
 }
 

@@ -248,6 +248,367 @@ pub fn probe_term(ft: f64, fy: f64, y: f64, rtol: f64, atol: f64) -> f64 {
     q * q
 }
 
+// ---------------------------------------------------------------------------------------
+// The step-size logic, written once: the CPU driver (`ferrocuda::rock4`) and the device
+// controller of the persistent kernel call these, so both take the same decisions from
+// the same error estimates.
+
+/// Unit roundoff of the reference code (`uround = 1e-16`).
+pub const UROUND: f64 = 1e-16;
+/// `sqrt(uround)`, the power iteration's relative perturbation.
+pub const SQRTU: f64 = 1e-8;
+/// The largest stage count `s = m + 4` (m = 148).
+pub const MAX_STAGES: usize = 152;
+/// Number of tabulated degrees.
+pub const DEGREES: usize = 50;
+
+/// The controller's state between attempts (all words 8 bytes: the device keeps it in a
+/// buffer of `u64`). Flags are `0`/`1`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Control {
+    /// Time of the current solution.
+    pub t: f64,
+    /// Step size of the next attempt.
+    pub h: f64,
+    /// Spectral radius in use.
+    pub rho: f64,
+    /// Error of the last accepted step (`0`: none yet).
+    pub errp: f64,
+    /// Size of the last accepted step.
+    pub hp: f64,
+    /// Largest step growth factor now (5 at the start, 2 after an acceptance, 1 after a
+    /// rejection).
+    pub facmax: f64,
+    /// Time of the last rejection.
+    pub told: f64,
+    /// The step size of fixed-step runs.
+    pub h_fixed: f64,
+    /// The step size the controller proposes next.
+    pub h_next: f64,
+    /// Attempts made.
+    pub attempts: u64,
+    /// Rejections in a row at the same time.
+    pub nrej: u64,
+    /// Spectral-radius refresh counter (refresh when 0).
+    pub nrho: u64,
+    /// The last attempt was rejected.
+    pub reject: u64,
+    /// The next attempt ends the interval.
+    pub last: u64,
+    /// A spectral radius has been estimated.
+    pub rho_known: u64,
+    /// `rho` was estimated at the current `(t, y)` already (the start-up heuristic).
+    pub rho_current: u64,
+}
+
+/// [`begin_attempt`]: go on.
+pub const GO: u32 = 0;
+/// [`begin_attempt`]: the step size fell below `10 uround` (or `t + h == t`).
+pub const STEP_TOO_SMALL: u32 = 1;
+/// [`begin_attempt`]: the most attempts are made.
+pub const MAX_ATTEMPTS: u32 = 2;
+/// [`finish_attempt`] flag: the attempt was accepted.
+pub const ACCEPTED: u32 = 1;
+/// [`finish_attempt`] flag: the interval is done.
+pub const DONE: u32 = 2;
+
+impl Control {
+    /// The state before the first attempt from `t0` with step `h`.
+    pub fn new(t0: f64, h: f64) -> Self {
+        Control {
+            t: t0,
+            h,
+            rho: 0.0,
+            errp: 0.0,
+            hp: h,
+            facmax: 5.0,
+            told: 0.0,
+            h_fixed: h,
+            h_next: 0.0,
+            attempts: 0,
+            nrej: 0,
+            nrho: 0,
+            reject: 0,
+            last: 0,
+            rho_known: 0,
+            rho_current: 0,
+        }
+    }
+}
+
+/// The start-up heuristic's (`rkc_init_dt`) trial step from `rho` on an interval of
+/// length `span` starting at `t0`: `(h, hmin)`; the probe is then taken at `h`.
+#[inline(always)]
+pub fn initial_trial_step(rho: f64, t0: f64, span: f64) -> (f64, f64) {
+    let hmin = 10.0 * f64::EPSILON * libm::fabs(t0).max(span);
+    let h = if rho * span > 1.0 { 1.0 / rho } else { span };
+    (h.max(hmin), hmin)
+}
+
+/// The start-up step from the trial `(h, hmin)` and `est = h * probe`.
+#[inline(always)]
+pub fn initial_step(h: f64, hmin: f64, span: f64, est: f64) -> f64 {
+    let r = crate::math::sqrt_f64(est);
+    if 0.1 * h < span * r {
+        (0.1 * h / r).max(hmin)
+    } else {
+        span
+    }
+}
+
+/// Start of an attempt: shortens the last step to end at `t_end`, checks the step size
+/// and the attempt count (returns [`GO`], [`STEP_TOO_SMALL`] or [`MAX_ATTEMPTS`]) and
+/// counts the attempt.
+#[inline(always)]
+pub fn begin_attempt(c: &mut Control, t_end: f64, max_attempts: u64) -> u32 {
+    if 1.01 * c.h >= libm::fabs(t_end - c.t) {
+        c.h = libm::fabs(t_end - c.t);
+        c.last = 1;
+    }
+    if c.h < 10.0 * UROUND || c.t + c.h == c.t {
+        return STEP_TOO_SMALL;
+    }
+    if c.attempts == max_attempts {
+        return MAX_ATTEMPTS;
+    }
+    c.attempts += 1;
+    GO
+}
+
+/// Whether this attempt refreshes the spectral radius (every 5th accepted step, before
+/// the retry of a rejected step that used an old estimate, once only for a constant
+/// Jacobian).
+#[inline(always)]
+pub fn needs_rho(c: &Control, jacobian_constant: bool) -> bool {
+    c.nrho == 0 && !(jacobian_constant && c.rho_known != 0)
+}
+
+/// The recurrence degree `m0` this attempt needs (`mdegre`): from
+/// `s0 = floor(sqrt((3 + h rho) / 0.353)) + 1`, capped at [`MAX_STAGES`] (then `h` is
+/// shortened to fit and the attempt no longer ends the interval); `m0 = max(s0, 5) - 4`.
+#[inline(always)]
+pub fn stages_needed(c: &mut Control) -> usize {
+    let mut s0 = (crate::math::sqrt_f64((3.0 + c.h * c.rho) / 0.353) as usize).saturating_add(1);
+    if s0 > MAX_STAGES {
+        c.h = 0.8 * (0.353 * (MAX_STAGES * MAX_STAGES) as f64 - 3.0) / c.rho;
+        s0 = MAX_STAGES;
+        c.last = 0;
+    }
+    s0.max(5) - 4
+}
+
+/// The first tabulated degree index `i < DEGREES` with `m_of(i) >= m0` (the last one if
+/// none is).
+#[inline(always)]
+pub fn degree_index(m0: usize, m_of: impl Fn(usize) -> usize) -> usize {
+    let mut i = 0;
+    while i + 1 < DEGREES && m_of(i) < m0 {
+        i += 1;
+    }
+    i
+}
+
+/// The controller after an attempt with weighted error `err`: accept if `err < 1` (always
+/// with `fixed` steps), then the next step size (`fac = err^(-1/4)` limited by the
+/// predictive factor, safety 0.8, within `[0.1, facmax]`), or a retry with `0.8 h_new`.
+/// Returns [`ACCEPTED`] and [`DONE`] flags.
+#[inline(always)]
+pub fn finish_attempt(c: &mut Control, err: f64, t_end: f64, fixed: bool) -> u32 {
+    let h = c.h;
+    let sqrt = crate::math::sqrt_f64;
+    if fixed {
+        c.t = if c.last != 0 { t_end } else { c.t + h };
+        c.nrho = (c.nrho + 2) % 10;
+        c.h_next = c.h_fixed;
+        if c.last != 0 {
+            return ACCEPTED | DONE;
+        }
+        c.h = c.h_fixed;
+        return ACCEPTED;
+    }
+    let mut fac = sqrt(sqrt(1.0 / err));
+    if c.errp != 0.0 && c.reject == 0 {
+        let facp = sqrt(sqrt(c.errp)) * fac * fac * (h / c.hp);
+        fac = fac.min(facp);
+    }
+    if c.reject != 0 {
+        c.facmax = 1.0;
+    }
+    fac = c.facmax.min((0.8 * fac).max(0.1));
+    let mut hnew = h * fac;
+    if err < 1.0 {
+        c.facmax = 2.0;
+        c.t = if c.last != 0 { t_end } else { c.t + h };
+        if c.reject != 0 {
+            hnew = hnew.min(h);
+            if t_end < c.t {
+                hnew = hnew.max(h);
+            }
+            c.reject = 0;
+            c.nrej = 0;
+        }
+        c.hp = h;
+        c.h = hnew;
+        c.nrho = (c.nrho + 2) % 10;
+        c.h_next = hnew;
+        if c.last != 0 {
+            return ACCEPTED | DONE;
+        }
+        c.errp = err;
+        ACCEPTED
+    } else {
+        c.reject = 1;
+        c.last = 0;
+        c.h = 0.8 * hnew;
+        if c.t == c.told {
+            c.nrej += 1;
+            if c.nrej == 10 {
+                c.h = 1e-5;
+            }
+        }
+        c.told = c.t;
+        c.nrho = if c.nrho != 0 { 0 } else { 1 };
+        c.h_next = c.h;
+        0
+    }
+}
+
+/// How the persistent kernel stopped ([`PersistentState::status`]).
+pub const RUN_PAUSED: u64 = 0;
+/// Reached `t_end`.
+pub const RUN_FINISHED: u64 = 1;
+/// The step size fell below `10 uround`.
+pub const RUN_STEP_TOO_SMALL: u64 = 2;
+/// The most attempts were made.
+pub const RUN_MAX_ATTEMPTS: u64 = 3;
+
+/// The device state of a persistent integration (in a buffer of `u64`, read by the host
+/// between launches).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PersistentState {
+    /// The controller.
+    pub ctl: Control,
+    /// `RUN_*`.
+    pub status: u64,
+    /// `fy = f(y)` and the start-up step are done.
+    pub started: u64,
+    /// `1`: `y`, `fy` are in the second buffers of their pairs.
+    pub parity: u64,
+    /// The power iteration's saved direction `v` is set.
+    pub v_valid: u64,
+    /// Accepted attempts.
+    pub accepted: u64,
+    /// Rejected attempts.
+    pub rejected: u64,
+    /// Evaluations of `f`.
+    pub f_evals: u64,
+    /// Spectral-radius estimates.
+    pub rho_evals: u64,
+    /// Power iterations that did not converge.
+    pub rho_unconverged: u64,
+    /// Largest stage count.
+    pub max_stages: u64,
+    /// Smallest spectral radius used.
+    pub rho_min: f64,
+    /// Largest spectral radius used.
+    pub rho_max: f64,
+    /// Attempts recorded in the history.
+    pub records: u64,
+}
+
+/// Dynamic shared memory of a `rock4_persistent_f64` block: the reductions' area (32
+/// words), the block's copy of the [`PersistentState`] and its per-attempt decisions
+/// (3 words).
+pub const PERSISTENT_SHARED_BYTES: usize = 32 * 8 + core::mem::size_of::<PersistentState>() + 3 * 8;
+
+/// One attempt as the persistent kernel records it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AttemptLog {
+    /// Time at the start.
+    pub t: f64,
+    /// Step size.
+    pub h: f64,
+    /// Spectral radius used.
+    pub rho: f64,
+    /// Weighted error.
+    pub err: f64,
+    /// Stages `m + 4`.
+    pub stages: u64,
+    /// `1` if accepted.
+    pub accepted: u64,
+}
+
+/// The parameters of `rock4_persistent_f64`, passed by value. Pointers are device
+/// addresses (`u64`) of `f64` vectors of `nx ny` elements unless noted.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PersistentParams {
+    /// Grid columns.
+    pub nx: u64,
+    /// Grid rows.
+    pub ny: u64,
+    /// Stencil kind (`KIND_*`).
+    pub kind: u64,
+    /// Stencil coefficients.
+    pub coeffs: RadCoeffs,
+    /// Start of the interval.
+    pub t0: f64,
+    /// End of the interval.
+    pub t_end: f64,
+    /// Absolute tolerance.
+    pub atol: f64,
+    /// Relative tolerance.
+    pub rtol: f64,
+    /// `1`: fixed steps.
+    pub fixed: u64,
+    /// `1`: power iteration instead of the Gershgorin bound.
+    pub power: u64,
+    /// `1`: one spectral-radius estimate only.
+    pub jacobian_constant: u64,
+    /// `1`: the state's `ctl.h` is the user's initial step; `0`: start-up heuristic.
+    pub h0_given: u64,
+    /// Most attempts in all.
+    pub max_attempts: u64,
+    /// This launch stops (paused) when `ctl.attempts` reaches this.
+    pub pause_at: u64,
+    /// `records` at this launch: the history is written from `history[records - base]`.
+    pub record_base: u64,
+    /// The solution pair `y` (and `y_new`).
+    pub y: [u64; 2],
+    /// The pair `f(y)` (and `k5`).
+    pub fy: [u64; 2],
+    /// Recurrence vectors.
+    pub g: [u64; 2],
+    /// Finishing-procedure stages `k1 .. k4`.
+    pub k: [u64; 4],
+    /// The power iteration's saved direction.
+    pub v: u64,
+    /// `2 gridDim` `f64` reduction partials.
+    pub partials: u64,
+    /// The [`PersistentState`].
+    pub state: u64,
+    /// [`AttemptLog`]s, room for `pause_at - ctl.attempts` of them.
+    pub history: u64,
+    /// The grid barrier's `u32` counter (zero before the first launch).
+    pub barrier: u64,
+    /// Coefficient tables: `recf` (`f64`), `fpa` (6 per degree), `fpb` (4), `fpbe` (5),
+    /// `ms` and the `recf` block starts (`u64`, one per degree).
+    pub recf: u64,
+    /// `fpa`.
+    pub fpa: u64,
+    /// `fpb`.
+    pub fpb: u64,
+    /// `fpbe`.
+    pub fpbe: u64,
+    /// `ms`.
+    pub ms: u64,
+    /// Block starts in `recf`.
+    pub starts: u64,
+}
+
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     //! Device entry points of ROCK4 (`f64` only). The stencil kernels run a 2D grid: grid
@@ -256,9 +617,10 @@ mod kernels {
     //! in a fixed order (`block_sum`), reduced by `sum_partials_f64` on the host's call.
     use super::*;
     use crate::device::{
-        block_dim, block_idx, block_idx_y, block_max, block_sum, global_index, grid_dim,
-        grid_dim_y, grid_stride, thread_idx,
+        block_broadcast, block_dim, block_idx, block_idx_y, block_max, block_sum, global_index,
+        grid_dim, grid_dim_y, grid_stride, grid_sync, sync_threads, thread_idx,
     };
+    use crate::math::sqrt_f64;
 
     /// The value at `(i, j)` and its neighbours west, east, south, north, zero outside.
     #[inline(always)]
@@ -627,6 +989,479 @@ mod kernels {
         while i < n {
             unsafe { *out.add(i) = shift(scale, *y.add(i), *a.add(i), *b.add(i)) };
             i += grid_stride();
+        }
+    }
+
+    // ----------------------------------------------------------------------------------
+    // The persistent integration: one cooperative launch runs attempt after attempt,
+    // every block taking the same decisions from the same grid-wide reductions (the
+    // block partials are added in a fixed order by every block), with a grid barrier
+    // after each vector operation.
+
+    /// One launch's view of its parameters.
+    struct Persist<'a> {
+        p: &'a PersistentParams,
+        n: usize,
+        nx: u32,
+        bar: *mut u32,
+        /// Reductions so far: they alternate between two partial areas, so one block's
+        /// next partial never overwrites one that another block is still adding.
+        red: usize,
+    }
+
+    /// `pair[parity]`.
+    #[inline(always)]
+    fn pick(pair: [u64; 2], parity: u64) -> u64 {
+        if parity == 0 { pair[0] } else { pair[1] }
+    }
+
+    impl Persist<'_> {
+        #[inline(always)]
+        fn sync(&self) {
+            unsafe { grid_sync(self.bar) }
+        }
+
+        /// `f(k)` for this thread's elements (grid-stride).
+        #[inline(always)]
+        fn each(&self, mut f: impl FnMut(usize)) {
+            let mut k = global_index();
+            while k < self.n {
+                f(k);
+                k += grid_stride();
+            }
+        }
+
+        /// `(f(y)_k, y_k)` of the stencil.
+        #[inline(always)]
+        unsafe fn f_at(&self, y: *const f64, k: usize) -> (f64, f64) {
+            let k32 = k as u32;
+            let (i, j) = ((k32 % self.nx) as usize, (k32 / self.nx) as usize);
+            let p = self.p;
+            let kind = p.kind as u32;
+            unsafe { point(p.nx as usize, p.ny as usize, kind, &p.coeffs, i, j, y) }
+        }
+
+        /// `dy <- f(y)`, then a grid barrier.
+        #[inline(always)]
+        unsafe fn eval(&self, y: u64, dy: u64) {
+            let (y, dy) = (y as *const f64, dy as *mut f64);
+            self.each(|k| unsafe { *dy.add(k) = self.f_at(y, k).0 });
+            self.sync();
+        }
+
+        /// Block totals (thread 0's `block`) to the partials, a grid barrier, then the
+        /// sum (or maximum) of the partials in a fixed order, in every thread.
+        #[inline(always)]
+        unsafe fn combine(&mut self, block: f64, max: bool) -> f64 {
+            let area = unsafe { (self.p.partials as *mut f64).add((self.red % 2) * grid_dim()) };
+            self.red += 1;
+            if thread_idx() == 0 {
+                unsafe { *area.add(block_idx()) = block };
+            }
+            self.sync();
+            let mut acc = 0.0f64;
+            let mut b = thread_idx();
+            while b < grid_dim() {
+                let v = unsafe { *area.add(b) };
+                acc = if max {
+                    if v > acc { v } else { acc }
+                } else {
+                    acc + v
+                };
+                b += block_dim();
+            }
+            let total = if max { block_max(acc) } else { block_sum(acc) };
+            block_broadcast(total)
+        }
+
+        /// `sum_k term(k)`, in every thread.
+        #[inline(always)]
+        unsafe fn sum(&mut self, term: impl Fn(usize) -> f64) -> f64 {
+            let mut acc = 0.0;
+            self.each(|k| acc += term(k));
+            let block = block_sum(acc);
+            unsafe { self.combine(block, false) }
+        }
+
+        /// `max(0, max_k term(k))`, in every thread.
+        #[inline(always)]
+        unsafe fn max(&mut self, term: impl Fn(usize) -> f64) -> f64 {
+            let mut acc = 0.0f64;
+            self.each(|k| {
+                let r = term(k);
+                acc = if r > acc { r } else { acc };
+            });
+            let block = block_max(acc);
+            unsafe { self.combine(block, true) }
+        }
+
+        /// Abdulle's nonlinear power iteration (`rockfrho`) at `(y, fy)`, as the CPU's,
+        /// with `z = g[0]`, `fz = g[1]`: `(estimate, converged)`.
+        #[inline(always)]
+        unsafe fn power(&mut self, s: *mut PersistentState, y: u64, fy: u64) -> (f64, bool) {
+            let p = self.p;
+            let (yp, fyp) = (y as *const f64, fy as *const f64);
+            let (z, fz, v) = (p.g[0] as *mut f64, p.g[1] as *mut f64, p.v as *mut f64);
+            unsafe {
+                if (*s).v_valid != 0 {
+                    self.each(|k| *z.add(k) = *v.add(k));
+                    self.sync();
+                } else {
+                    self.eval(fy, p.g[0]);
+                    count(s, |s| s.f_evals += 1);
+                }
+                let ynor = sqrt_f64(self.sum(|k| diff_sq_step(0.0, *yp.add(k), 0.0)));
+                let znor = sqrt_f64(self.sum(|k| diff_sq_step(0.0, *z.add(k), 0.0)));
+                let dz;
+                if ynor != 0.0 && znor != 0.0 {
+                    dz = ynor * SQRTU;
+                    let q = dz / znor;
+                    self.each(|k| *z.add(k) = fma_f64(q, *z.add(k), *yp.add(k)));
+                } else if ynor != 0.0 {
+                    dz = ynor * SQRTU;
+                    self.each(|k| *z.add(k) = *yp.add(k) * (1.0 + SQRTU));
+                } else if znor != 0.0 {
+                    dz = UROUND;
+                    let q = dz / znor;
+                    self.each(|k| *z.add(k) *= q);
+                } else {
+                    dz = UROUND;
+                    self.each(|k| *z.add(k) = UROUND);
+                }
+                self.sync();
+                let mut sig = 0.0;
+                let mut iter = 1;
+                while iter <= 50 {
+                    self.eval(p.g[0], p.g[1]);
+                    count(s, |s| s.f_evals += 1);
+                    let d = sqrt_f64(self.sum(|k| diff_sq_step(0.0, *fz.add(k), *fyp.add(k))));
+                    let sig_old = sig;
+                    sig = 1.2 * d / dz;
+                    if iter >= 2 && libm::fabs(sig - sig_old) <= 0.05 * sig {
+                        self.each(|k| *v.add(k) = *z.add(k) - *yp.add(k));
+                        self.sync();
+                        update(s, |s| s.v_valid = 1);
+                        return (sig, true);
+                    }
+                    if d != 0.0 {
+                        let q = dz / d;
+                        self.each(|k| *z.add(k) = shift(q, *yp.add(k), *fz.add(k), *fyp.add(k)));
+                    } else if global_index() == 0 {
+                        let kk = iter % self.n;
+                        if *z.add(kk) != *yp.add(kk) {
+                            *z.add(kk) = *yp.add(kk) - (*z.add(kk) - *yp.add(kk));
+                        }
+                    }
+                    self.sync();
+                    iter += 1;
+                }
+                (sig, false)
+            }
+        }
+
+        /// A spectral-radius estimate at `(y, fy)`: Gershgorin's bound (a constant for
+        /// the heat equation) or the power iteration.
+        #[inline(always)]
+        unsafe fn rho(&mut self, s: *mut PersistentState, y: u64, fy: u64) -> f64 {
+            unsafe { count(s, |s| s.rho_evals += 1) };
+            let p = self.p;
+            let kind = p.kind as u32;
+            if p.power == 0 {
+                if kind == KIND_HEAT {
+                    return gershgorin_row(KIND_HEAT, &p.coeffs, 0.0);
+                }
+                let yp = y as *const f64;
+                return unsafe { self.max(|k| gershgorin_row(kind, &p.coeffs, *yp.add(k))) };
+            }
+            let (r, converged) = unsafe { self.power(s, y, fy) };
+            if !converged {
+                unsafe { count(s, |s| s.rho_unconverged += 1) };
+            }
+            r
+        }
+
+        /// One attempt of degree index `d` with step `h` from `(y, fy)`: fills `y_new`,
+        /// `k5 = f(y_new)` and returns the weighted error; the same kernels' math as the
+        /// host-decided path.
+        #[inline(always)]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn attempt(
+            &mut self,
+            d: usize,
+            h: f64,
+            y: u64,
+            fy: u64,
+            y_new: u64,
+            k5: u64,
+            s: *mut PersistentState,
+        ) -> f64 {
+            let p = self.p;
+            unsafe {
+                let m = *(p.ms as *const u64).add(d) as usize;
+                let recf = (p.recf as *const f64).add(*(p.starts as *const u64).add(d) as usize);
+                let (yp, fyp) = (y as *const f64, fy as *const f64);
+                let (mut ga, mut gb) = (p.g[0] as *mut f64, p.g[1] as *mut f64);
+                let ha1 = h * *recf;
+                self.each(|k| *ga.add(k) = recurrence_first(*yp.add(k), ha1, *fyp.add(k)));
+                self.sync();
+                let mut j = 2;
+                while j <= m {
+                    let o = 2 * (j - 2) + 1;
+                    let (ha, c) = (h * *recf.add(o), *recf.add(o + 1));
+                    let g2 = if j == 2 { yp } else { gb as *const f64 };
+                    let (g1, out) = (ga as *const f64, gb);
+                    self.each(|k| {
+                        let (f, g1k) = self.f_at(g1, k);
+                        *out.add(k) = recurrence_step(ha, f, c, g1k, *g2.add(k));
+                    });
+                    self.sync();
+                    core::mem::swap(&mut ga, &mut gb);
+                    j += 1;
+                }
+                count(s, |s| s.f_evals += (m + 4) as u64);
+                // Finishing procedure from u = g_m; its arguments in gb.
+                let fpa = (p.fpa as *const f64).add(6 * d);
+                let a = |i: usize| *fpa.add(i);
+                let u = ga as *const f64;
+                let [k1, k2, k3, k4] = p.k.map(|x| x as *mut f64);
+                let (yn, k5p) = (y_new as *mut f64, k5 as *const f64);
+                self.eval(u as u64, p.k[0]);
+                let ha21 = h * a(0);
+                self.each(|k| *gb.add(k) = finish2(*u.add(k), ha21, *k1.add(k)));
+                self.sync();
+                self.eval(gb as u64, p.k[1]);
+                let (ha31, ha32) = (h * a(1), h * a(2));
+                self.each(|k| *gb.add(k) = finish3(*u.add(k), ha31, *k1.add(k), ha32, *k2.add(k)));
+                self.sync();
+                self.eval(gb as u64, p.k[2]);
+                let ha4 = [h * a(3), h * a(4), h * a(5)];
+                self.each(|k| {
+                    *gb.add(k) = finish4(*u.add(k), ha4, *k1.add(k), *k2.add(k), *k3.add(k))
+                });
+                self.sync();
+                self.eval(gb as u64, p.k[3]);
+                let fpb = (p.fpb as *const f64).add(4 * d);
+                let b = |i: usize| *fpb.add(i);
+                let hb = [h * b(0), h * b(1), h * b(2), h * b(3)];
+                self.each(|k| {
+                    *yn.add(k) = finish_solution(
+                        *u.add(k),
+                        hb,
+                        *k1.add(k),
+                        *k2.add(k),
+                        *k3.add(k),
+                        *k4.add(k),
+                    )
+                });
+                self.sync();
+                self.eval(y_new, k5);
+                let fpbe = (p.fpbe as *const f64).add(5 * d);
+                let be = |i: usize| *fpbe.add(i);
+                let hd = [
+                    h * (be(0) - b(0)),
+                    h * (be(1) - b(1)),
+                    h * (be(2) - b(2)),
+                    h * (be(3) - b(3)),
+                ];
+                let hbe5 = h * be(4);
+                let (atol, rtol) = (p.atol, p.rtol);
+                let sum = self.sum(|k| {
+                    error_term(
+                        hd,
+                        hbe5,
+                        *k1.add(k),
+                        *k2.add(k),
+                        *k3.add(k),
+                        *k4.add(k),
+                        *k5p.add(k),
+                        *yn.add(k),
+                        atol,
+                        rtol,
+                    )
+                });
+                sqrt_f64(sum / self.n as f64)
+            }
+        }
+    }
+
+    /// The per-block decisions of one attempt, beside the state in shared memory.
+    #[repr(C)]
+    struct Step {
+        /// Leave the loop.
+        stop: u64,
+        /// The attempt refreshes the spectral radius.
+        need: u64,
+        /// Degree index.
+        d: u64,
+    }
+
+    /// Words of dynamic shared memory before the block's state: the reductions' area
+    /// (one `f64` per warp of up to 1024 threads; see [`PERSISTENT_SHARED_BYTES`]).
+    const SHARED_REDUCE_WORDS: usize = 32;
+
+    /// Counts in the block's state (thread 0 only; counters nobody reads during the run).
+    #[inline(always)]
+    unsafe fn count(s: *mut PersistentState, f: impl FnOnce(&mut PersistentState)) {
+        if thread_idx() == 0 {
+            f(unsafe { &mut *s });
+        }
+    }
+
+    /// Changes the block's state (thread 0, between two block barriers, so every thread
+    /// reads the old values before and the new ones after).
+    #[inline(always)]
+    unsafe fn update<R>(s: *mut PersistentState, f: impl FnOnce(&mut PersistentState) -> R) {
+        sync_threads();
+        if thread_idx() == 0 {
+            f(unsafe { &mut *s });
+        }
+        sync_threads();
+    }
+
+    /// The whole integration of a stencil problem (or the next `pause_at - attempts`
+    /// attempts of it): start-up (`f(y)`, spectral radius, initial step), then per
+    /// attempt the spectral-radius refresh, the degree, the `m + 4` stages, the error
+    /// norm and the controller's decision, all on the device; the state goes back to
+    /// `p.state` at the end. Each block keeps the state in its shared memory, thread 0
+    /// takes the decisions (from grid-wide values every block has identically), so every
+    /// block takes the same ones. Launch cooperatively (all blocks resident), 1D blocks
+    /// of a multiple of 32 threads, with `PERSISTENT_SHARED_BYTES` of dynamic shared memory.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn rock4_persistent_f64(p: PersistentParams) {
+        let mut r = Persist {
+            p: &p,
+            n: (p.nx * p.ny) as usize,
+            nx: p.nx as u32,
+            bar: p.barrier as *mut u32,
+            red: 0,
+        };
+        let st = p.state as *mut PersistentState;
+        let fixed = p.fixed != 0;
+        let n = r.n;
+        unsafe {
+            let s = crate::device::dynamic_shared::<f64>()
+                .add(SHARED_REDUCE_WORDS)
+                .cast::<PersistentState>();
+            let step = s.add(1).cast::<Step>();
+            if thread_idx() == 0 {
+                *s = core::ptr::read_volatile(st);
+            }
+            sync_threads();
+            if (*s).started == 0 {
+                let par = (*s).parity;
+                let (y, fy) = (pick(p.y, par), pick(p.fy, par));
+                r.eval(y, fy);
+                count(s, |s| s.f_evals += 1);
+                if p.h0_given == 0 {
+                    let rho = r.rho(s, y, fy);
+                    let span = p.t_end - p.t0;
+                    let (h, hmin) = initial_trial_step(rho, p.t0, span);
+                    let (yp, fyp) = (y as *const f64, fy as *const f64);
+                    let (yt, ft) = (p.k[1] as *mut f64, p.k[2] as *const f64);
+                    r.each(|k| *yt.add(k) = recurrence_first(*yp.add(k), h, *fyp.add(k)));
+                    r.sync();
+                    r.eval(p.k[1], p.k[2]);
+                    count(s, |s| s.f_evals += 1);
+                    let (atol, rtol) = (p.atol, p.rtol);
+                    let sum =
+                        r.sum(|k| probe_term(*ft.add(k), *fyp.add(k), *yp.add(k), rtol, atol));
+                    let est = h * sqrt_f64(sum / n as f64);
+                    update(s, |s| {
+                        s.ctl = Control::new(p.t0, initial_step(h, hmin, span, est));
+                        s.ctl.rho = rho;
+                        s.ctl.rho_current = 1;
+                    });
+                }
+                update(s, |s| s.started = 1);
+            }
+            loop {
+                update(s, |s| {
+                    let st = &mut *step;
+                    st.stop = 1;
+                    if s.ctl.attempts >= p.pause_at {
+                        s.status = RUN_PAUSED;
+                        return;
+                    }
+                    let go = begin_attempt(&mut s.ctl, p.t_end, p.max_attempts);
+                    if go != GO {
+                        s.status = if go == STEP_TOO_SMALL {
+                            RUN_STEP_TOO_SMALL
+                        } else {
+                            RUN_MAX_ATTEMPTS
+                        };
+                        return;
+                    }
+                    st.stop = 0;
+                    st.need = u64::from(
+                        needs_rho(&s.ctl, p.jacobian_constant != 0) && s.ctl.rho_current == 0,
+                    );
+                });
+                if (*step).stop != 0 {
+                    break;
+                }
+                let par = (*s).parity;
+                let (y, fy) = (pick(p.y, par), pick(p.fy, par));
+                let (y_new, k5) = (pick(p.y, 1 - par), pick(p.fy, 1 - par));
+                let fresh = if (*step).need != 0 {
+                    r.rho(s, y, fy)
+                } else {
+                    0.0
+                };
+                update(s, |s| {
+                    if needs_rho(&s.ctl, p.jacobian_constant != 0) {
+                        if s.ctl.rho_current == 0 {
+                            s.ctl.rho = fresh;
+                        }
+                        s.ctl.rho_known = 1;
+                        s.rho_min = s.rho_min.min(s.ctl.rho);
+                        s.rho_max = s.rho_max.max(s.ctl.rho);
+                    }
+                    s.ctl.rho_current = 0;
+                    let m0 = stages_needed(&mut s.ctl);
+                    let ms = p.ms as *const u64;
+                    let d = degree_index(m0, |i| *ms.add(i) as usize);
+                    (*step).d = d as u64;
+                    s.max_stages = s.max_stages.max(*ms.add(d) + 4);
+                });
+                let d = (*step).d as usize;
+                let (t, h, rho) = ((*s).ctl.t, (*s).ctl.h, (*s).ctl.rho);
+                let err = r.attempt(d, h, y, fy, y_new, k5, s);
+                update(s, |s| {
+                    let out = finish_attempt(&mut s.ctl, err, p.t_end, fixed);
+                    if block_idx() == 0 {
+                        let log = (p.history as *mut AttemptLog)
+                            .add((s.records - p.record_base) as usize);
+                        *log = AttemptLog {
+                            t,
+                            h,
+                            rho,
+                            err,
+                            stages: *(p.ms as *const u64).add(d) + 4,
+                            accepted: (out & ACCEPTED) as u64,
+                        };
+                    }
+                    s.records += 1;
+                    if out & ACCEPTED != 0 {
+                        s.accepted += 1;
+                        s.parity = 1 - s.parity;
+                    } else {
+                        s.rejected += 1;
+                    }
+                    (*step).stop = 0;
+                    if out & DONE != 0 {
+                        s.status = RUN_FINISHED;
+                        (*step).stop = 1;
+                    }
+                });
+                if (*step).stop != 0 {
+                    break;
+                }
+            }
+            // Every block has read the state at its start before block 0 writes it back.
+            r.sync();
+            if global_index() == 0 {
+                core::ptr::write_volatile(st, *s);
+            }
         }
     }
 }

@@ -12,6 +12,16 @@ use crate::error::{DriverStatus, Error, Result, check};
 use crate::launch::LaunchConfig;
 use crate::memory::Allocation;
 
+/// `cuLaunchKernel` or `cuLaunchCooperativeKernel` as cudarc wraps them.
+type LaunchFn = unsafe fn(
+    sys::CUfunction,
+    (u32, u32, u32),
+    (u32, u32, u32),
+    u32,
+    sys::CUstream,
+    &mut [*mut c_void],
+) -> std::result::Result<(), cudarc::driver::DriverError>;
+
 /// Whether the CUDA driver library (`libcuda.so.1`) can be loaded. cudarc panics at the
 /// first driver call without it, so every entry point asks this first.
 pub fn driver_present() -> bool {
@@ -362,12 +372,28 @@ impl Gpu {
         cfg: LaunchConfig,
         params: &mut [*mut c_void],
     ) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch_via(kernel, cfg, params, result::launch_kernel) }
+    }
+
+    /// The body of [`Gpu::launch`] and [`Gpu::launch_cooperative`]: validates, looks the
+    /// kernel up, binds the context, launches with `how`, records the kernel's name.
+    ///
+    /// # Safety
+    /// As [`Gpu::launch`].
+    unsafe fn launch_via(
+        &self,
+        kernel: &'static str,
+        cfg: LaunchConfig,
+        params: &mut [*mut c_void],
+        how: LaunchFn,
+    ) -> Result<()> {
         cfg.validate(kernel)?;
         let f = self.function(kernel)?;
         self.bind()?;
         // SAFETY: forwarded from the caller.
         unsafe {
-            result::launch_kernel(
+            how(
                 f.cu_function(),
                 cfg.grid,
                 cfg.block,
@@ -384,9 +410,9 @@ impl Gpu {
         Ok(())
     }
 
-    /// Launches `kernel` on this stream as a cooperative grid
-    /// (`cuLaunchCooperativeKernel`): the driver starts every block at once or refuses
-    /// the launch, so the kernel may synchronise across blocks.
+    /// Launches `kernel` cooperatively on this stream (`cuLaunchCooperativeKernel`): all
+    /// blocks are resident at once, or the launch fails, so the kernel may synchronise the
+    /// whole grid. Size the grid with [`Gpu::resident_blocks`].
     ///
     /// # Safety
     /// As [`Gpu::launch`].
@@ -396,26 +422,31 @@ impl Gpu {
         cfg: LaunchConfig,
         params: &mut [*mut c_void],
     ) -> Result<()> {
-        cfg.validate(kernel)?;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch_via(kernel, cfg, params, result::launch_cooperative_kernel) }
+    }
+
+    /// How many blocks of `threads` threads and `shared_bytes` bytes of dynamic shared
+    /// memory of `kernel` can be resident on the whole device at once (multiprocessors x
+    /// the occupancy calculator's blocks per multiprocessor): the largest cooperative grid.
+    pub fn resident_blocks(
+        &self,
+        kernel: &'static str,
+        threads: u32,
+        shared_bytes: usize,
+    ) -> Result<usize> {
         let f = self.function(kernel)?;
         self.bind()?;
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            result::launch_cooperative_kernel(
-                f.cu_function(),
-                cfg.grid,
-                cfg.block,
-                cfg.shared_bytes,
-                self.state.stream.cu_stream(),
-                params,
-            )
-        }
-        .map_err(|e| Error::Launch {
-            kernel,
-            status: DriverStatus(e),
-        })?;
-        *lock(&self.state.last_kernel) = kernel;
-        Ok(())
+        let per_sm = check(
+            f.occupancy_max_active_blocks_per_multiprocessor(threads, shared_bytes, None),
+            || format!("cuOccupancyMaxActiveBlocksPerMultiprocessor({kernel})"),
+        )?;
+        let sms = check(
+            self.context()
+                .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+            || "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)".into(),
+        )?;
+        Ok(per_sm as usize * sms.max(0) as usize)
     }
 
     /// Runs `f` with a device scratch area of at least `bytes` bytes, reused across

@@ -1292,7 +1292,7 @@ fn too_small(width: u32, height: u32, what: &str) -> Error {
 }
 
 /// Writes `png` to `path`, creating missing parent directories.
-fn write_file(path: &Path, png: &[u8]) -> Result<()> {
+pub(crate) fn write_file(path: &Path, png: &[u8]) -> Result<()> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .map_err(|e| invalid(format!("cannot create directory {}: {e}", parent.display())))?;
@@ -1672,6 +1672,134 @@ fn glyph(ch: char) -> [u8; 8] {
     font8x8::legacy::BASIC_LEGACY[code as usize]
 }
 
+/// A row of heat maps of 2D fields on one shared colour scale (a five-colour viridis
+/// ramp, low dark blue to high yellow) with a colour bar: solution snapshots.
+///
+/// ```no_run
+/// use ferrocuda::bench::plot::{HeatMap, HeatPanel};
+/// let values: Vec<f64> = (0..64 * 64).map(|k| ((k % 64) as f64 / 63.0).sin()).collect();
+/// let map = HeatMap {
+///     title: "u(x, y)".into(),
+///     panels: vec![HeatPanel { label: "t = 0".into(), nx: 64, ny: 64, values }],
+/// };
+/// map.write_png(std::path::Path::new("docs/results/snapshot.png"), 640, 360)?;
+/// # Ok::<(), ferrocuda::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct HeatMap {
+    /// Title on top.
+    pub title: String,
+    /// The fields, left to right.
+    pub panels: Vec<HeatPanel>,
+}
+
+/// One field of a [`HeatMap`].
+#[derive(Debug, Clone)]
+pub struct HeatPanel {
+    /// Label under the panel.
+    pub label: String,
+    /// Points in x.
+    pub nx: usize,
+    /// Points in y.
+    pub ny: usize,
+    /// `nx ny` values, row-major with x fastest; row 0 is drawn at the bottom.
+    pub values: Vec<f64>,
+}
+
+/// Viridis at 0, 1/4, 1/2, 3/4, 1.
+const RAMP: [Rgb; 5] = [
+    [68, 1, 84],
+    [59, 82, 139],
+    [33, 145, 140],
+    [94, 201, 98],
+    [253, 231, 37],
+];
+
+/// The ramp's colour at `x` in [0, 1].
+fn ramp(x: f64) -> Rgb {
+    let x = if x.is_finite() {
+        x.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let f = x * (RAMP.len() - 1) as f64;
+    let i = (f.floor() as usize).min(RAMP.len() - 2);
+    let w = f - i as f64;
+    let (a, b) = (RAMP[i], RAMP[i + 1]);
+    [0, 1, 2].map(|c| (a[c] as f64 + w * (b[c] as f64 - a[c] as f64)).round() as u8)
+}
+
+impl HeatMap {
+    /// Renders the maps as a PNG of `width` x `height` pixels. Errors: no panel, a panel
+    /// whose values are not `nx ny` or hold no finite value, a size outside 200..8192.
+    pub fn render_png(&self, width: u32, height: u32) -> Result<Vec<u8>> {
+        if !(200..=MAX_SIDE).contains(&width) || !(200..=MAX_SIDE).contains(&height) {
+            return Err(invalid(format!(
+                "image size {width} x {height} outside 200..{MAX_SIDE}"
+            )));
+        }
+        if self.panels.is_empty() {
+            return Err(invalid("a heat map needs at least one panel"));
+        }
+        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+        for p in &self.panels {
+            if p.nx == 0 || p.ny == 0 || p.values.len() != p.nx * p.ny {
+                return Err(invalid(format!(
+                    "panel {:?}: {} values for {} x {} points",
+                    p.label,
+                    p.values.len(),
+                    p.nx,
+                    p.ny
+                )));
+            }
+            for &v in p.values.iter().filter(|v| v.is_finite()) {
+                lo = lo.min(v);
+                hi = hi.max(v);
+            }
+        }
+        if !lo.is_finite() {
+            return Err(invalid("the heat map has no finite value"));
+        }
+        let span = if hi > lo { hi - lo } else { 1.0 };
+        let mut c = Canvas::new(width, height);
+        let (w, h) = (width as i32, height as i32);
+        c.text(10, 8, &self.title, 2, TEXT);
+        let bar_w = 90;
+        let k = self.panels.len() as i32;
+        let gap = 12;
+        let side = ((w - bar_w - 20 - gap * (k - 1)) / k).min(h - 70).max(8);
+        let top = 34;
+        for (pi, p) in self.panels.iter().enumerate() {
+            let x0 = 10 + pi as i32 * (side + gap);
+            for py in 0..side {
+                // Row 0 at the bottom.
+                let j = ((side - 1 - py) as usize * p.ny) / side as usize;
+                for px in 0..side {
+                    let i = (px as usize * p.nx) / side as usize;
+                    let v = p.values[j * p.nx + i];
+                    c.fill_rect(x0 + px, top + py, 1, 1, ramp((v - lo) / span));
+                }
+            }
+            let label_x = x0 + (side - text_width(&p.label, 1)).max(0) / 2;
+            c.text(label_x, top + side + 6, &p.label, 1, TEXT);
+        }
+        // Colour bar with its limits.
+        let bx = w - bar_w;
+        for py in 0..side {
+            let x = 1.0 - py as f64 / (side - 1).max(1) as f64;
+            c.fill_rect(bx, top + py, 16, 1, ramp(x));
+        }
+        c.text(bx + 20, top, &format!("{hi:.3}"), 1, TEXT);
+        c.text(bx + 20, top + side - 8, &format!("{lo:.3}"), 1, TEXT);
+        encode_png(&c)
+    }
+
+    /// Renders and writes the PNG to `path`, creating missing parent directories.
+    pub fn write_png(&self, path: &Path, width: u32, height: u32) -> Result<()> {
+        write_file(path, &self.render_png(width, height)?)
+    }
+}
+
 fn encode_png(c: &Canvas) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     let err = |e: png::EncodingError| invalid(format!("PNG encoding failed: {e}"));
@@ -1700,6 +1828,41 @@ mod tests {
         assert_eq!(info.bit_depth, png::BitDepth::Eight);
         buf.truncate(info.buffer_size());
         (info.width, info.height, buf)
+    }
+
+    #[test]
+    fn heat_map_draws_the_ramp_ends_and_rejects_bad_panels() {
+        let (nx, ny) = (40, 30);
+        let values: Vec<f64> = (0..nx * ny).map(|k| (k / nx) as f64).collect();
+        let map = HeatMap {
+            title: "rows".into(),
+            panels: vec![HeatPanel {
+                label: "t = 0".into(),
+                nx,
+                ny,
+                values,
+            }],
+        };
+        let (w, h, px) = decode(&map.render_png(400, 240).expect("png"));
+        assert_eq!((w, h), (400, 240));
+        // Row 0 (lowest value) at the bottom, the top row the highest.
+        assert!(count_color(&px, RAMP[0]) > 100);
+        assert!(count_color(&px, RAMP[4]) > 100);
+        let bad = HeatMap {
+            title: "bad".into(),
+            panels: vec![HeatPanel {
+                label: "x".into(),
+                nx: 3,
+                ny: 3,
+                values: vec![0.0; 8],
+            }],
+        };
+        assert!(bad.render_png(400, 240).is_err());
+        let empty = HeatMap {
+            title: "none".into(),
+            panels: vec![],
+        };
+        assert!(empty.render_png(400, 240).is_err());
     }
 
     fn count_color(pixels: &[u8], color: Rgb) -> usize {

@@ -8,13 +8,13 @@
 
 use serde::Serialize;
 
-use super::plot::{LineChart, LineSeries};
+use super::plot::{HeatMap, HeatPanel, LineChart, LineSeries};
 use super::{markdown_table, table, time_gpu};
 use crate::error::Result;
 use crate::gpu::{Gpu, copy_device};
 use crate::rock4::problems::{Advection, Heat2d, ReactionAdvectionDiffusion};
 use crate::rock4::{
-    DeviceRhs, Rhs, Rock4Options, Rock4Report, StopReason, Threads, cpu, gpu as rgpu,
+    Controller, DeviceRhs, Rhs, Rock4Options, Rock4Report, StopReason, Threads, cpu, gpu as rgpu,
 };
 
 /// Seed 001, Table 6.4: `(N, CPU s, GPU s)` for the time to `t = 1`.
@@ -77,8 +77,11 @@ pub struct Rock4Row {
     pub cpu_single_s: f64,
     /// Seconds on all cores.
     pub cpu_all_s: f64,
-    /// Seconds on the GPU, and its steps (accepted, rejected).
+    /// Seconds on the GPU with the host deciding the steps, and its steps (accepted,
+    /// rejected).
     pub gpu: Option<(f64, (usize, usize))>,
+    /// Seconds on the GPU with the device deciding (the persistent kernel), and its steps.
+    pub gpu_device: Option<(f64, (usize, usize))>,
     /// The thesis's CPU and GPU seconds, where it measured this size.
     pub thesis: Option<(f64, f64)>,
 }
@@ -98,6 +101,9 @@ pub struct Rock4BenchReport {
     pub device: Option<String>,
     /// Large grids on the GPU.
     pub large: Vec<LargeRow>,
+    /// Solution snapshots (not in the JSON).
+    #[serde(skip)]
+    pub snapshots: Vec<(String, HeatMap)>,
 }
 
 /// One large heat grid on the GPU.
@@ -113,8 +119,11 @@ pub struct LargeRow {
     pub stage_gbps: f64,
     /// Stages per step of the timed steps.
     pub stages: usize,
-    /// Wall time of one whole step (fixed step size, controller included), ms.
+    /// Wall time of one whole step (fixed step size, controller included), host
+    /// deciding, ms.
     pub step_ms: f64,
+    /// The same with the device deciding (the persistent kernel), ms.
+    pub step_device_ms: f64,
 }
 
 fn progress(msg: &str) {
@@ -149,25 +158,27 @@ pub fn run(gpu: Option<&Gpu>, opts: &Rock4BenchOptions) -> Result<Rock4BenchRepo
         progress(&format!("N = {n}"));
         let (single, r) = time(Threads::Single)?;
         let (all, _) = time(Threads::All)?;
-        let gpu_time = match gpu {
-            Some(g) => {
-                let dp = p.on_device(g);
-                let o = Rock4Options::default().rtol(opts.tol).atol(opts.tol);
-                let mut secs = Vec::new();
-                let mut steps = (0, 0);
-                // One untimed run loads the modules.
-                for rep in 0..=opts.reps.max(1) {
-                    let mut y = g.upload(&p.initial())?;
-                    let r = rgpu::integrate(&dp, 0.0, 1.0, &mut y, &o)?;
-                    if rep > 0 {
-                        secs.push(r.seconds);
-                    }
-                    steps = (r.steps_accepted, r.steps_rejected);
+        let gpu_time = |c: Controller| -> Result<Option<(f64, (usize, usize))>> {
+            let Some(g) = gpu else { return Ok(None) };
+            let dp = p.on_device(g);
+            let o = Rock4Options::default()
+                .rtol(opts.tol)
+                .atol(opts.tol)
+                .controller(c);
+            let mut secs = Vec::new();
+            let mut steps = (0, 0);
+            // One untimed run loads the modules.
+            for rep in 0..=opts.reps.max(1) {
+                let mut y = g.upload(&p.initial())?;
+                let r = rgpu::integrate(&dp, 0.0, 1.0, &mut y, &o)?;
+                if rep > 0 {
+                    secs.push(r.seconds);
                 }
-                Some((median(secs), steps))
+                steps = (r.steps_accepted, r.steps_rejected);
             }
-            None => None,
+            Ok(Some((median(secs), steps)))
         };
+        let (gpu_host, gpu_device) = (gpu_time(Controller::Host)?, gpu_time(Controller::Device)?);
         if r.reason != StopReason::Finished {
             progress(&format!(
                 "N = {n}: stopped at t = {} ({:?})",
@@ -180,7 +191,8 @@ pub fn run(gpu: Option<&Gpu>, opts: &Rock4BenchOptions) -> Result<Rock4BenchRepo
             max_stages: r.max_stages,
             cpu_single_s: single,
             cpu_all_s: all,
-            gpu: gpu_time,
+            gpu: gpu_host,
+            gpu_device,
             thesis: THESIS_TABLE_6_4
                 .iter()
                 .find(|t| t.0 == n)
@@ -194,9 +206,12 @@ pub fn run(gpu: Option<&Gpu>, opts: &Rock4BenchOptions) -> Result<Rock4BenchRepo
             large.push(large_row(g, n, opts.reps.max(3))?);
         }
     }
+    progress("solution snapshots");
+    let snapshots = snapshots(gpu, opts)?;
     Ok(Rock4BenchReport {
         device: gpu.map(|g| g.name()).transpose()?,
         large,
+        snapshots,
         cpu_threads: rayon::current_num_threads(),
         tol: opts.tol,
         advection: match opts.advection {
@@ -237,19 +252,107 @@ fn large_row(g: &Gpu, n: usize, reps: usize) -> Result<LargeRow> {
     let h = 2000.0 / Rhs::spectral_radius_bound(&heat, 0.0, &[]).unwrap_or(1.0);
     let steps = 4;
     let o = Rock4Options::default().fixed_step(h);
-    let mut y = g.upload(&heat.initial())?;
-    rgpu::integrate(&dp, 0.0, h, &mut y, &o)?;
-    let mut y = g.upload(&heat.initial())?;
-    let r = rgpu::integrate(&dp, 0.0, steps as f64 * h, &mut y, &o)?;
-    let taken = r.history.len().max(1);
+    let step = |c: Controller| -> Result<(f64, usize)> {
+        let o = o.clone().controller(c);
+        let mut y = g.upload(&heat.initial())?;
+        rgpu::integrate(&dp, 0.0, h, &mut y, &o)?;
+        let mut y = g.upload(&heat.initial())?;
+        let r = rgpu::integrate(&dp, 0.0, steps as f64 * h, &mut y, &o)?;
+        let taken = r.history.len().max(1);
+        Ok((r.seconds * 1e3 / taken as f64, r.max_stages))
+    };
+    let (step_ms, stages) = step(Controller::Host)?;
+    let (step_device_ms, _) = step(Controller::Device)?;
     Ok(LargeRow {
         n,
         copy_gbps,
         stage_ms: stage.median_ms,
         stage_gbps: stage.gbps(3.0 * bytes),
-        stages: r.max_stages,
-        step_ms: r.seconds * 1e3 / taken as f64,
+        stages,
+        step_ms,
+        step_device_ms,
     })
+}
+
+/// The solution of the thesis problem (N = 128, the benchmark's advection) at
+/// t = 0, 0.05, 0.2, 1 and of the heat equation (n = 64) at t = 0, 0.01, 0.03, 0.06,
+/// each integrated on from the previous snapshot (on the GPU with the device
+/// controller where there is one, else on the CPU).
+fn snapshots(gpu: Option<&Gpu>, opts: &Rock4BenchOptions) -> Result<Vec<(String, HeatMap)>> {
+    fn series<R: Rhs, D: DeviceRhs>(
+        gpu: Option<&Gpu>,
+        p: &R,
+        d: impl Fn(&Gpu) -> D,
+        y0: Vec<f64>,
+        n: usize,
+        times: &[f64],
+        o: &Rock4Options,
+    ) -> Result<Vec<HeatPanel>> {
+        let mut y = y0;
+        let mut panels = Vec::new();
+        let mut t = 0.0;
+        for &t1 in times {
+            if t1 > t {
+                match gpu {
+                    Some(g) => {
+                        let mut dy = g.upload(&y)?;
+                        rgpu::integrate(&d(g), t, t1, &mut dy, o)?;
+                        y = dy.download()?;
+                    }
+                    None => {
+                        cpu::integrate(p, t, t1, &mut y, o)?;
+                    }
+                }
+                t = t1;
+            }
+            panels.push(HeatPanel {
+                label: format!("t = {t1}"),
+                nx: n,
+                ny: n,
+                values: y.clone(),
+            });
+        }
+        Ok(panels)
+    }
+    let o = Rock4Options::default().rtol(opts.tol).atol(opts.tol);
+    let rad = ReactionAdvectionDiffusion::thesis(128, opts.advection)?;
+    let heat = Heat2d::new(64, 1.0)?;
+    let advection = match opts.advection {
+        Advection::Central => "central",
+        Advection::Forward => "forward",
+    };
+    Ok(vec![
+        (
+            "rock4-thesis.png".into(),
+            HeatMap {
+                title: format!("seed 001 problem (5.1), N = 128, {advection} advection: y(x, t)"),
+                panels: series(
+                    gpu,
+                    &rad,
+                    |g| rad.on_device(g),
+                    rad.initial(),
+                    128,
+                    &[0.0, 0.05, 0.2, 1.0],
+                    &o,
+                )?,
+            },
+        ),
+        (
+            "rock4-heat.png".into(),
+            HeatMap {
+                title: "heat equation, n = 64, nu = 1: u(x, t)".into(),
+                panels: series(
+                    gpu,
+                    &heat,
+                    |g| heat.on_device(g),
+                    heat.initial(),
+                    64,
+                    &[0.0, 0.01, 0.03, 0.06],
+                    &o,
+                )?,
+            },
+        ),
+    ])
 }
 
 impl Rock4BenchReport {
@@ -261,7 +364,8 @@ impl Rock4BenchReport {
             "CPU 1 core s",
             "CPU all cores s",
             "all / 1 core",
-            "GPU s",
+            "GPU host-decided s",
+            "GPU device-decided s",
             "GPU vs 1 core",
             "GPU vs all cores",
             "thesis CPU s",
@@ -281,13 +385,17 @@ impl Rock4BenchReport {
                     format!("{:.4}", r.cpu_all_s),
                     format!("{:.1}x", r.cpu_single_s / r.cpu_all_s),
                 ];
-                match r.gpu {
+                let secs = |g: Option<(f64, (usize, usize))>| {
+                    g.map_or("-".to_string(), |(s, _)| format!("{s:.4}"))
+                };
+                v.extend([secs(r.gpu), secs(r.gpu_device)]);
+                // Speedups of the default path (device-decided where it ran).
+                match r.gpu_device.or(r.gpu) {
                     Some((g, _)) => v.extend([
-                        format!("{g:.4}"),
                         format!("{:.1}x", r.cpu_single_s / g),
                         format!("{:.1}x", r.cpu_all_s / g),
                     ]),
-                    None => v.extend(["-", "-", "-"].map(String::from)),
+                    None => v.extend(["-", "-"].map(String::from)),
                 }
                 match r.thesis {
                     Some((c, g)) => v.extend([
@@ -322,8 +430,12 @@ impl Rock4BenchReport {
             "stage GB/s",
             "stage % of copy",
             "stages per step",
-            "step ms",
+            "step ms (host-decided)",
             "step / sum of stages",
+            "control overhead per step ms",
+            "step ms (device-decided)",
+            "step / sum of stages (device)",
+            "control overhead per step ms (device)",
         ];
         let rows = self
             .large
@@ -338,13 +450,17 @@ impl Rock4BenchReport {
                     r.stages.to_string(),
                     format!("{:.3}", r.step_ms),
                     format!("{:.3}", r.step_ms / (r.stages as f64 * r.stage_ms)),
+                    format!("{:.3}", r.step_ms - r.stages as f64 * r.stage_ms),
+                    format!("{:.3}", r.step_device_ms),
+                    format!("{:.3}", r.step_device_ms / (r.stages as f64 * r.stage_ms)),
+                    format!("{:.3}", r.step_device_ms - r.stages as f64 * r.stage_ms),
                 ]
             })
             .collect();
         (headers, rows)
     }
 
-    const LARGE_NOTE: &str = "Large grids (GPU): the 2D heat equation (nu = 1), one fused stencil stage (reads g_{j-1} and g_{j-2}, writes g_j: 3 n^2 f64) against the device copy of n^2 f64 in the same run; a whole step of fixed size (h rho = 2000) by wall clock, controller and finishing procedure included, against stages x the fused stage's time.";
+    const LARGE_NOTE: &str = "Large grids (GPU): the 2D heat equation (nu = 1), one fused stencil stage (reads g_{j-1} and g_{j-2}, writes g_j: 3 n^2 f64) against the device copy of n^2 f64 in the same run; a whole step of fixed size (h rho = 2000) by wall clock, controller and finishing procedure included, against stages x the fused stage's time; control overhead per step = step - stages x stage (finishing procedure, error norm, decision, launches and waits). Host-decided: one kernel launch per stage and one 8-byte read back per step; device-decided: the persistent kernel (grid barrier between stages, decisions on the device, one host wait per launch).";
 
     /// Plain-text table.
     pub fn to_text(&self) -> String {
@@ -360,7 +476,10 @@ impl Rock4BenchReport {
     /// The Markdown file.
     pub fn to_markdown(&self, plot: Option<&str>) -> String {
         let (h, r) = self.cells();
-        let img = plot.map_or(String::new(), |p| format!("\n![time to t = 1]({p})\n"));
+        let mut img = plot.map_or(String::new(), |p| format!("\n![time to t = 1]({p})\n"));
+        for (file, map) in &self.snapshots {
+            img.push_str(&format!("\n![{}]({file})\n", map.title));
+        }
         let mut text = format!(
             "# ROCK4, seed 001's Table 6.4\n\nWritten by `ferrocuda bench rock4`; do not edit by hand.\n\n{}\n{}\n{img}",
             self.header(),
@@ -375,6 +494,18 @@ impl Rock4BenchReport {
             ));
         }
         text
+    }
+
+    /// Writes `rock4.md`, the plot `rock4.png` and the snapshots into `dir`.
+    pub fn write_files(&self, dir: &std::path::Path) -> Result<()> {
+        self.chart().write_png(&dir.join("rock4.png"), 1280, 640)?;
+        for (file, map) in &self.snapshots {
+            map.write_png(&dir.join(file), 1280, 400)?;
+        }
+        super::plot::write_file(
+            &dir.join("rock4.md"),
+            self.to_markdown(Some("rock4.png")).as_bytes(),
+        )
     }
 
     /// Seconds to `t = 1` against `N` (log scale): this run's CPU and GPU paths and the
@@ -397,7 +528,10 @@ impl Rock4BenchReport {
             series: vec![
                 series("CPU, 1 core", &|r| Some(r.cpu_single_s)),
                 series("CPU, all cores", &|r| Some(r.cpu_all_s)),
-                series(&gpu, &|r| r.gpu.map(|g| g.0)),
+                series(&format!("{gpu}, host-decided"), &|r| r.gpu.map(|g| g.0)),
+                series(&format!("{gpu}, device-decided"), &|r| {
+                    r.gpu_device.map(|g| g.0)
+                }),
                 series("thesis CPU (2010)", &|r| r.thesis.map(|t| t.0)),
                 series("thesis GTX 285", &|r| r.thesis.map(|t| t.1)),
             ],

@@ -249,8 +249,8 @@ pub enum BenchCommand {
         results_dir: PathBuf,
     },
     /// Seed 001's Table 6.4 again: ROCK4 on the thesis problem to t = 1 for N x N grids,
-    /// one core and all cores, beside the thesis's figures; writes <results-dir>/rock4.md
-    /// and rock4.png.
+    /// one core and all cores, beside the thesis's figures; writes <results-dir>/rock4.md,
+    /// rock4.png and solution snapshots (rock4-thesis.png, rock4-heat.png).
     Rock4 {
         /// Grid sizes N (comma-separated) [default: the thesis's 16, 32, .., 256].
         #[arg(long, value_delimiter = ',')]
@@ -807,13 +807,11 @@ pub fn run(cli: Cli) -> Result<()> {
                 eprintln!("[bench rock4] GPU part skipped: {why}");
             }
             let report = run(gpu.as_ref(), &opts)?;
-            let png = results_dir.join("rock4.png");
-            report.chart().write_png(&png, 1280, 640)?;
-            write_file(
-                &results_dir.join("rock4.md"),
-                &report.to_markdown(Some("rock4.png")),
-            )?;
-            eprintln!("[bench rock4] wrote {} and rock4.md", png.display());
+            report.write_files(&results_dir)?;
+            eprintln!(
+                "[bench rock4] wrote rock4.md, rock4.png and the snapshots into {}",
+                results_dir.display()
+            );
             if json {
                 print_json(&report)
             } else {

@@ -1,5 +1,6 @@
 //! `ferrocuda rock4 --problem heat|jahn --n N --t-end T [--rtol R] [--atol A] [--nu NU]
-//! [--advection central|forward] [--threads all|single] [--device cpu|gpu] [--out y.mtx]
+//! [--advection central|forward] [--threads all|single] [--device cpu|gpu]
+//! [--controller auto|host|device] [--out y.mtx]
 //! [--json]`:
 //! integrates one of the built-in problems with ROCK4 and reports the steps taken.
 //!
@@ -25,7 +26,9 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::rock4::problems::{Advection, Heat2d, ReactionAdvectionDiffusion};
-use crate::rock4::{DeviceRhs, Rhs, Rock4Options, Rock4Report, StopReason, Threads, cpu};
+use crate::rock4::{
+    Controller, DeviceRhs, Rhs, Rock4Options, Rock4Report, StopReason, Threads, cpu,
+};
 use crate::sparse::mm;
 
 /// Which problem.
@@ -56,6 +59,18 @@ pub enum Rock4Device {
     Cpu,
     /// The GPU (the global `--device N` before the subcommand picks which).
     Gpu,
+}
+
+/// Where the GPU path decides the steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rock4Controller {
+    /// The device for the built-in problems (the default).
+    Auto,
+    /// The host: one read back per step.
+    Host,
+    /// The device: the persistent kernel, one host wait per many steps.
+    Device,
 }
 
 /// CPU threads.
@@ -95,6 +110,9 @@ pub struct Rock4Args {
     /// CPU threads.
     #[arg(long, value_enum, default_value_t = Rock4Threads::All)]
     pub threads: Rock4Threads,
+    /// Where the GPU path decides the steps (`--device gpu`).
+    #[arg(long, value_enum, default_value_t = Rock4Controller::Auto)]
+    pub controller: Rock4Controller,
     /// CPU or GPU.
     #[arg(long = "device", value_enum, default_value_t = Rock4Device::Cpu)]
     pub on: Rock4Device,
@@ -175,6 +193,11 @@ pub fn run(args: &Rock4Args, ordinal: usize) -> Result<Rock4CliReport> {
         .threads(match args.threads {
             Rock4Threads::All => Threads::All,
             Rock4Threads::Single => Threads::Single,
+        })
+        .controller(match args.controller {
+            Rock4Controller::Auto => Controller::Auto,
+            Rock4Controller::Host => Controller::Host,
+            Rock4Controller::Device => Controller::Device,
         });
     let (report, y, exact) = match args.problem {
         Rock4Problem::Heat => {

@@ -11,12 +11,9 @@ use serde::Deserialize;
 
 const JSON: &str = include_str!("../../data/rock4/rock4_coefficients.json");
 
-/// Number of tabulated degrees.
-pub const DEGREES: usize = 50;
+pub use ferrocuda_kernels::rock4::{DEGREES, MAX_STAGES};
 /// Length of the recurrence-coefficient table `recf`.
 pub const RECF_LEN: usize = 4382;
-/// The largest stage count `s = m + 4` (m = 148).
-pub const MAX_STAGES: usize = 152;
 
 /// The tables as stored, 0-based: row `i` is the source's degree index `mz = i + 1`.
 #[derive(Debug, Deserialize)]
@@ -92,8 +89,7 @@ impl Tables {
     /// The degree for a step: the first tabulated `m >= m0` (`mdegre`), `m0 >= 1`;
     /// `m0 > 148` gives the largest degree.
     pub fn degree_for(&self, m0: usize) -> Degree<'_> {
-        let i = self.ms.iter().position(|&m| m >= m0).unwrap_or(DEGREES - 1);
-        self.degree(i)
+        self.degree(ferrocuda_kernels::rock4::degree_index(m0, |i| self.ms[i]))
     }
 }
 

@@ -1,19 +1,20 @@
-//! The step-size logic of ROCK4, written once for both paths: start-up step, end of
-//! interval, spectral-radius refresh, degree selection, controller, accept/reject. A
+//! The step-size logic of ROCK4 on the host: start-up step, end of interval,
+//! spectral-radius refresh, degree selection, controller, accept/reject. The arithmetic
+//! of each decision is written once in `ferrocuda_kernels::rock4` ([`Control`],
+//! `begin_attempt`, `stages_needed`, `finish_attempt`, ...) and shared with the device
+//! controller of the persistent kernel ([`super::gpu`]). A
 //! [`Backend`] (CPU vectors or device buffers) owns the vectors and does the vector
 //! work of one attempt; the driver sees one scalar per attempt (the error norm), so the
 //! CPU and the GPU take the same decisions from the same errors.
 
 use std::time::Instant;
 
-use super::coeffs::{Degree, MAX_STAGES, tables};
+use super::coeffs::{Degree, tables};
 use super::{Rock4Options, Rock4Report, StepControl, StepRecord, StopReason};
 use crate::error::Result;
 
-/// Unit roundoff of the reference code (`uround = 1e-16`).
-pub(crate) const UROUND: f64 = 1e-16;
-/// `sqrt(uround)`, the power iteration's relative perturbation.
-pub(crate) const SQRTU: f64 = 1e-8;
+use ferrocuda_kernels::rock4::{self as k, Control};
+pub(crate) use ferrocuda_kernels::rock4::{SQRTU, UROUND};
 
 /// The vector side of one integration: the current solution `y`, `fy = f(t, y)`, and
 /// the candidate `y_new`, `k5 = f(t + h, y_new)` of the last attempt.
@@ -43,162 +44,74 @@ pub(crate) fn run(
     let start = Instant::now();
     let tab = tables();
     let fixed = o.step_control == StepControl::Fixed;
-    let mut report = Rock4Report {
-        reason: StopReason::Finished,
-        final_time: t0,
-        steps_accepted: 0,
-        steps_rejected: 0,
-        f_evals: 0,
-        rho_evals: 0,
-        rho_unconverged: 0,
-        rho_min: f64::INFINITY,
-        rho_max: 0.0,
-        max_stages: 0,
-        h_next: 0.0,
-        history: Vec::new(),
-        seconds: 0.0,
-    };
-    let mut t = t0;
-    b.eval_initial(t)?;
-
-    let mut rho = 0.0;
-    let mut rho_current = false;
+    let mut report = Rock4Report::start(t0);
+    b.eval_initial(t0)?;
 
     let span = t_end - t0;
-    let mut h = match o.h0 {
-        Some(h) => h,
+    let mut c = match o.h0 {
+        Some(h) => Control::new(t0, h),
         None => {
             // rkc_init_dt.
-            rho = b.estimate_rho(t, &mut report)?;
-            rho_current = true;
-            let hmax = span;
-            let hmin = 10.0 * f64::EPSILON * t0.abs().max(hmax);
-            let mut h = if rho * hmax > 1.0 { 1.0 / rho } else { hmax };
-            h = h.max(hmin);
-            let est = h * b.probe(t, h, o.rtol, o.atol)?;
-            if 0.1 * h < hmax * est.sqrt() {
-                (0.1 * h / est.sqrt()).max(hmin)
-            } else {
-                hmax
-            }
+            let rho = b.estimate_rho(t0, &mut report)?;
+            let (h, hmin) = k::initial_trial_step(rho, t0, span);
+            let est = h * b.probe(t0, h, o.rtol, o.atol)?;
+            let mut c = Control::new(t0, k::initial_step(h, hmin, span, est));
+            c.rho = rho;
+            c.rho_current = 1;
+            c
         }
     };
-    let h_fixed = h;
-
-    let (mut facmax, mut errp, mut hp) = (5.0f64, 0.0f64, h);
-    let (mut reject, mut last) = (false, false);
-    let (mut told, mut nrej, mut nrho) = (0.0f64, 0usize, 0usize);
-    let mut rho_known = false;
-    let mut attempts = 0usize;
 
     loop {
-        // End of interval, step too small.
-        if 1.01 * h >= (t_end - t).abs() {
-            h = (t_end - t).abs();
-            last = true;
-        }
-        if h < 10.0 * UROUND || t + h == t {
-            report.reason = StopReason::StepTooSmall;
-            break;
-        }
-        if attempts == o.max_steps {
-            report.reason = StopReason::MaxSteps;
-            break;
-        }
-        attempts += 1;
-        if nrho == 0 && !(o.jacobian_constant && rho_known) {
-            if !rho_current {
-                rho = b.estimate_rho(t, &mut report)?;
+        match k::begin_attempt(&mut c, t_end, o.max_steps as u64) {
+            k::GO => {}
+            k::STEP_TOO_SMALL => {
+                report.reason = StopReason::StepTooSmall;
+                break;
             }
-            rho_known = true;
-            report.rho_min = report.rho_min.min(rho);
-            report.rho_max = report.rho_max.max(rho);
+            _ => {
+                report.reason = StopReason::MaxSteps;
+                break;
+            }
         }
-        rho_current = false;
+        if k::needs_rho(&c, o.jacobian_constant) {
+            if c.rho_current == 0 {
+                c.rho = b.estimate_rho(c.t, &mut report)?;
+            }
+            c.rho_known = 1;
+            report.rho_min = report.rho_min.min(c.rho);
+            report.rho_max = report.rho_max.max(c.rho);
+        }
+        c.rho_current = 0;
 
-        // Stage selection (mdegre).
-        let mut s0 = (((3.0 + h * rho) / 0.353).sqrt() as usize).saturating_add(1);
-        if s0 > MAX_STAGES {
-            h = 0.8 * (0.353 * (MAX_STAGES * MAX_STAGES) as f64 - 3.0) / rho;
-            s0 = MAX_STAGES;
-            last = false;
-        }
-        let m0 = s0.max(5) - 4;
-        let deg = tab.degree_for(m0);
+        let m0 = k::stages_needed(&mut c);
+        let deg = tab.degree(k::degree_index(m0, |i| tab.ms[i]));
         report.max_stages = report.max_stages.max(deg.stages());
 
+        let (t, h, rho) = (c.t, c.h, c.rho);
         let err = b.attempt(&deg, t, h, o.atol, o.rtol)?;
+        let out = k::finish_attempt(&mut c, err, t_end, fixed);
+        let accepted = out & k::ACCEPTED != 0;
         report.history.push(StepRecord {
             t,
             h,
             stages: deg.stages(),
             rho,
             err,
-            accepted: fixed || err < 1.0,
+            accepted,
         });
-
-        if fixed {
+        report.h_next = c.h_next;
+        if accepted {
             report.steps_accepted += 1;
-            t = if last { t_end } else { t + h };
             b.accept()?;
-            nrho = (nrho + 2) % 10;
-            report.h_next = h_fixed;
-            if last {
-                break;
-            }
-            h = h_fixed;
-            continue;
-        }
-
-        // Controller.
-        let mut fac = (1.0 / err).powf(0.25);
-        if errp != 0.0 && !reject {
-            let facp = errp.powf(0.25) * fac * fac * (h / hp);
-            fac = fac.min(facp);
-        }
-        if reject {
-            facmax = 1.0;
-        }
-        fac = facmax.min((0.8 * fac).max(0.1));
-        let mut hnew = h * fac;
-
-        if err < 1.0 {
-            report.steps_accepted += 1;
-            facmax = 2.0;
-            t = if last { t_end } else { t + h };
-            if reject {
-                hnew = hnew.min(h);
-                if t_end < t {
-                    hnew = hnew.max(h);
-                }
-                reject = false;
-                nrej = 0;
-            }
-            hp = h;
-            h = hnew;
-            nrho = (nrho + 2) % 10;
-            b.accept()?;
-            report.h_next = h;
-            if last {
-                break;
-            }
-            errp = err;
         } else {
             report.steps_rejected += 1;
-            reject = true;
-            last = false;
-            h = 0.8 * hnew;
-            if t == told {
-                nrej += 1;
-                if nrej == 10 {
-                    h = 1e-5;
-                }
-            }
-            told = t;
-            nrho = if nrho != 0 { 0 } else { 1 };
-            report.h_next = h;
+        }
+        if out & k::DONE != 0 {
+            break;
         }
     }
+    let t = c.t;
     report.final_time = t;
     report.f_evals = b.f_evals();
     if report.rho_min == f64::INFINITY {

@@ -8,11 +8,22 @@
 //! procedure is four evaluations and four element-wise kernels, and the error norm is a
 //! deterministic two-stage reduction (fixed block partials, then `sum_partials_f64`).
 //!
-//! **Host synchronisation (first version)**: the step decision runs on the host, which
-//! reads back one scalar per attempt (the error sum, 8 bytes); the spectral radius is a
-//! bound computed on the device and read back as one scalar per refresh (every 5th
-//! step), or the power iteration, which reads back one norm per iteration. A device-side
-//! controller and a CUDA graph per degree are the next step.
+//! **Where the steps are decided** ([`Controller`]):
+//! - **Device** (the default for the built-in stencil problems, [`DeviceRhs::stencil`],
+//!   up to [`AUTO_DEVICE_MAX_POINTS`] unknowns):
+//!   one cooperative launch of `rock4_persistent_f64` runs up to [`ATTEMPTS_PER_LAUNCH`]
+//!   attempts: start-up step, spectral radius (Gershgorin bound as a grid maximum, or
+//!   the power iteration with its norms reduced and its estimate formed on the device),
+//!   degree selection, the `m + 4` stages, the error norm (block partials added in a
+//!   fixed order by every block, so every block takes the same decision) and the
+//!   controller, with a grid barrier between vector operations. The controller's
+//!   arithmetic is the CPU driver's (`ferrocuda_kernels::rock4::{begin_attempt,
+//!   stages_needed, finish_attempt, ..}`). The host waits once per launch, reading the
+//!   state (a few words) and the attempts' history back.
+//! - **Host** (any [`DeviceRhs`]): the host queues each attempt's kernels without
+//!   waiting and reads back one scalar per attempt (the error sum, 8 bytes); the spectral
+//!   radius is a bound read back as one scalar per refresh, or the power iteration, which
+//!   reads back one norm per iteration.
 //!
 //! Same options, report and controller ([`super::driver`]) as [`super::cpu`], and the
 //! same per-element math (`ferrocuda_kernels::rock4`), so on the heat problem the two
@@ -27,7 +38,9 @@ use ferrocuda_kernels::rock4::RadCoeffs;
 
 use super::coeffs::Degree;
 use super::driver::{self, SQRTU, UROUND};
-use super::{DeviceRhs, Rock4Options, Rock4Report, SpectralRadius};
+use super::{
+    Controller, DeviceRhs, Rock4Options, Rock4Report, SpectralRadius, StepRecord, StopReason,
+};
 use crate::blas1::gpu as b1;
 use crate::error::{Error, Result, check_device, check_len};
 
@@ -257,6 +270,21 @@ pub fn integrate<R: DeviceRhs + ?Sized>(
             op: OP,
             reason: format!("y holds NaN or infinity (its norm is {norm})"),
         });
+    }
+    match (opts.controller, rhs.stencil()) {
+        (Controller::Device, Some(DeviceStencil(st))) => {
+            return integrate_persistent(&st, &gpu, t0, t_end, y, opts);
+        }
+        (Controller::Auto, Some(DeviceStencil(st))) if n <= AUTO_DEVICE_MAX_POINTS => {
+            return integrate_persistent(&st, &gpu, t0, t_end, y, opts);
+        }
+        (Controller::Device, None) => {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                reason: "the device controller (persistent kernel) needs one of the built-in stencil problems (DeviceRhs::stencil); use Controller::Host".into(),
+            });
+        }
+        _ => {}
     }
     let mut b = GpuBackend::new(rhs, &gpu, n, opts)?;
     b.y.copy_from_device(&*y)?;
@@ -680,4 +708,214 @@ impl<R: DeviceRhs + ?Sized> driver::Backend for GpuBackend<'_, R> {
     fn f_evals(&self) -> usize {
         self.evals
     }
+}
+
+/// One of the built-in stencil problems ([`super::problems`]) as the persistent kernel
+/// evaluates it: what [`DeviceRhs::stencil`] returns for them. Opaque.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceStencil(pub(crate) StencilLaunch);
+
+/// The default attempts per launch of the persistent kernel
+/// ([`Rock4Options::attempts_per_launch`]): the host reads the device state (and the
+/// history of these attempts) back after each launch, so a long integration costs one
+/// host wait per this many attempts.
+pub const ATTEMPTS_PER_LAUNCH: usize = 4096;
+
+/// [`Controller::Auto`] takes the persistent kernel up to this many unknowns and the
+/// host-decided path above. Measured on an H100 (H100 run of the rock4dev branch,
+/// docs/notes/gpu-runs-rock4dev.md): the persistent kernel is 1.5-2.7x faster to t = 1
+/// on Table 6.4's grids (N <= 256, latency bound), but on 1024^2 and larger its stages
+/// run at a lower bandwidth (one or two 256-thread blocks per multiprocessor, the
+/// registers of the whole integration) and a step costs 1.3x (1024^2) to 1.7x
+/// (4096^2, 8192^2) the host-decided one. The switch lies between 256^2 and 1024^2,
+/// at 512^2 (not measured).
+pub const AUTO_DEVICE_MAX_POINTS: usize = 512 * 512;
+
+/// Threads per block of the persistent kernel.
+const PERSISTENT_THREADS: u32 = 256;
+
+/// Points per thread the persistent grid aims at on small grids (fewer blocks, so a
+/// cheaper grid barrier); large grids take every resident block.
+const POINTS_PER_THREAD: usize = 4;
+
+/// `value` as its 8-byte words (the device keeps the state in a `u64` buffer).
+fn to_words<T: Copy>(value: &T) -> Vec<u64> {
+    const { assert!(size_of::<T>().is_multiple_of(8) && align_of::<T>() == 8) };
+    // SAFETY: T is a `#[repr(C)]` struct of 8-byte `f64`/`u64` fields (no padding), so
+    // its bytes are size_of::<T>() / 8 initialised words.
+    unsafe { std::slice::from_raw_parts((value as *const T).cast::<u64>(), size_of::<T>() / 8) }
+        .to_vec()
+}
+
+/// The `T` stored in `words` (inverse of [`to_words`]).
+fn from_words<T: Copy>(words: &[u64]) -> T {
+    const { assert!(size_of::<T>().is_multiple_of(8) && align_of::<T>() == 8) };
+    assert!(words.len() * 8 >= size_of::<T>(), "state buffer too short");
+    // SAFETY: enough initialised words; every bit pattern is a valid f64/u64 field.
+    unsafe { std::ptr::read_unaligned(words.as_ptr().cast::<T>()) }
+}
+
+/// The whole integration in the persistent kernel (`rock4_persistent_f64`): one
+/// cooperative launch per [`Rock4Options::attempts_per_launch`] attempts, the host reading the state
+/// back after each.
+fn integrate_persistent(
+    st: &StencilLaunch,
+    gpu: &Gpu,
+    t0: f64,
+    t_end: f64,
+    y: &mut DeviceBuffer<f64>,
+    o: &Rock4Options,
+) -> Result<Rock4Report> {
+    use ferrocuda_kernels::rock4::{
+        AttemptLog, Control, PersistentParams, PersistentState, RUN_FINISHED, RUN_PAUSED,
+        RUN_STEP_TOO_SMALL,
+    };
+    let start = std::time::Instant::now();
+    let n = st.nx * st.ny;
+    let shared = ferrocuda_kernels::rock4::PERSISTENT_SHARED_BYTES;
+    let resident = gpu.resident_blocks(ROCK4.persistent, PERSISTENT_THREADS, shared)?;
+    if resident == 0 {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            reason: "the persistent ROCK4 kernel fits no block on this device".into(),
+        });
+    }
+    let blocks = n
+        .div_ceil(PERSISTENT_THREADS as usize * POINTS_PER_THREAD)
+        .clamp(1, resident);
+    let vec = || -> Result<DeviceBuffer<f64>> {
+        let mut b = gpu.alloc::<f64>(n)?;
+        b1::fill(&mut b, f64::NAN)?;
+        Ok(b)
+    };
+    let mut ya = vec()?;
+    ya.copy_from_device(&*y)?;
+    let (yb, fa, fb, ga, gb) = (vec()?, vec()?, vec()?, vec()?, vec()?);
+    let ks = [vec()?, vec()?, vec()?, vec()?];
+    let v = vec()?;
+    let partials = gpu.alloc::<f64>(2 * blocks)?;
+    let tab = super::coeffs::tables();
+    let recf = gpu.upload(&tab.recf)?;
+    let fpa = gpu.upload(&tab.fpa.concat())?;
+    let fpb = gpu.upload(&tab.fpb.concat())?;
+    let fpbe = gpu.upload(&tab.fpbe.concat())?;
+    let ms = gpu.upload(&tab.ms.iter().map(|&m| m as u64).collect::<Vec<_>>())?;
+    let starts = gpu.upload(
+        &(0..super::coeffs::DEGREES)
+            .map(|i| tab.block_start(i) as u64)
+            .collect::<Vec<_>>(),
+    )?;
+    let barrier = gpu.upload(&[0u32])?;
+    let init = PersistentState {
+        ctl: Control::new(t0, o.h0.unwrap_or(0.0)),
+        status: RUN_PAUSED,
+        started: 0,
+        parity: 0,
+        v_valid: 0,
+        accepted: 0,
+        rejected: 0,
+        f_evals: 0,
+        rho_evals: 0,
+        rho_unconverged: 0,
+        max_stages: 0,
+        rho_min: f64::INFINITY,
+        rho_max: 0.0,
+        records: 0,
+    };
+    let state = gpu.upload(&to_words(&init))?;
+    let log_words = size_of::<AttemptLog>() / 8;
+    let per_launch = o.attempts_per_launch.min(o.max_steps);
+    let history = gpu.alloc::<u64>(per_launch * log_words)?;
+    let mut s = init;
+    let mut report = Rock4Report::start(t0);
+    let cfg =
+        LaunchConfig::blocks(blocks as u32, PERSISTENT_THREADS).with_shared_bytes(shared as u32);
+    loop {
+        let params = PersistentParams {
+            nx: st.nx as u64,
+            ny: st.ny as u64,
+            kind: u64::from(st.kind),
+            coeffs: st.p,
+            t0,
+            t_end,
+            atol: o.atol,
+            rtol: o.rtol,
+            fixed: u64::from(o.step_control == super::StepControl::Fixed),
+            power: u64::from(o.spectral_radius == SpectralRadius::PowerIteration),
+            jacobian_constant: u64::from(o.jacobian_constant),
+            h0_given: u64::from(o.h0.is_some()),
+            max_attempts: o.max_steps as u64,
+            pause_at: s.ctl.attempts + per_launch as u64,
+            record_base: s.records,
+            y: [ya.device_ptr(), yb.device_ptr()],
+            fy: [fa.device_ptr(), fb.device_ptr()],
+            g: [ga.device_ptr(), gb.device_ptr()],
+            k: [
+                ks[0].device_ptr(),
+                ks[1].device_ptr(),
+                ks[2].device_ptr(),
+                ks[3].device_ptr(),
+            ],
+            v: v.device_ptr(),
+            partials: partials.device_ptr(),
+            state: state.device_ptr(),
+            history: history.device_ptr(),
+            barrier: barrier.device_ptr(),
+            recf: recf.device_ptr(),
+            fpa: fpa.device_ptr(),
+            fpb: fpb.device_ptr(),
+            fpbe: fpbe.device_ptr(),
+            ms: ms.device_ptr(),
+            starts: starts.device_ptr(),
+        };
+        // SAFETY: rock4_persistent_f64(params) by value; every pointer is one of the
+        // buffers above with the lengths the struct documents (vectors of n, 2 blocks
+        // partials, the state, per_launch logs: pause_at bounds the attempts of
+        // this launch), alive until the state is read back below (which waits).
+        unsafe { gpu.launch_cooperative(ROCK4.persistent, cfg, &mut [arg(&params)])? };
+        report.device_launches += 1;
+        let base = s.records;
+        s = from_words(&state.download()?);
+        let logs = (s.records - base) as usize;
+        if logs > 0 {
+            let words = history.download()?;
+            for w in words[..logs * log_words].chunks_exact(log_words) {
+                let l: AttemptLog = from_words(w);
+                report.history.push(StepRecord {
+                    t: l.t,
+                    h: l.h,
+                    stages: l.stages as usize,
+                    rho: l.rho,
+                    err: l.err,
+                    accepted: l.accepted != 0,
+                });
+            }
+        }
+        if s.status != RUN_PAUSED {
+            break;
+        }
+    }
+    y.copy_from_device(if s.parity == 0 { &ya } else { &yb })?;
+    gpu.synchronize()?;
+    report.reason = match s.status {
+        RUN_FINISHED => StopReason::Finished,
+        RUN_STEP_TOO_SMALL => StopReason::StepTooSmall,
+        _ => StopReason::MaxSteps,
+    };
+    report.final_time = s.ctl.t;
+    report.steps_accepted = s.accepted as usize;
+    report.steps_rejected = s.rejected as usize;
+    report.f_evals = s.f_evals as usize;
+    report.rho_evals = s.rho_evals as usize;
+    report.rho_unconverged = s.rho_unconverged as usize;
+    report.rho_min = if s.rho_min == f64::INFINITY {
+        0.0
+    } else {
+        s.rho_min
+    };
+    report.rho_max = s.rho_max;
+    report.max_stages = s.max_stages as usize;
+    report.h_next = s.ctl.h_next;
+    report.seconds = start.elapsed().as_secs_f64();
+    Ok(report)
 }

@@ -1,7 +1,8 @@
 //! ROCK4: Abdulle's stabilized explicit Runge-Kutta method of order 4 (2002) for stiff
 //! problems with a spectrum near the negative real axis (diffusion-dominated PDEs after
-//! space discretisation), on the CPU (rayon, [`cpu::integrate`]); the GPU path comes
-//! next.
+//! space discretisation), on the CPU (rayon, [`cpu::integrate`]) and on the GPU
+//! ([`gpu::integrate`]: for the built-in stencil problems one persistent kernel takes the
+//! whole integration, step decisions included, see [`Controller`]).
 //!
 //! One step of size `h` from `y_n` (seed 001 ch. 5, Abdulle 2002):
 //! 1. **Degree**: from `h rho` (`rho` = spectral radius of the Jacobian), the stage
@@ -135,6 +136,27 @@ pub enum StepControl {
     Fixed,
 }
 
+/// Where the GPU path takes its step decisions ([`gpu::integrate`]; the CPU path ignores
+/// it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Controller {
+    /// [`Controller::Device`] for the built-in stencil problems ([`DeviceRhs::stencil`])
+    /// of up to [`gpu::AUTO_DEVICE_MAX_POINTS`] unknowns (where it is the faster path),
+    /// else [`Controller::Host`].
+    #[default]
+    Auto,
+    /// The host decides: it queues each attempt's kernels and reads one scalar (the error
+    /// norm) back per attempt, and the spectral radius per refresh.
+    Host,
+    /// Everything on the device: one persistent cooperative kernel runs the stages, the
+    /// error norm, the spectral radius (Gershgorin or power iteration) and the
+    /// controller for [`gpu::ATTEMPTS_PER_LAUNCH`] attempts per launch, with a grid
+    /// barrier between vector operations; the host waits once per launch. Built-in
+    /// stencil problems only (others are an error).
+    Device,
+}
+
 /// Threads of the CPU integrator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -170,6 +192,12 @@ pub struct Rock4Options {
     pub max_steps: usize,
     /// All cores or one.
     pub threads: Threads,
+    /// Where the GPU path decides the steps.
+    pub controller: Controller,
+    /// Attempts per launch of the persistent kernel ([`Controller::Device`]; default
+    /// [`gpu::ATTEMPTS_PER_LAUNCH`]): the host waits for the device once per this many
+    /// attempts, and holds this many attempts' history on the device. At least 1.
+    pub attempts_per_launch: usize,
 }
 
 impl Default for Rock4Options {
@@ -183,6 +211,8 @@ impl Default for Rock4Options {
             jacobian_constant: false,
             max_steps: 1_000_000,
             threads: Threads::All,
+            controller: Controller::Auto,
+            attempts_per_launch: gpu::ATTEMPTS_PER_LAUNCH,
         }
     }
 }
@@ -227,6 +257,16 @@ impl Rock4Options {
     /// Sets the threads.
     pub fn threads(mut self, t: Threads) -> Self {
         self.threads = t;
+        self
+    }
+    /// Sets where the GPU path decides the steps.
+    pub fn controller(mut self, c: Controller) -> Self {
+        self.controller = c;
+        self
+    }
+    /// Sets the attempts per launch of the persistent kernel.
+    pub fn attempts_per_launch(mut self, k: usize) -> Self {
+        self.attempts_per_launch = k;
         self
     }
 }
@@ -291,6 +331,31 @@ pub struct Rock4Report {
     pub history: Vec<StepRecord>,
     /// Wall time in seconds.
     pub seconds: f64,
+    /// Launches of the persistent kernel ([`Controller::Device`]), each followed by one
+    /// read of the device state; 0 on the other paths.
+    pub device_launches: usize,
+}
+
+impl Rock4Report {
+    /// The report before the first step from `t0`.
+    pub(crate) fn start(t0: f64) -> Self {
+        Rock4Report {
+            reason: StopReason::Finished,
+            final_time: t0,
+            steps_accepted: 0,
+            steps_rejected: 0,
+            f_evals: 0,
+            rho_evals: 0,
+            rho_unconverged: 0,
+            rho_min: f64::INFINITY,
+            rho_max: 0.0,
+            max_stages: 0,
+            h_next: 0.0,
+            history: Vec::new(),
+            seconds: 0.0,
+            device_launches: 0,
+        }
+    }
 }
 
 /// Checks what both paths check: a non-empty system, `y` of length `n`, finite
@@ -342,6 +407,9 @@ pub(crate) fn validate(
     }
     if o.max_steps == 0 {
         return Err(invalid("max_steps must be at least 1".into()));
+    }
+    if o.attempts_per_launch == 0 {
+        return Err(invalid("attempts_per_launch must be at least 1".into()));
     }
     Ok(())
 }
@@ -418,5 +486,11 @@ pub trait DeviceRhs {
     /// integrator estimates it by power iteration.
     fn spectral_radius_bound(&self, _t: f64, _y: &DeviceView<'_, f64>) -> Result<Option<f64>> {
         Ok(None)
+    }
+    /// The problem as one of the built-in stencils, which the persistent kernel of
+    /// [`Controller::Device`] evaluates itself; `None` (the default) for any other
+    /// problem, which then runs with [`Controller::Host`].
+    fn stencil(&self) -> Option<gpu::DeviceStencil> {
+        None
     }
 }

@@ -419,6 +419,9 @@ impl<P> DeviceRhs for OnDevice<P> {
                 .stage(out.gpu(), ha, c, g1.device_ptr(), g2p, out.device_ptr())
         }
     }
+    fn stencil(&self) -> Option<super::gpu::DeviceStencil> {
+        Some(super::gpu::DeviceStencil(self.stencil))
+    }
     /// Gershgorin, as the CPU problem's: a constant for the heat equation, for the
     /// reaction-advection-diffusion problem a maximum over `y` computed on the device
     /// (block maxima read back and reduced on the host).
