@@ -101,23 +101,7 @@ pub fn gmres_with_progress<V: Element>(
     check_finite("b", b)?;
     check_finite("x0", x)?;
     opts.validate()?;
-    let mut space = CpuSpace {
-        a,
-        m,
-        comm: None,
-        n,
-        b,
-        x: x.to_vec(),
-        basis: vec![V::ZERO; (opts.restart + 1) * n],
-        w: vec![V::ZERO; n],
-        z: vec![V::ZERO; n],
-        t_spmv: 0.0,
-        t_precond: 0.0,
-        t_orth: 0.0,
-    };
-    let report = arnoldi::run(&mut space, opts, progress)?;
-    x.copy_from_slice(&space.x);
-    Ok(report)
+    run_space(a, m, None, b, x, n, opts, progress)
 }
 
 /// GMRES on one rank of a distributed system: `a` maps this rank's part of `x` to its
@@ -150,10 +134,26 @@ pub fn gmres_distributed<V: Element>(
             reason: "another rank's system or options are invalid".into(),
         });
     }
+    run_space(a, m, Some(comm), b, x, n, opts, None)
+}
+
+/// Runs GMRES on `CpuSpace` (one process, or one rank when `comm` is given) from the
+/// checked inputs; `x` receives the solution.
+#[allow(clippy::too_many_arguments)]
+fn run_space<V: Element>(
+    a: &dyn LinOp<V>,
+    m: Option<&dyn LinOp<V>>,
+    comm: Option<&dyn Communicator>,
+    b: &[V],
+    x: &mut [V],
+    n: usize,
+    opts: &GmresOptions,
+    progress: Option<&mut dyn FnMut(usize, f64)>,
+) -> Result<GmresReport> {
     let mut space = CpuSpace {
         a,
         m,
-        comm: Some(comm),
+        comm: comm,
         n,
         b,
         x: x.to_vec(),
@@ -164,7 +164,7 @@ pub fn gmres_distributed<V: Element>(
         t_precond: 0.0,
         t_orth: 0.0,
     };
-    let report = arnoldi::run(&mut space, opts, None)?;
+    let report = arnoldi::run(&mut space, opts, progress)?;
     x.copy_from_slice(&space.x);
     Ok(report)
 }
