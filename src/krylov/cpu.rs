@@ -153,7 +153,7 @@ fn run_space<V: Element>(
     let mut space = CpuSpace {
         a,
         m,
-        comm: comm,
+        comm,
         n,
         b,
         x: x.to_vec(),
