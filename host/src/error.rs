@@ -154,6 +154,14 @@ pub enum Error {
         /// What the driver returned.
         status: DriverStatus,
     },
+    /// An NCCL call failed, or the NCCL library could not be loaded.
+    #[error("{call}: {reason}")]
+    Nccl {
+        /// The NCCL call (`ncclCommInitAll`, `ncclAllReduce`, ...), or `load libnccl`.
+        call: &'static str,
+        /// NCCL's error string, or what is missing.
+        reason: String,
+    },
 }
 
 /// Result with the runtime's [`Error`].

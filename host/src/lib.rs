@@ -2,7 +2,8 @@
 //!
 //! It knows nothing of numerics: a [`Gpu`] (device context, stream, module cache),
 //! typed [`DeviceBuffer`]s and views, page-locked host memory ([`PinnedBuffer`]), [`LaunchConfig`] and the one `unsafe` launch path,
-//! [`EventTimer`], CUDA-graph capture ([`Graph`]), device queries ([`DeviceInfo`]) and
+//! [`EventTimer`], CUDA-graph capture ([`Graph`]), device queries ([`DeviceInfo`]), NCCL
+//! communicators on their own streams ([`NcclComm`]) and
 //! one [`Error`] type whose messages name the failing driver call or kernel.
 //!
 //! The driver is loaded at run time (`dynamic-loading`): programs build and start with
@@ -15,6 +16,7 @@ mod graph;
 mod info;
 mod launch;
 mod memory;
+mod nccl;
 mod pinned;
 mod timing;
 
@@ -28,6 +30,7 @@ pub use memory::{
     DeviceBuffer, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, copy_device,
     copy_host_to_window, copy_window_to_host,
 };
+pub use nccl::{NcclComm, NcclId, NcclScalar, nccl_available, nccl_version};
 pub use pinned::PinnedBuffer;
 pub use timing::EventTimer;
 

@@ -361,6 +361,28 @@ pub struct DeviceViewMut<'a, T> {
     _t: PhantomData<&'a mut T>,
 }
 
+impl<'a, T: Pod> DeviceViewMut<'a, T> {
+    /// The same bytes as elements of `U`, whose size divides `T`'s (a complex array as
+    /// its real and imaginary parts, for a library that only knows real types).
+    pub fn cast<U: Pod>(self) -> Result<DeviceViewMut<'a, U>> {
+        let (t, u) = (size_of::<T>(), size_of::<U>());
+        if u == 0 || t % u != 0 || align_of::<U>() > align_of::<T>().max(u) {
+            return Err(Error::DimensionMismatch {
+                op: "DeviceViewMut::cast",
+                what: "element size",
+                expected: t,
+                found: u,
+            });
+        }
+        Ok(DeviceViewMut {
+            gpu: self.gpu,
+            ptr: self.ptr,
+            len: self.len * (t / u),
+            _t: PhantomData,
+        })
+    }
+}
+
 impl<T> DeviceSlice<T> for DeviceView<'_, T> {
     fn len(&self) -> usize {
         self.len

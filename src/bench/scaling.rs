@@ -10,14 +10,15 @@
 //! Each timing is the slowest rank's median wall time of one SpMV (`f64`, SBELL
 //! interior) or one GMRES(m) iteration (`f64`, CGS2, no preconditioner, `m` steps
 //! without restart), every repetition starting after an all-reduce so the ranks start
-//! together. The halo moves through the host (see [`crate::distributed::gpu`]).
+//! together. The halo moves GPU to GPU through NCCL or through the host, as asked
+//! ([`Transport`]; see [`crate::distributed::gpu`]); both in one run by default.
 
 use std::time::Instant;
 
 use serde::Serialize;
 
 use super::{Stats, markdown_table, table};
-use crate::distributed::{Communicator, DeviceDistributedBcsr, RowPartition, run_on_threads};
+use crate::distributed::{Communicator, DeviceDistributedBcsr, RowPartition, Transport, run_on_gpus};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::krylov::{DeviceLinOp, GmresOptions, gpu as kgpu};
@@ -38,6 +39,8 @@ pub struct ScalingOptions {
     pub reps: usize,
     /// GMRES steps timed (one cycle, no restart).
     pub gmres_steps: usize,
+    /// Transports measured, each a full series.
+    pub transports: Vec<Transport>,
 }
 
 impl Default for ScalingOptions {
@@ -49,6 +52,7 @@ impl Default for ScalingOptions {
             strong_blocks: 8,
             reps: 20,
             gmres_steps: 30,
+            transports: vec![Transport::Nccl, Transport::Host],
         }
     }
 }
@@ -56,6 +60,8 @@ impl Default for ScalingOptions {
 /// One measurement.
 #[derive(Debug, Clone, Serialize)]
 pub struct ScalingRow {
+    /// "nccl" or "host".
+    pub transport: String,
     /// "weak" or "strong".
     pub mode: &'static str,
     /// "spmv" or "gmres iteration".
@@ -87,16 +93,23 @@ pub struct ScalingReport {
     pub rows: Vec<ScalingRow>,
     /// Rank counts asked for but not run (too few GPUs).
     pub skipped_ranks: Vec<usize>,
+    /// Version of the NCCL used (e.g. 22703), where the run used NCCL.
+    pub nccl_version: Option<i32>,
 }
 
 /// Times one SpMV and one GMRES iteration on `ranks` GPUs for `spec`; returns
 /// `(spmv ms, gmres ms, largest ghost count)`, slowest rank's medians.
-fn measure(spec: &TraceSpec, ranks: usize, opts: &ScalingOptions) -> Result<(f64, f64, usize)> {
+fn measure(
+    spec: &TraceSpec,
+    ranks: usize,
+    transport: Transport,
+    opts: &ScalingOptions,
+) -> Result<(f64, f64, usize)> {
     let a = trace_like::<f64>(spec)?;
     let part = RowPartition::grid_blocks(spec, ranks)?;
-    let per_rank = run_on_threads(ranks, |comm| {
+    let per_rank = run_on_gpus(ranks, transport, |comm, gpu| {
         let rank = comm.rank();
-        let gpu = crate::gpu::open(rank)?;
+        let gpu = gpu.clone();
         let local = part.local_rows(&a, rank)?;
         let op = DeviceDistributedBcsr::<f64, f64>::new(comm, &gpu, &part, &local)?;
         drop(local);
@@ -172,8 +185,15 @@ pub fn run(opts: &ScalingOptions) -> Result<ScalingReport> {
     let names = (0..run_ranks.iter().copied().max().unwrap_or(1))
         .map(|d| crate::gpu::open(d).and_then(|g| Ok(g.name()?)))
         .collect::<Result<Vec<_>>>()?;
+    if opts.transports.contains(&Transport::Nccl) {
+        ferrocuda_host::nccl_available().map_err(|e| Error::InvalidArgument {
+            op: "bench scaling",
+            reason: format!("{e} (or measure only the host transport: --transport host)"),
+        })?;
+    }
     let (nx, nt, nr) = opts.block;
     let mut rows = Vec::new();
+    for &transport in &opts.transports {
     for (mode, blocks_for) in [
         (
             "weak",
@@ -185,14 +205,15 @@ pub fn run(opts: &ScalingOptions) -> Result<ScalingReport> {
         for &p in &run_ranks {
             let spec = TraceSpec::new(nx, nt, nr, blocks_for(p));
             eprintln!(
-                "[bench scaling] {mode}: {p} GPU(s), {} grid blocks of {nx} x {nt} x {nr}",
+                "[bench scaling] {transport}, {mode}: {p} GPU(s), {} grid blocks of {nx} x {nt} x {nr}",
                 spec.grid_blocks
             );
-            let (spmv, gmres, ghosts) = measure(&spec, p, opts)?;
+            let (spmv, gmres, ghosts) = measure(&spec, p, transport, opts)?;
             let (s1, g1) = *base.get_or_insert((spmv, gmres));
             for (what, t, t1) in [("spmv", spmv, s1), ("gmres iteration", gmres, g1)] {
                 let speedup = t1 / t;
                 rows.push(ScalingRow {
+                    transport: transport.to_string(),
                     mode,
                     what,
                     ranks: p,
@@ -210,7 +231,13 @@ pub fn run(opts: &ScalingOptions) -> Result<ScalingReport> {
             }
         }
     }
+    }
+    let nccl_version = match opts.transports.contains(&Transport::Nccl) {
+        true => Some(ferrocuda_host::nccl_version()?),
+        false => None,
+    };
     Ok(ScalingReport {
+        nccl_version,
         devices: names,
         block: opts.block,
         rows,
@@ -224,6 +251,7 @@ impl ScalingReport {
             .iter()
             .map(|r| {
                 vec![
+                    r.transport.clone(),
                     r.mode.to_string(),
                     r.what.to_string(),
                     r.ranks.to_string(),
@@ -238,7 +266,8 @@ impl ScalingReport {
             .collect()
     }
 
-    const HEADERS: [&'static str; 9] = [
+    const HEADERS: [&'static str; 10] = [
+        "transport",
         "mode",
         "what",
         "GPUs",
@@ -265,12 +294,18 @@ impl ScalingReport {
         s += &format!(
             "- devices: {}\n- matrices: TRACE-like, grid blocks of {nx} x {nt} x {nr} cells \
              (5x5 blocks, 13-point stencil), f64, split by whole grid blocks (one rank per GPU, \
-             ranks as threads of one process)\n- SpMV: one `y = A x` incl. the halo exchange \
-             (spans through the host), slowest rank's median; GMRES: one CGS2 iteration, no \
+             ranks as threads of one process)\n- transport: `nccl` moves the halo spans GPU \
+             to GPU (NCCL send/recv on a second stream, overlapped with the interior SpMV) \
+             and sums GMRES's dots on the devices (NCCL all-reduce); `host` stages the spans \
+             through host memory and sums the dots on the host\n- SpMV: one `y = A x` incl. \
+             the halo exchange, slowest rank's median; GMRES: one CGS2 iteration, no \
              preconditioner, dots all-reduced\n- weak: efficiency t(1) / t(P) at a fixed \
              number of grid blocks per GPU; strong: efficiency t(1) / (P t(P))\n",
             self.devices.join(", ")
         );
+        if let Some(v) = self.nccl_version {
+            s += &format!("- NCCL {}.{}.{}\n", v / 10000, v / 100 % 100, v % 100);
+        }
         if !self.skipped_ranks.is_empty() {
             s += &format!("- not run (fewer GPUs present): {:?}\n", self.skipped_ranks);
         }

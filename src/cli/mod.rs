@@ -113,6 +113,10 @@ pub enum BenchCommand {
         /// Timed repetitions (median).
         #[arg(long, default_value_t = 20)]
         reps: usize,
+        /// Transports to measure (comma-separated): nccl (GPU to GPU, needs libnccl),
+        /// host (staged through host memory).
+        #[arg(long, value_delimiter = ',', default_value = "nccl,host")]
+        transport: Vec<String>,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -743,11 +747,16 @@ pub fn run(cli: Cli) -> Result<()> {
                     blocks_per_gpu,
                     strong_blocks,
                     reps,
+                    transport,
                     json,
                     results_dir,
                 },
         } => {
             use crate::bench::scaling::{ScalingOptions, run};
+            let transports = transport
+                .iter()
+                .map(|t| t.parse::<crate::distributed::Transport>())
+                .collect::<crate::Result<Vec<_>>>()?;
             let dims: Vec<usize> = block
                 .split('x')
                 .map(|v| v.trim().parse::<usize>())
@@ -770,6 +779,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 blocks_per_rank: blocks_per_gpu,
                 strong_blocks,
                 reps,
+                transports,
                 ..Default::default()
             };
             let report = run(&opts)?;

@@ -9,6 +9,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Barrier, Condvar, Mutex};
 use std::time::Duration;
 
+use ferrocuda_host::NcclComm;
+
 use crate::error::{Error, Result};
 
 /// The ranks of one distributed solve, seen from one rank.
@@ -29,6 +31,13 @@ pub trait Communicator: Sync {
     /// Receives the next message from rank `peer` into `data`, which must have the
     /// message's length. Messages between two ranks arrive in the order they were sent.
     fn recv(&self, peer: usize, data: &mut [u8]) -> Result<()>;
+    /// The NCCL communicator of this rank, where the ranks have one
+    /// ([`super::WithNccl`]): the GPU operator then moves its halo GPU to GPU, and the
+    /// GPU GMRES sums its dot products on the devices. `None` (the default): everything
+    /// goes through the host calls above.
+    fn nccl(&self) -> Option<&NcclComm> {
+        None
+    }
 }
 
 /// One rank alone: the all-reduce is the identity, and there is no peer to talk to.

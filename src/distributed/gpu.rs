@@ -6,16 +6,19 @@
 //! block rows from the first to the last one the peer needs, so a send is one copy of
 //! a window of `x` (no gather kernel), and the receiver lays the spans end to end in its
 //! ghost buffer. On TRACE-like matrices split by grid blocks a span is the two boundary
-//! cell planes of a grid block plus the ghost cells between them. This module moves
-//! the spans through a host [`Communicator`] (device to host, message, host to device),
-//! overlapped with the interior SpMV, which is queued before the host waits for its
-//! peers.
+//! cell planes of a grid block plus the ghost cells between them. Where the
+//! communicator has an NCCL communicator ([`super::WithNccl`]) the spans go GPU to GPU
+//! on its stream, straight from `x` into the ghost buffer, while the interior SpMV runs
+//! on the main stream, and no host thread waits. Otherwise they go through the host
+//! [`Communicator`] (device to host, message, host to device), overlapped with the
+//! interior SpMV, which is queued before the host waits for its peers.
 
 use std::ops::Range;
 use std::sync::Mutex;
 
 use ferrocuda_host::{
-    DeviceBuffer, DeviceView, DeviceViewMut, Gpu, copy_host_to_window, copy_window_to_host,
+    DeviceBuffer, DeviceSlice, DeviceView, DeviceViewMut, Gpu, copy_host_to_window,
+    copy_window_to_host,
 };
 use ferrocuda_kernels::names::SpmvKernels;
 
@@ -54,6 +57,9 @@ pub struct DeviceDistributedBcsr<'c, A, V> {
     send: Vec<(usize, Range<usize>)>,
     /// Per peer: where its span lies in the ghost buffer, in blocks.
     recv: Vec<(usize, Range<usize>)>,
+    /// `send` and `recv` in elements of `V`, for the NCCL exchange.
+    send_windows: Vec<(usize, Range<usize>)>,
+    recv_windows: Vec<(usize, Range<usize>)>,
     staging: Mutex<Staging<V>>,
     plan: HaloPlan,
 }
@@ -108,6 +114,32 @@ impl<'c, A: Element, V: Element> DeviceDistributedBcsr<'c, A, V> {
             Ok(s) => Interior::Sbell(Box::new(DeviceSbell::upload(gpu, &s)?)),
             Err(_) => Interior::Bcsr(Box::new(DeviceBcsr::upload(gpu, &interior)?)),
         };
+        if let Some(nccl) = comm.nccl() {
+            if !nccl.stream().same_device(gpu)
+                || nccl.rank() != comm.rank()
+                || nccl.size() != comm.size()
+            {
+                return Err(Error::InvalidArgument {
+                    op: "DeviceDistributedBcsr::new",
+                    reason: format!(
+                        "the NCCL communicator is rank {} of {} on device {}, the operator \
+                         rank {} of {} on device {}",
+                        nccl.rank(),
+                        nccl.size(),
+                        nccl.stream().ordinal(),
+                        comm.rank(),
+                        comm.size(),
+                        gpu.ordinal()
+                    ),
+                });
+            }
+        }
+        let elements = |list: &[(usize, Range<usize>)]| -> Vec<(usize, Range<usize>)> {
+            list.iter()
+                .map(|(p, r)| (*p, r.start * b..r.end * b))
+                .collect()
+        };
+        let (send_windows, recv_windows) = (elements(&send), elements(&recv));
         let longest_send = send.iter().map(|(_, r)| r.len()).max().unwrap_or(0);
         let longest_recv = recv.iter().map(|(_, r)| r.len()).max().unwrap_or(0);
         Ok(DeviceDistributedBcsr {
@@ -119,6 +151,8 @@ impl<'c, A: Element, V: Element> DeviceDistributedBcsr<'c, A, V> {
             halo: DeviceBcsr::upload(gpu, &halo)?,
             send,
             recv,
+            send_windows,
+            recv_windows,
             staging: Mutex::new(Staging {
                 send: vec![V::ZERO; longest_send * b],
                 recv: vec![V::ZERO; longest_recv * b],
@@ -177,6 +211,20 @@ fn split_spans<A: Element>(
     (split.interior, halo)
 }
 
+impl<A, V> DeviceDistributedBcsr<'_, A, V>
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: Element,
+{
+    /// `y <- A_interior x`.
+    fn interior_spmv(&self, x: &DeviceView<'_, V>, y: &mut DeviceViewMut<'_, V>) -> Result<()> {
+        match &self.interior {
+            Interior::Sbell(a) => sgpu::spmv_sbell(V::ONE, a, x, V::ZERO, y),
+            Interior::Bcsr(a) => sgpu::spmv_bcsr(V::ONE, a, x, V::ZERO, y),
+        }
+    }
+}
+
 fn poisoned() -> Error {
     Error::InvalidArgument {
         op: "DeviceDistributedBcsr::apply",
@@ -207,15 +255,25 @@ where
         let b = self.b;
         let mut st = self.staging.lock().map_err(|_| poisoned())?;
         let st = &mut *st;
+        if let Some(nccl) = self.comm.nccl() {
+            // GPU to GPU on the communication stream, after the work that wrote x (and
+            // the last application's halo SpMV, which read the ghosts); the interior
+            // SpMV runs meanwhile, the halo SpMV after the join.
+            nccl.exchange(x, &self.send_windows, &mut st.ghosts, &self.recv_windows)?;
+            self.interior_spmv(x, y)?;
+            // Also when nothing comes in: x must not change before the sends are done.
+            nccl.join(y.gpu())?;
+            if self.recv.is_empty() {
+                return Ok(());
+            }
+            return sgpu::spmv_bcsr(V::ONE, &self.halo, &st.ghosts, V::ONE, y);
+        }
         for (peer, r) in &self.send {
             let out = &mut st.send[..r.len() * b];
             copy_window_to_host(x, r.start * b, out)?;
             self.comm.send(*peer, bytemuck::cast_slice(out))?;
         }
-        match &self.interior {
-            Interior::Sbell(a) => sgpu::spmv_sbell(V::ONE, a, x, V::ZERO, y)?,
-            Interior::Bcsr(a) => sgpu::spmv_bcsr(V::ONE, a, x, V::ZERO, y)?,
-        }
+        self.interior_spmv(x, y)?;
         if self.recv.is_empty() {
             return Ok(());
         }

@@ -12,12 +12,13 @@
 //!
 //! On GPUs, [`DeviceDistributedBcsr`] is the same operator with each rank's rows on its
 //! device (a [`DeviceLinOp`](crate::krylov::DeviceLinOp); GMRES by
-//! [`crate::krylov::gpu::gmres_distributed`]); the halo spans travel through the host
-//! communicator.
+//! [`crate::krylov::gpu::gmres_distributed`]); the halo spans travel GPU to GPU through
+//! NCCL where the communicator has one ([`WithNccl`]), else through the host.
 //!
 //! Communication goes through [`Communicator`]: [`ThreadComm`] runs the ranks as threads
-//! of one process (tests, CI, single-node CPU runs) and [`SingleRank`] is the trivial
-//! world of one.
+//! of one process (tests, CI, single-node CPU runs), [`SingleRank`] is the trivial
+//! world of one, and [`WithNccl`] adds an NCCL communicator for the GPU data;
+//! [`run_on_gpus`] starts one thread per GPU with either transport.
 //!
 //! ```
 //! use ferrocuda::distributed::{Communicator, DistributedBcsr, RowPartition, run_on_threads};
@@ -43,11 +44,13 @@
 pub mod comm;
 pub mod gpu;
 pub mod halo;
+pub mod nccl;
 pub mod op;
 pub mod partition;
 
 pub use comm::{Communicator, SingleRank, ThreadComm, run_on_threads};
 pub use gpu::DeviceDistributedBcsr;
 pub use halo::{HaloPlan, SplitRows, split_rows};
+pub use nccl::{Transport, WithNccl, run_on_gpus};
 pub use op::DistributedBcsr;
 pub use partition::RowPartition;

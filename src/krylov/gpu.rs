@@ -4,7 +4,7 @@
 //! and no allocation. Work runs on the stream of `x`. Same options, report and
 //! per-element math as [`super::cpu`].
 
-use ferrocuda_host::{DeviceBuffer, DeviceSlice, EventTimer, Gpu, LaunchConfig, arg};
+use ferrocuda_host::{DeviceBuffer, DeviceSlice, EventTimer, Gpu, LaunchConfig, NcclScalar, arg};
 use ferrocuda_kernels::RealScalar;
 use ferrocuda_kernels::blas1::reduction_blocks;
 use ferrocuda_kernels::krylov::{BLOCK, DOTS_CHUNK};
@@ -18,8 +18,8 @@ use crate::distributed::Communicator;
 use crate::error::{Error, Result};
 
 /// Scalar types GMRES runs on the GPU for: `f32`, `f64`, `Complex<f32>`, `Complex<f64>`.
-pub trait KrylovElement: Element<Real: Element> + KrylovKernels {}
-impl<T: Element<Real: Element> + KrylovKernels> KrylovElement for T {}
+pub trait KrylovElement: Element<Real: Element + NcclScalar> + KrylovKernels {}
+impl<T: Element<Real: Element + NcclScalar> + KrylovKernels> KrylovElement for T {}
 
 /// Solves `A x = b` by GMRES(m) on the GPU with the right preconditioner `m` (`None`:
 /// none); `x` holds the initial guess and receives the solution. Errors (with `x`
@@ -343,12 +343,18 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
             b1::finish_reduction::<V>(&self.gpu, V::BLAS1.sum_partials, sets, eb, pp, op)?;
         }
         self.stop(DOTS)?;
+        let nccl = self.comm.and_then(|c| c.nccl());
+        if let Some(nc) = nccl {
+            // Summed on the devices (complex values as their parts): the host then
+            // downloads the global dots, with no host-side exchange.
+            nc.all_reduce_sum(&mut self.dots_out.view_mut(..sets)?.cast::<V::Real>()?)?;
+        }
         self.dots_out.copy_to_host(&mut self.dots_host)?;
         for t in ALL {
             self.collect(t)?;
         }
         let mut c: Vec<C> = self.dots_host[..sets].iter().map(|&v| to_c(v)).collect();
-        if let Some(comm) = self.comm {
+        if let (Some(comm), None) = (self.comm, nccl) {
             let mut flat: Vec<f64> = c.iter().flat_map(|z| [z.re, z.im]).collect();
             comm.all_reduce_sum(&mut flat)?;
             for (z, p) in c.iter_mut().zip(flat.chunks_exact(2)) {

@@ -1,0 +1,165 @@
+//! NCCL as the transport between GPUs: a host [`Communicator`] paired with a
+//! [`NcclComm`] ([`WithNccl`]), and [`run_on_gpus`], which starts one thread per GPU of
+//! this process with either transport.
+//!
+//! With NCCL, [`super::DeviceDistributedBcsr`] sends its halo spans straight from `x`
+//! into the peers' ghost buffers on a communication stream while the interior SpMV runs,
+//! and [`crate::krylov::gpu::gmres_distributed`] sums the dot products of each step on
+//! the devices. The host communicator still carries the rare host-side messages (the
+//! halo plan at set-up, failure agreement, norms at restarts).
+
+use ferrocuda_host::NcclComm;
+
+use super::comm::{Communicator, ThreadComm};
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+
+/// A host communicator and this rank's NCCL communicator (same rank, same size).
+#[derive(Debug)]
+pub struct WithNccl<C> {
+    host: C,
+    nccl: NcclComm,
+}
+
+impl<C: Communicator> WithNccl<C> {
+    /// Pairs `host` with `nccl`; they must agree on the rank and the number of ranks.
+    pub fn new(host: C, nccl: NcclComm) -> Result<Self> {
+        if host.rank() != nccl.rank() || host.size() != nccl.size() {
+            return Err(Error::InvalidArgument {
+                op: "WithNccl::new",
+                reason: format!(
+                    "the host communicator is rank {} of {}, the NCCL one rank {} of {}",
+                    host.rank(),
+                    host.size(),
+                    nccl.rank(),
+                    nccl.size()
+                ),
+            });
+        }
+        Ok(WithNccl { host, nccl })
+    }
+}
+
+impl<C: Communicator> Communicator for WithNccl<C> {
+    fn rank(&self) -> usize {
+        self.host.rank()
+    }
+    fn size(&self) -> usize {
+        self.host.size()
+    }
+    fn all_reduce_sum(&self, v: &mut [f64]) -> Result<()> {
+        self.host.all_reduce_sum(v)
+    }
+    fn send(&self, peer: usize, data: &[u8]) -> Result<()> {
+        self.host.send(peer, data)
+    }
+    fn recv(&self, peer: usize, data: &mut [u8]) -> Result<()> {
+        self.host.recv(peer, data)
+    }
+    fn nccl(&self) -> Option<&NcclComm> {
+        Some(&self.nccl)
+    }
+}
+
+/// How the ranks of [`run_on_gpus`] move data between GPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// NCCL, GPU to GPU (needs libnccl and one GPU per rank).
+    #[default]
+    Nccl,
+    /// Through host memory and [`ThreadComm`] (no NCCL needed; ranks may share a GPU).
+    Host,
+}
+
+impl std::str::FromStr for Transport {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "nccl" => Ok(Transport::Nccl),
+            "host" => Ok(Transport::Host),
+            other => Err(Error::InvalidArgument {
+                op: "transport",
+                reason: format!("unknown transport `{other}` (expected nccl or host)"),
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Transport::Nccl => "nccl",
+            Transport::Host => "host",
+        })
+    }
+}
+
+/// Runs `f(comm, gpu)` on `ranks` ranks, each on its own thread, and returns the results
+/// in rank order. Rank `r` runs on GPU `r` ([`Transport::Nccl`]: there must be a GPU per
+/// rank) or GPU `r % count` ([`Transport::Host`]). A panic on a rank becomes an error.
+///
+/// ```no_run
+/// use ferrocuda::distributed::{Communicator, Transport, run_on_gpus};
+/// let ranks = run_on_gpus(2, Transport::Nccl, |comm, gpu| {
+///     Ok((comm.rank(), gpu.ordinal()))
+/// })?;
+/// assert_eq!(ranks, [(0, 0), (1, 1)]);
+/// # Ok::<(), ferrocuda::Error>(())
+/// ```
+pub fn run_on_gpus<T: Send>(
+    ranks: usize,
+    transport: Transport,
+    f: impl Fn(&dyn Communicator, &Gpu) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    let devices = crate::gpu::count();
+    if devices == 0 {
+        return Err(Error::InvalidArgument {
+            op: "run_on_gpus",
+            reason: "no GPU found".into(),
+        });
+    }
+    if transport == Transport::Nccl && ranks > devices {
+        return Err(Error::InvalidArgument {
+            op: "run_on_gpus",
+            reason: format!(
+                "{ranks} ranks over NCCL need {ranks} GPUs, this machine has {devices} \
+                 (the host transport lets ranks share a GPU)"
+            ),
+        });
+    }
+    let gpus = (0..ranks)
+        .map(|r| crate::gpu::open(r % devices))
+        .collect::<Result<Vec<_>>>()?;
+    let mut nccl: Vec<Option<NcclComm>> = match transport {
+        Transport::Nccl => NcclComm::world(&gpus)?.into_iter().map(Some).collect(),
+        Transport::Host => (0..ranks).map(|_| None).collect(),
+    };
+    let f = &f;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = ThreadComm::world(ranks)
+            .into_iter()
+            .zip(gpus.iter())
+            .zip(nccl.iter_mut().map(Option::take))
+            .map(|((host, gpu), nc)| {
+                s.spawn(move || -> Result<T> {
+                    match nc {
+                        Some(nc) => f(&WithNccl::new(host, nc)?, gpu),
+                        None => f(&host, gpu),
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .enumerate()
+            .map(|(rank, h)| {
+                h.join().unwrap_or_else(|_| {
+                    Err(Error::InvalidArgument {
+                        op: "run_on_gpus",
+                        reason: format!("rank {rank} panicked"),
+                    })
+                })
+            })
+            .collect()
+    })
+}
