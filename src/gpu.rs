@@ -2,8 +2,8 @@
 
 pub use ferrocuda_host::{
     DeviceBuffer, DeviceInfo, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, EventTimer,
-    Gpu, Graph, LaunchConfig, NcclComm, NcclId, PcieLink, PinnedBuffer, copy_device,
-    device_count, driver_cuda_version, driver_present, nccl_available, nccl_version,
+    Gpu, Graph, LaunchConfig, NcclComm, NcclId, PcieLink, PinnedBuffer, copy_device, device_count,
+    driver_cuda_version, driver_present, nccl_available, nccl_version,
 };
 
 use crate::error::Result;

@@ -302,14 +302,22 @@ where
         assert_eq!(r.history, g[0].0.history, "NCCL rank {rank}");
     }
     let d = g[0].0.iterations.abs_diff(c[0].0.iterations);
-    assert!(d <= 1, "NCCL GPU {} vs CPU {}", g[0].0.iterations, c[0].0.iterations);
+    assert!(
+        d <= 1,
+        "NCCL GPU {} vs CPU {}",
+        g[0].0.iterations,
+        c[0].0.iterations
+    );
     let xg: Vec<Vec<V>> = g.into_iter().map(|(_, x)| x).collect();
     let xc: Vec<Vec<V>> = c.into_iter().map(|(_, x)| x).collect();
     let (xg, xc) = (p.gather(5, &xg).unwrap(), p.gather(5, &xc).unwrap());
     let norm = |v: &mut dyn Iterator<Item = f64>| v.map(|a| a * a).sum::<f64>().sqrt();
     let xn = norm(&mut xc.iter().map(|&v| common::abs(v)));
     let dn = norm(&mut xg.iter().zip(&xc).map(|(&a, &b)| common::abs(a - b)));
-    assert!(dn <= 1e-7 * xn, "NCCL |x_gpu - x_cpu| = {dn:e}, |x| = {xn:e}");
+    assert!(
+        dn <= 1e-7 * xn,
+        "NCCL |x_gpu - x_cpu| = {dn:e}, |x| = {xn:e}"
+    );
 }
 
 /// Misuse of the NCCL communicator is an error, not a hang or a crash: a peer outside
@@ -331,9 +339,17 @@ fn distributed_nccl_rejects_bad_exchanges() {
         .unwrap();
     let x = base.upload(&[1.0f64; 8]).unwrap();
     let mut y = base.upload(&[0.0f64; 8]).unwrap();
-    let e = comm.exchange(&x, &[(1, 0..4)], &mut y, &[]).unwrap_err();
+    let e = comm
+        .exchange(&x, &[(1, 0..4)], &mut y, &[], || {
+            Ok::<(), ferrocuda::Error>(())
+        })
+        .unwrap_err();
     assert!(e.to_string().contains("cannot exchange with rank 1"), "{e}");
-    let e = comm.exchange(&x, &[], &mut y, &[(0, 0..4)]).unwrap_err();
+    let e = comm
+        .exchange(&x, &[], &mut y, &[(0, 0..4)], || {
+            Ok::<(), ferrocuda::Error>(())
+        })
+        .unwrap_err();
     assert!(e.to_string().contains("not itself"), "{e}");
     // One rank: an all-reduce is the identity, bit for bit.
     let mut v = base.upload(&[1.5f64, -2.25, 3.0]).unwrap();

@@ -301,16 +301,19 @@ impl NcclComm {
     /// Queues, on the communication stream and after the work queued so far on the
     /// buffers' streams, one NCCL group that sends the windows `sends` of `from` (peer,
     /// element range) and receives the windows `recvs` of `into` (peer, element range).
-    /// The host does not wait. Call [`NcclComm::join`] before a kernel reads `into` or
-    /// writes `from`. Every peer must post the matching calls (same lengths, same order
-    /// per pair of ranks).
-    pub fn exchange<T: Pod>(
+    /// `meanwhile` is called after that starting point is fixed and before the NCCL
+    /// calls: work it queues (on any stream) overlaps the exchange, also while NCCL's
+    /// host side prepares it. The host does not wait. Call [`NcclComm::join`] before a
+    /// kernel reads `into` or writes `from`. Every peer must post the matching calls
+    /// (same lengths, same order per pair of ranks).
+    pub fn exchange<T: Pod, E: From<Error>>(
         &self,
         from: &impl DeviceSlice<T>,
         sends: &[(usize, Range<usize>)],
         into: &mut impl DeviceSliceMut<T>,
         recvs: &[(usize, Range<usize>)],
-    ) -> Result<()> {
+        meanwhile: impl FnOnce() -> Result<(), E>,
+    ) -> Result<(), E> {
         const OP: &str = "ncclSend/ncclRecv";
         self.same_device(OP, "the send buffer", from.gpu())?;
         self.same_device(OP, "the receive buffer", into.gpu())?;
@@ -326,7 +329,8 @@ impl NcclComm {
                         what,
                         expected: len,
                         found: r.end,
-                    });
+                    }
+                    .into());
                 }
             }
         }
@@ -334,6 +338,7 @@ impl NcclComm {
         if !into.gpu().same_stream(from.gpu()) {
             self.stream.wait_for(into.gpu())?;
         }
+        meanwhile()?;
         let size = std::mem::size_of::<T>();
         let raw = self.stream.raw_stream() as sys::cudaStream_t;
         let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
@@ -378,7 +383,7 @@ impl NcclComm {
         }
         // The group is closed even after a failed call (NCCL needs the end).
         let ended = check("ncclGroupEnd", result::group_end());
-        queued.and(ended)
+        Ok(queued.and(ended)?)
     }
 
     /// Makes `gpu`'s stream (same device) wait for the communication queued so far.

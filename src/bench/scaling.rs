@@ -18,7 +18,9 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::{Stats, markdown_table, table};
-use crate::distributed::{Communicator, DeviceDistributedBcsr, RowPartition, Transport, run_on_gpus};
+use crate::distributed::{
+    Communicator, DeviceDistributedBcsr, RowPartition, Transport, run_on_gpus,
+};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::krylov::{DeviceLinOp, GmresOptions, gpu as kgpu};
@@ -52,7 +54,7 @@ impl Default for ScalingOptions {
             strong_blocks: 8,
             reps: 20,
             gmres_steps: 30,
-            transports: vec![Transport::Nccl, Transport::Host],
+            transports: vec![Transport::Nccl, Transport::NcclHostSums, Transport::Host],
         }
     }
 }
@@ -185,7 +187,7 @@ pub fn run(opts: &ScalingOptions) -> Result<ScalingReport> {
     let names = (0..run_ranks.iter().copied().max().unwrap_or(1))
         .map(|d| crate::gpu::open(d).and_then(|g| Ok(g.name()?)))
         .collect::<Result<Vec<_>>>()?;
-    if opts.transports.contains(&Transport::Nccl) {
+    if opts.transports.iter().any(|&t| t != Transport::Host) {
         ferrocuda_host::nccl_available().map_err(|e| Error::InvalidArgument {
             op: "bench scaling",
             reason: format!("{e} (or measure only the host transport: --transport host)"),
@@ -194,45 +196,45 @@ pub fn run(opts: &ScalingOptions) -> Result<ScalingReport> {
     let (nx, nt, nr) = opts.block;
     let mut rows = Vec::new();
     for &transport in &opts.transports {
-    for (mode, blocks_for) in [
-        (
-            "weak",
-            Box::new(|p: usize| opts.blocks_per_rank * p) as Box<dyn Fn(usize) -> usize>,
-        ),
-        ("strong", Box::new(|_| opts.strong_blocks)),
-    ] {
-        let mut base: Option<(f64, f64)> = None;
-        for &p in &run_ranks {
-            let spec = TraceSpec::new(nx, nt, nr, blocks_for(p));
-            eprintln!(
-                "[bench scaling] {transport}, {mode}: {p} GPU(s), {} grid blocks of {nx} x {nt} x {nr}",
-                spec.grid_blocks
-            );
-            let (spmv, gmres, ghosts) = measure(&spec, p, transport, opts)?;
-            let (s1, g1) = *base.get_or_insert((spmv, gmres));
-            for (what, t, t1) in [("spmv", spmv, s1), ("gmres iteration", gmres, g1)] {
-                let speedup = t1 / t;
-                rows.push(ScalingRow {
-                    transport: transport.to_string(),
-                    mode,
-                    what,
-                    ranks: p,
-                    grid_blocks: spec.grid_blocks,
-                    rows: spec.block_rows() * 5,
-                    ghost_blocks: ghosts,
-                    ms: t,
-                    speedup,
-                    efficiency: if mode == "weak" {
-                        speedup
-                    } else {
-                        speedup / p as f64
-                    },
-                });
+        for (mode, blocks_for) in [
+            (
+                "weak",
+                Box::new(|p: usize| opts.blocks_per_rank * p) as Box<dyn Fn(usize) -> usize>,
+            ),
+            ("strong", Box::new(|_| opts.strong_blocks)),
+        ] {
+            let mut base: Option<(f64, f64)> = None;
+            for &p in &run_ranks {
+                let spec = TraceSpec::new(nx, nt, nr, blocks_for(p));
+                eprintln!(
+                    "[bench scaling] {transport}, {mode}: {p} GPU(s), {} grid blocks of {nx} x {nt} x {nr}",
+                    spec.grid_blocks
+                );
+                let (spmv, gmres, ghosts) = measure(&spec, p, transport, opts)?;
+                let (s1, g1) = *base.get_or_insert((spmv, gmres));
+                for (what, t, t1) in [("spmv", spmv, s1), ("gmres iteration", gmres, g1)] {
+                    let speedup = t1 / t;
+                    rows.push(ScalingRow {
+                        transport: transport.to_string(),
+                        mode,
+                        what,
+                        ranks: p,
+                        grid_blocks: spec.grid_blocks,
+                        rows: spec.block_rows() * 5,
+                        ghost_blocks: ghosts,
+                        ms: t,
+                        speedup,
+                        efficiency: if mode == "weak" {
+                            speedup
+                        } else {
+                            speedup / p as f64
+                        },
+                    });
+                }
             }
         }
     }
-    }
-    let nccl_version = match opts.transports.contains(&Transport::Nccl) {
+    let nccl_version = match opts.transports.iter().any(|&t| t != Transport::Host) {
         true => Some(ferrocuda_host::nccl_version()?),
         false => None,
     };
@@ -296,7 +298,8 @@ impl ScalingReport {
              (5x5 blocks, 13-point stencil), f64, split by whole grid blocks (one rank per GPU, \
              ranks as threads of one process)\n- transport: `nccl` moves the halo spans GPU \
              to GPU (NCCL send/recv on a second stream, overlapped with the interior SpMV) \
-             and sums GMRES's dots on the devices (NCCL all-reduce); `host` stages the spans \
+             and sums GMRES's dots on the devices (NCCL all-reduce); `nccl-host-sums` moves the \
+             halo through NCCL and sums the dots on the host (after their download); `host` stages the spans \
              through host memory and sums the dots on the host\n- SpMV: one `y = A x` incl. \
              the halo exchange, slowest rank's median; GMRES: one CGS2 iteration, no \
              preconditioner, dots all-reduced\n- weak: efficiency t(1) / t(P) at a fixed \

@@ -114,8 +114,13 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 20)]
         reps: usize,
         /// Transports to measure (comma-separated): nccl (GPU to GPU, needs libnccl),
-        /// host (staged through host memory).
-        #[arg(long, value_delimiter = ',', default_value = "nccl,host")]
+        /// nccl-host-sums (halo by NCCL, GMRES's dot sums on the host), host (staged
+        /// through host memory).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "nccl,nccl-host-sums,host"
+        )]
         transport: Vec<String>,
         /// Print JSON instead of a table.
         #[arg(long)]

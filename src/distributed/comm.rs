@@ -6,7 +6,8 @@
 //! reference the GPU engines (NCCL) are compared against.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Barrier, Condvar, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use ferrocuda_host::NcclComm;
@@ -37,6 +38,12 @@ pub trait Communicator: Sync {
     /// goes through the host calls above.
     fn nccl(&self) -> Option<&NcclComm> {
         None
+    }
+    /// Whether the GPU GMRES sums its dot products with NCCL on the devices (default:
+    /// where there is an NCCL communicator) rather than with [`Self::all_reduce_sum`]
+    /// after downloading them.
+    fn sums_on_device(&self) -> bool {
+        self.nccl().is_some()
     }
 }
 
@@ -72,11 +79,53 @@ fn no_peer(op: &'static str, peer: usize) -> Error {
 /// Messages in flight, per (from, to), oldest first.
 type Mailboxes = HashMap<(usize, usize), VecDeque<Vec<u8>>>;
 
+/// A barrier that spins briefly before it yields: an all-reduce in a GMRES step waits
+/// twice, and a sleeping thread's wake-up (tens of microseconds) would cost more than
+/// the step's arithmetic on a GPU.
+#[derive(Debug)]
+struct SpinBarrier {
+    size: usize,
+    arrived: AtomicUsize,
+    generation: AtomicUsize,
+}
+
+impl SpinBarrier {
+    /// Spins before each `yield_now` once the first spins did not suffice.
+    const SPINS: u32 = 1 << 14;
+
+    fn new(size: usize) -> Self {
+        SpinBarrier {
+            size,
+            arrived: AtomicUsize::new(0),
+            generation: AtomicUsize::new(0),
+        }
+    }
+
+    fn wait(&self) {
+        let generation = self.generation.load(Ordering::Acquire);
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.size {
+            // Reset before the release, so the next round counts from zero.
+            self.arrived.store(0, Ordering::Relaxed);
+            self.generation.fetch_add(1, Ordering::Release);
+            return;
+        }
+        let mut spins = 0u32;
+        while self.generation.load(Ordering::Acquire) == generation {
+            if spins < Self::SPINS {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
 /// State shared by the ranks of a [`ThreadComm`] world.
 #[derive(Debug)]
 struct Shared {
     size: usize,
-    barrier: Barrier,
+    barrier: SpinBarrier,
     /// One contribution per rank for the all-reduce in progress.
     slots: Mutex<Vec<Vec<f64>>>,
     mail: Mutex<Mailboxes>,
@@ -117,7 +166,7 @@ impl ThreadComm {
     pub fn world(size: usize) -> Vec<ThreadComm> {
         let shared = Arc::new(Shared {
             size,
-            barrier: Barrier::new(size.max(1)),
+            barrier: SpinBarrier::new(size.max(1)),
             slots: Mutex::new(vec![Vec::new(); size]),
             mail: Mutex::new(HashMap::new()),
             arrived: Condvar::new(),

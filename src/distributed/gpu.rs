@@ -31,10 +31,33 @@ use crate::krylov::DeviceLinOp;
 use crate::sparse::gpu::{self as sgpu, DeviceBcsr, DeviceSbell};
 use crate::sparse::{Bcsr, BcsrParts, Index, MatrixScalar, Sbell};
 
-/// The interior rows in the fastest format that takes them.
-enum Interior<A> {
+/// Rows on the device in the fastest format that takes them: SBELL (which also stores
+/// only the non-empty block rows, so the halo part touches only the boundary rows), else
+/// BCSR.
+enum Part<A> {
     Sbell(Box<DeviceSbell<A>>),
     Bcsr(Box<DeviceBcsr<A>>),
+}
+
+impl<A: Element> Part<A> {
+    fn upload(gpu: &Gpu, a: &Bcsr<A>) -> Result<Self> {
+        Ok(match Sbell::from_bcsr(a) {
+            Ok(s) => Part::Sbell(Box::new(DeviceSbell::upload(gpu, &s)?)),
+            Err(_) => Part::Bcsr(Box::new(DeviceBcsr::upload(gpu, a)?)),
+        })
+    }
+
+    /// `y <- A x + beta y`.
+    fn spmv<V>(&self, x: &impl DeviceSlice<V>, beta: V, y: &mut DeviceViewMut<'_, V>) -> Result<()>
+    where
+        A: MatrixScalar<V> + SpmvKernels<V>,
+        V: Element,
+    {
+        match self {
+            Part::Sbell(a) => sgpu::spmv_sbell(V::ONE, a, x, beta, y),
+            Part::Bcsr(a) => sgpu::spmv_bcsr(V::ONE, a, x, beta, y),
+        }
+    }
 }
 
 /// Host staging of the spans: what goes out, what comes in.
@@ -50,9 +73,9 @@ pub struct DeviceDistributedBcsr<'c, A, V> {
     gpu: Gpu,
     b: usize,
     n_block_rows: usize,
-    interior: Interior<A>,
-    /// All local block rows x the ghost spans (rows without ghosts empty).
-    halo: DeviceBcsr<A>,
+    interior: Part<A>,
+    /// All local block rows x the ghost spans (rows without ghosts empty, not stored).
+    halo: Part<A>,
     /// Per peer: our block rows it needs, first to last.
     send: Vec<(usize, Range<usize>)>,
     /// Per peer: where its span lies in the ghost buffer, in blocks.
@@ -110,29 +133,25 @@ impl<'c, A: Element, V: Element> DeviceDistributedBcsr<'c, A, V> {
             })
             .collect();
         let (interior, halo) = split_spans(local, &own, &plan, &seg_start, total);
-        let interior = match Sbell::from_bcsr(&interior) {
-            Ok(s) => Interior::Sbell(Box::new(DeviceSbell::upload(gpu, &s)?)),
-            Err(_) => Interior::Bcsr(Box::new(DeviceBcsr::upload(gpu, &interior)?)),
-        };
-        if let Some(nccl) = comm.nccl() {
-            if !nccl.stream().same_device(gpu)
+        let interior = Part::upload(gpu, &interior)?;
+        if let Some(nccl) = comm.nccl()
+            && (!nccl.stream().same_device(gpu)
                 || nccl.rank() != comm.rank()
-                || nccl.size() != comm.size()
-            {
-                return Err(Error::InvalidArgument {
-                    op: "DeviceDistributedBcsr::new",
-                    reason: format!(
-                        "the NCCL communicator is rank {} of {} on device {}, the operator \
+                || nccl.size() != comm.size())
+        {
+            return Err(Error::InvalidArgument {
+                op: "DeviceDistributedBcsr::new",
+                reason: format!(
+                    "the NCCL communicator is rank {} of {} on device {}, the operator \
                          rank {} of {} on device {}",
-                        nccl.rank(),
-                        nccl.size(),
-                        nccl.stream().ordinal(),
-                        comm.rank(),
-                        comm.size(),
-                        gpu.ordinal()
-                    ),
-                });
-            }
+                    nccl.rank(),
+                    nccl.size(),
+                    nccl.stream().ordinal(),
+                    comm.rank(),
+                    comm.size(),
+                    gpu.ordinal()
+                ),
+            });
         }
         let elements = |list: &[(usize, Range<usize>)]| -> Vec<(usize, Range<usize>)> {
             list.iter()
@@ -148,7 +167,7 @@ impl<'c, A: Element, V: Element> DeviceDistributedBcsr<'c, A, V> {
             b,
             n_block_rows: own.len(),
             interior,
-            halo: DeviceBcsr::upload(gpu, &halo)?,
+            halo: Part::upload(gpu, &halo)?,
             send,
             recv,
             send_windows,
@@ -211,20 +230,6 @@ fn split_spans<A: Element>(
     (split.interior, halo)
 }
 
-impl<A, V> DeviceDistributedBcsr<'_, A, V>
-where
-    A: Element + MatrixScalar<V> + SpmvKernels<V>,
-    V: Element,
-{
-    /// `y <- A_interior x`.
-    fn interior_spmv(&self, x: &DeviceView<'_, V>, y: &mut DeviceViewMut<'_, V>) -> Result<()> {
-        match &self.interior {
-            Interior::Sbell(a) => sgpu::spmv_sbell(V::ONE, a, x, V::ZERO, y),
-            Interior::Bcsr(a) => sgpu::spmv_bcsr(V::ONE, a, x, V::ZERO, y),
-        }
-    }
-}
-
 fn poisoned() -> Error {
     Error::InvalidArgument {
         op: "DeviceDistributedBcsr::apply",
@@ -259,21 +264,26 @@ where
             // GPU to GPU on the communication stream, after the work that wrote x (and
             // the last application's halo SpMV, which read the ghosts); the interior
             // SpMV runs meanwhile, the halo SpMV after the join.
-            nccl.exchange(x, &self.send_windows, &mut st.ghosts, &self.recv_windows)?;
-            self.interior_spmv(x, y)?;
+            nccl.exchange(
+                x,
+                &self.send_windows,
+                &mut st.ghosts,
+                &self.recv_windows,
+                || self.interior.spmv(x, V::ZERO, y),
+            )?;
             // Also when nothing comes in: x must not change before the sends are done.
             nccl.join(y.gpu())?;
             if self.recv.is_empty() {
                 return Ok(());
             }
-            return sgpu::spmv_bcsr(V::ONE, &self.halo, &st.ghosts, V::ONE, y);
+            return self.halo.spmv(&st.ghosts, V::ONE, y);
         }
         for (peer, r) in &self.send {
             let out = &mut st.send[..r.len() * b];
             copy_window_to_host(x, r.start * b, out)?;
             self.comm.send(*peer, bytemuck::cast_slice(out))?;
         }
-        self.interior_spmv(x, y)?;
+        self.interior.spmv(x, V::ZERO, y)?;
         if self.recv.is_empty() {
             return Ok(());
         }
@@ -282,6 +292,6 @@ where
             self.comm.recv(*peer, bytemuck::cast_slice_mut(inc))?;
             copy_host_to_window(inc, &mut st.ghosts, r.start * b)?;
         }
-        sgpu::spmv_bcsr(V::ONE, &self.halo, &st.ghosts, V::ONE, y)
+        self.halo.spmv(&st.ghosts, V::ONE, y)
     }
 }

@@ -19,6 +19,7 @@ use crate::gpu::Gpu;
 pub struct WithNccl<C> {
     host: C,
     nccl: NcclComm,
+    device_sums: bool,
 }
 
 impl<C: Communicator> WithNccl<C> {
@@ -36,7 +37,20 @@ impl<C: Communicator> WithNccl<C> {
                 ),
             });
         }
-        Ok(WithNccl { host, nccl })
+        Ok(WithNccl {
+            host,
+            nccl,
+            device_sums: true,
+        })
+    }
+
+    /// Sums GMRES's dot products on the host (after their download) instead of with
+    /// NCCL on the devices; the halo still goes through NCCL. For a fast host
+    /// all-reduce (threads of one process, MPI within a node) this can be the quicker
+    /// one: the sums are a few dozen numbers.
+    pub fn host_sums(mut self) -> Self {
+        self.device_sums = false;
+        self
     }
 }
 
@@ -59,14 +73,21 @@ impl<C: Communicator> Communicator for WithNccl<C> {
     fn nccl(&self) -> Option<&NcclComm> {
         Some(&self.nccl)
     }
+    fn sums_on_device(&self) -> bool {
+        self.device_sums
+    }
 }
 
 /// How the ranks of [`run_on_gpus`] move data between GPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Transport {
-    /// NCCL, GPU to GPU (needs libnccl and one GPU per rank).
+    /// NCCL, GPU to GPU (needs libnccl and one GPU per rank): the halo, and GMRES's
+    /// dot products summed on the devices.
     #[default]
     Nccl,
+    /// The halo through NCCL, the dot products summed on the host
+    /// ([`WithNccl::host_sums`]).
+    NcclHostSums,
     /// Through host memory and [`ThreadComm`] (no NCCL needed; ranks may share a GPU).
     Host,
 }
@@ -76,10 +97,13 @@ impl std::str::FromStr for Transport {
     fn from_str(s: &str) -> Result<Self> {
         match s {
             "nccl" => Ok(Transport::Nccl),
+            "nccl-host-sums" => Ok(Transport::NcclHostSums),
             "host" => Ok(Transport::Host),
             other => Err(Error::InvalidArgument {
                 op: "transport",
-                reason: format!("unknown transport `{other}` (expected nccl or host)"),
+                reason: format!(
+                    "unknown transport `{other}` (expected nccl, nccl-host-sums or host)"
+                ),
             }),
         }
     }
@@ -89,6 +113,7 @@ impl std::fmt::Display for Transport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Transport::Nccl => "nccl",
+            Transport::NcclHostSums => "nccl-host-sums",
             Transport::Host => "host",
         })
     }
@@ -118,7 +143,7 @@ pub fn run_on_gpus<T: Send>(
             reason: "no GPU found".into(),
         });
     }
-    if transport == Transport::Nccl && ranks > devices {
+    if transport != Transport::Host && ranks > devices {
         return Err(Error::InvalidArgument {
             op: "run_on_gpus",
             reason: format!(
@@ -131,7 +156,9 @@ pub fn run_on_gpus<T: Send>(
         .map(|r| crate::gpu::open(r % devices))
         .collect::<Result<Vec<_>>>()?;
     let mut nccl: Vec<Option<NcclComm>> = match transport {
-        Transport::Nccl => NcclComm::world(&gpus)?.into_iter().map(Some).collect(),
+        Transport::Nccl | Transport::NcclHostSums => {
+            NcclComm::world(&gpus)?.into_iter().map(Some).collect()
+        }
         Transport::Host => (0..ranks).map(|_| None).collect(),
     };
     let f = &f;
@@ -143,6 +170,9 @@ pub fn run_on_gpus<T: Send>(
             .map(|((host, gpu), nc)| {
                 s.spawn(move || -> Result<T> {
                     match nc {
+                        Some(nc) if transport == Transport::NcclHostSums => {
+                            f(&WithNccl::new(host, nc)?.host_sums(), gpu)
+                        }
                         Some(nc) => f(&WithNccl::new(host, nc)?, gpu),
                         None => f(&host, gpu),
                     }

@@ -343,7 +343,10 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
             b1::finish_reduction::<V>(&self.gpu, V::BLAS1.sum_partials, sets, eb, pp, op)?;
         }
         self.stop(DOTS)?;
-        let nccl = self.comm.and_then(|c| c.nccl());
+        let nccl = self
+            .comm
+            .filter(|c| c.sums_on_device())
+            .and_then(|c| c.nccl());
         if let Some(nc) = nccl {
             // Summed on the devices (complex values as their parts): the host then
             // downloads the global dots, with no host-side exchange.
