@@ -18,7 +18,9 @@
 //! Communication goes through [`Communicator`]: [`ThreadComm`] runs the ranks as threads
 //! of one process (tests, CI, single-node CPU runs), [`SingleRank`] is the trivial
 //! world of one, and [`WithNccl`] adds an NCCL communicator for the GPU data;
-//! [`run_on_gpus`] starts one thread per GPU with either transport.
+//! [`run_on_gpus`] starts one thread per GPU with either transport. With the cargo
+//! feature `mpi`, `mpi::MpiComm` runs one process per GPU under `mpirun`/`srun` and
+//! `mpi::nccl_over_mpi` bootstraps NCCL over it.
 //!
 //! ```
 //! use ferrocuda::distributed::{Communicator, DistributedBcsr, RowPartition, run_on_threads};
@@ -44,6 +46,8 @@
 pub mod comm;
 pub mod gpu;
 pub mod halo;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod nccl;
 pub mod op;
 pub mod partition;
