@@ -73,11 +73,11 @@ fn exact_path_matches_the_cpu() {
         let len = model.controls();
         let mut ev =
             GpuEvaluator::with_kernels(&gpu, model, Gradient::Exact, batch, kernels, None).unwrap();
-        // Auto: the fused kernel up to 512 objects, the tiled ones above.
+        // Auto: the fused kernel up to 512 objects per launch, the tiled ones above.
         assert_eq!(
             ev.fused_plan().is_some(),
-            kernels == ExactKernels::Auto && m <= 512,
-            "M={m}"
+            kernels == ExactKernels::Auto && m * batch <= 512,
+            "M={m} batch {batch}"
         );
         let values = ev.evaluate_batch(&x0, &u).unwrap();
         let (mut gj, mut gg) = (vec![f64::NAN; batch * len], vec![f64::NAN; batch * len]);

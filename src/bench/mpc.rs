@@ -200,6 +200,9 @@ pub struct BatchRow {
     pub gpu_per_problem_ms: f64,
     /// All CPU cores, one problem after the other, per problem.
     pub cpu_per_problem_ms: f64,
+    /// The whole batch on the fused kernel (its default plan), when the default is the
+    /// tiled kernels, ms.
+    pub fused_batch_ms: Option<f64>,
 }
 
 /// The exact gradient at `M = 256`, `N = 10` on one set of kernels (device time).
@@ -416,6 +419,24 @@ pub fn run(gpu: Option<&Gpu>, opts: &MpcBenchOptions) -> Result<MpcBenchReport> 
         let stream = ev.gpu().clone();
         let t = ms(time_gpu(&stream, 2, reps, || ev.launch(true))?);
         let cpu_one = time_cpu_gradient(&model, Gradient::Exact, reps)?;
+        // The fused kernel on the same batch, for comparison (Auto leaves it to the
+        // tiled kernels).
+        let mut fused_ms = None;
+        if ev.fused_plan().is_none() {
+            let fused = GpuEvaluator::with_kernels(
+                g,
+                model,
+                Gradient::Exact,
+                opts.batch,
+                ExactKernels::Fused,
+                None,
+            );
+            if let Ok(mut fev) = fused {
+                fev.upload(&x0, &u)?;
+                let stream = fev.gpu().clone();
+                fused_ms = Some(ms(time_gpu(&stream, 2, reps, || fev.launch(true))?));
+            }
+        }
         batch = Some(BatchRow {
             m: 256,
             n: 10,
@@ -423,6 +444,7 @@ pub fn run(gpu: Option<&Gpu>, opts: &MpcBenchOptions) -> Result<MpcBenchReport> 
             gpu_batch_ms: t,
             gpu_per_problem_ms: t / opts.batch as f64,
             cpu_per_problem_ms: cpu_one,
+            fused_batch_ms: fused_ms,
         });
     }
     let mut kernels = Vec::new();
@@ -540,7 +562,7 @@ fn ratio(a: f64, b: Option<f64>) -> String {
 impl MpcBenchReport {
     fn header(&self) -> String {
         format!(
-            "Device: {}; CPU twin on {} threads. GPU times are device time of one evaluation, CUDA events around its launch (inputs on the device; the exact path is one fused kernel up to 512 objects, the tiled kernels replayed as one CUDA graph above) unless marked end to end; ratios are CPU / GPU of this run.",
+            "Device: {}; CPU twin on {} threads. GPU times are device time of one evaluation, CUDA events around its launch (inputs on the device; the exact path is one fused kernel up to 512 objects per launch, the tiled kernels replayed as one CUDA graph above) unless marked end to end; ratios are CPU / GPU of this run.",
             self.device.as_deref().unwrap_or("no GPU"),
             self.cpu_threads
         )
@@ -706,14 +728,17 @@ impl MpcBenchReport {
     fn batch_text(&self) -> String {
         self.batch.as_ref().map_or(String::new(), |b| {
             format!(
-                "Many problems per launch: {} problems of M = {}, N = {} with exact gradients in {:.4} ms ({:.5} ms per problem; the CPU twin {:.4} ms per problem, {:.1}x).",
+                "Many problems per launch: {} problems of M = {}, N = {} with exact gradients in {:.4} ms ({:.5} ms per problem; the CPU twin {:.4} ms per problem, {:.1}x){}.",
                 b.batch,
                 b.m,
                 b.n,
                 b.gpu_batch_ms,
                 b.gpu_per_problem_ms,
                 b.cpu_per_problem_ms,
-                b.cpu_per_problem_ms / b.gpu_per_problem_ms
+                b.cpu_per_problem_ms / b.gpu_per_problem_ms,
+                b.fused_batch_ms.map_or(String::new(), |f| format!(
+                    "; the same batch on the fused kernel: {f:.4} ms"
+                ))
             )
         })
     }

@@ -2,7 +2,7 @@
 //! launch (same model, each with its own `x0` and `u`).
 //!
 //! - **Exact, small swarms** (adjoint, [`ExactKernels::Fused`], the default up to
-//!   [`FUSED_MAX_OBJECTS`] objects): `mpc_fused_f64`, the whole evaluation in one
+//!   [`FUSED_MAX_OBJECTS`] objects per launch): `mpc_fused_f64`, the whole evaluation in one
 //!   launch. Each block copies the controls to shared memory, rolls the whole swarm out
 //!   there, sums the pair terms of its own few objects at every step (all its threads on
 //!   the pair loop) and runs their adjoint sweep; the last block of a problem to finish
@@ -54,17 +54,19 @@ struct Buffers {
     counters: DeviceBuffer<u32>,
 }
 
-/// Largest swarm that [`ExactKernels::Auto`] evaluates with the fused kernel (every
-/// block rolls the whole swarm out, so the redundant work grows with `M`; above this
-/// the tiled kernels fill the device better).
+/// Most objects per launch (`M` times the batch) that [`ExactKernels::Auto`] evaluates
+/// with the fused kernel (every block rolls its whole swarm out, so the redundant work
+/// grows with `M`, and many problems per launch fill the device with the tiled kernels:
+/// 64 problems of `M = 256` ran 1.5x faster tiled on an H100).
 pub const FUSED_MAX_OBJECTS: usize = 512;
 
 /// Which kernels compute the exact path (`J`, `g` and adjoint gradients).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ExactKernels {
-    /// [`ExactKernels::Fused`] up to [`FUSED_MAX_OBJECTS`] objects when its shared
-    /// memory fits the device, [`ExactKernels::Tiled`] otherwise.
+    /// [`ExactKernels::Fused`] up to [`FUSED_MAX_OBJECTS`] objects per launch (all
+    /// problems together) when its shared memory fits the device,
+    /// [`ExactKernels::Tiled`] otherwise.
     #[default]
     Auto,
     /// One launch of `mpc_fused_f64` (an error when its shared memory,
@@ -101,12 +103,12 @@ impl FusedPlan {
     }
 
     /// The default plan for `batch` problems on a device of `sms` multiprocessors: about
-    /// one block per two multiprocessors over the whole batch (each block reads all the
-    /// controls of its problem from L2, so more blocks cost bandwidth, fewer cost pair
-    /// work per block).
+    /// two blocks per multiprocessor over the whole batch, at least one object per block
+    /// (each block reads all the controls of its problem from L2, so more blocks cost
+    /// bandwidth, fewer cost pair work per block; on an H100 at `M = 256`, `N = 10` one
+    /// object per block measured fastest, see `docs/results/mpc.md`).
     pub fn auto(m: usize, n: usize, batch: usize, sms: usize) -> FusedPlan {
-        let target = (sms / 2).max(1);
-        FusedPlan::with_per_block(m, n, (m * batch).div_ceil(target))
+        FusedPlan::with_per_block(m, n, (m * batch).div_ceil(2 * sms.max(1)))
     }
 }
 
@@ -182,7 +184,9 @@ fn fused_plan(
     kernels: ExactKernels,
     per_block: Option<usize>,
 ) -> Result<Option<FusedPlan>> {
-    if kernels == ExactKernels::Tiled || (kernels == ExactKernels::Auto && m > FUSED_MAX_OBJECTS) {
+    if kernels == ExactKernels::Tiled
+        || (kernels == ExactKernels::Auto && m * p > FUSED_MAX_OBJECTS)
+    {
         return Ok(None);
     }
     let plan = match per_block {
