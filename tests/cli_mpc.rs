@@ -112,6 +112,55 @@ fn plot_is_written() {
 }
 
 #[test]
+fn animation_frames_are_written() {
+    let dir = std::env::temp_dir().join(format!("ferrocuda-mpc-frames-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = ferrocuda()
+        .args([
+            "mpc",
+            "--objects",
+            "5",
+            "--horizon",
+            "3",
+            "--steps",
+            "7",
+            "--frame-every",
+            "3",
+            "--frames",
+        ])
+        .arg(&dir)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Steps 0, 3, 6 and the last, 7.
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "frame-00000.png",
+            "frame-00003.png",
+            "frame-00006.png",
+            "frame-00007.png"
+        ]
+    );
+    let first = std::fs::read(dir.join(&names[0])).unwrap();
+    let last = std::fs::read(dir.join(&names[3])).unwrap();
+    assert_eq!(&first[1..4], b"PNG");
+    assert_eq!(&last[1..4], b"PNG");
+    // The swarm moved between the first and the last frame.
+    assert_ne!(first, last);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn gpu_closed_loop_matches_the_cpu_in_kind() {
     if !gpu_present("gpu_closed_loop_matches_the_cpu_in_kind") {
         return;
@@ -146,6 +195,14 @@ fn bad_input_is_a_clear_error() {
         (vec!["--margin", "-0.1"], "--margin must be in"),
         (vec!["--gradient", "central"], "invalid value"),
         (vec!["--objects", "many"], "invalid value"),
+        (
+            vec!["--frames", "/tmp/x", "--frame-every", "0"],
+            "--frame-every must be at least 1",
+        ),
+        (
+            vec!["--frame-every", "2"],
+            "--frame-every needs --frames DIR",
+        ),
     ] {
         let out = ferrocuda().arg("mpc").args(&args).output().expect("run");
         assert!(!out.status.success(), "{args:?} succeeded");

@@ -8,7 +8,7 @@
 mod common;
 
 use common::gpu_or_skip;
-use ferrocuda::mpc::gpu::GpuEvaluator;
+use ferrocuda::mpc::gpu::{ExactKernels, GpuEvaluator};
 use ferrocuda::mpc::optimize::{MpcOptions, closed_loop};
 use ferrocuda::mpc::{Evaluator, Gradient, SwarmModel, cpu};
 use rand::rngs::SmallRng;
@@ -64,11 +64,21 @@ fn exact_path_matches_the_cpu() {
         (1000, 2, 1),
     ];
     let mut active = 0;
-    for &(m, n, batch) in &cases {
+    let runs = cases
+        .iter()
+        .flat_map(|&c| [(c, ExactKernels::Auto), (c, ExactKernels::Tiled)]);
+    for ((m, n, batch), kernels) in runs {
         let model = SwarmModel::new(m, n).unwrap();
         let (x0, u) = crowded(&model, batch, 31 * m as u64 + n as u64);
         let len = model.controls();
-        let mut ev = GpuEvaluator::new(&gpu, model, Gradient::Exact, batch).unwrap();
+        let mut ev =
+            GpuEvaluator::with_kernels(&gpu, model, Gradient::Exact, batch, kernels, None).unwrap();
+        // Auto: the fused kernel up to 512 objects per launch, the tiled ones above.
+        assert_eq!(
+            ev.fused_plan().is_some(),
+            kernels == ExactKernels::Auto && m * batch <= 512,
+            "M={m} batch {batch}"
+        );
         let values = ev.evaluate_batch(&x0, &u).unwrap();
         let (mut gj, mut gg) = (vec![f64::NAN; batch * len], vec![f64::NAN; batch * len]);
         let with_grad = ev.gradient_batch(&x0, &u, &mut gj, &mut gg).unwrap();
@@ -92,13 +102,104 @@ fn exact_path_matches_the_cpu() {
             }
             let rj = rel_err(&gj[q * len..(q + 1) * len], &cj);
             let rg = rel_err(&gg[q * len..(q + 1) * len], &cg);
-            eprintln!("M={m} N={n} q={q}: GPU vs CPU exact gradients: J {rj:.1e}, g {rg:.1e}");
-            assert!(rj < 1e-11 && rg < 1e-11, "M={m} N={n} q={q}: {rj:e} {rg:e}");
+            eprintln!(
+                "M={m} N={n} q={q} {kernels:?}: GPU vs CPU exact gradients: J {rj:.1e}, g {rg:.1e}"
+            );
+            assert!(
+                rj < 1e-11 && rg < 1e-11,
+                "M={m} N={n} q={q} {kernels:?}: {rj:e} {rg:e}"
+            );
             active += (c.constraint < 0.0) as usize;
         }
     }
     assert!(
-        active >= 10,
+        active >= 20,
+        "the constraint is active in only {active} problems"
+    );
+}
+
+/// Checks `J`, `g` and the exact gradients of `batch` problems of `evaluator` against
+/// the CPU twin (values first, then with gradients, so both launches are covered);
+/// returns how many problems had an active constraint.
+fn check_against_cpu(ev: &mut GpuEvaluator, model: &SwarmModel, batch: usize, seed: u64) -> usize {
+    let (m, n) = (model.objects, model.horizon);
+    let (x0, u) = crowded(model, batch, seed);
+    let len = model.controls();
+    let values = ev.evaluate_batch(&x0, &u).unwrap();
+    let (mut gj, mut gg) = (vec![f64::NAN; batch * len], vec![f64::NAN; batch * len]);
+    let with_grad = ev.gradient_batch(&x0, &u, &mut gj, &mut gg).unwrap();
+    let mut active = 0;
+    for q in 0..batch {
+        let (xq, uq) = (&x0[q * 4 * m..(q + 1) * 4 * m], &u[q * len..(q + 1) * len]);
+        let (mut cj, mut cg) = (vec![0.0; len], vec![0.0; len]);
+        let c = cpu::gradient(model, xq, uq, Gradient::Exact, &mut cj, &mut cg).unwrap();
+        for e in [values[q], with_grad[q]] {
+            assert!(
+                (e.cost - c.cost).abs() <= 1e-12 * c.cost.abs(),
+                "M={m} N={n} q={q}: J {} vs {}",
+                e.cost,
+                c.cost
+            );
+            assert!(
+                (e.constraint - c.constraint).abs() <= 1e-11 * (1.0 + c.constraint.abs()),
+                "M={m} N={n} q={q}: g {} vs {}",
+                e.constraint,
+                c.constraint
+            );
+        }
+        let rj = rel_err(&gj[q * len..(q + 1) * len], &cj);
+        let rg = rel_err(&gg[q * len..(q + 1) * len], &cg);
+        assert!(rj < 1e-11 && rg < 1e-11, "M={m} N={n} q={q}: {rj:e} {rg:e}");
+        active += (c.constraint < 0.0) as usize;
+    }
+    active
+}
+
+#[test]
+fn fused_kernel_plans_match_the_cpu() {
+    let Some(gpu) = gpu_or_skip("fused_kernel_plans_match_the_cpu") else {
+        return;
+    };
+    // (M, N, batch, objects per block): one object per block, blocks that do not divide
+    // M (the last one short), one block per problem (no arrival counter), more own
+    // objects than threads (the sweep loops), more pair rows than threads (several
+    // passes), M above the block size (the rollout loops), more than 48 KiB of shared
+    // memory (M = 512, N = 10; M = 1000, N = 4), many problems per launch.
+    let cases: [(usize, usize, usize, Option<usize>); 11] = [
+        (1, 3, 2, None),
+        (2, 2, 3, Some(1)),
+        (33, 4, 3, Some(1)),
+        (33, 4, 3, Some(7)),
+        (100, 6, 5, Some(100)),
+        (257, 3, 2, Some(3)),
+        (300, 2, 1, Some(300)),
+        (512, 10, 1, None),
+        (1000, 4, 1, None),
+        (256, 10, 8, None),
+        (64, 5, 40, None),
+    ];
+    let mut active = 0;
+    for &(m, n, batch, per_block) in &cases {
+        let model = SwarmModel::new(m, n).unwrap();
+        let mut ev = GpuEvaluator::with_kernels(
+            &gpu,
+            model,
+            Gradient::Exact,
+            batch,
+            ExactKernels::Fused,
+            per_block,
+        )
+        .unwrap();
+        let plan = ev.fused_plan().expect("the fused kernel was asked for");
+        assert!(plan.blocks * plan.per_block >= m && (plan.blocks - 1) * plan.per_block < m);
+        eprintln!("M={m} N={n} batch {batch}: fused plan {plan:?}");
+        // Twice per evaluator: the arrival counters must be back at zero.
+        for rep in 0..2 {
+            active += check_against_cpu(&mut ev, &model, batch, 17 * m as u64 + rep);
+        }
+    }
+    assert!(
+        active >= 20,
         "the constraint is active in only {active} problems"
     );
 }
@@ -163,14 +264,26 @@ fn reruns_are_bit_identical() {
     let model = SwarmModel::new(600, 7).unwrap();
     let (x0, u) = crowded(&model, 1, 3);
     let len = model.controls();
-    let mut ev = GpuEvaluator::new(&gpu, model, Gradient::Exact, 1).unwrap();
-    let run = |ev: &mut GpuEvaluator| {
-        let (mut a, mut b) = (vec![f64::NAN; len], vec![f64::NAN; len]);
-        let e = ev.gradient_batch(&x0, &u, &mut a, &mut b).unwrap();
-        (e, a, b)
-    };
-    let first = run(&mut ev);
-    let second = run(&mut ev);
+    for kernels in [ExactKernels::Tiled, ExactKernels::Fused] {
+        let mut ev =
+            GpuEvaluator::with_kernels(&gpu, model, Gradient::Exact, 1, kernels, None).unwrap();
+        let run = |ev: &mut GpuEvaluator| {
+            let (mut a, mut b) = (vec![f64::NAN; len], vec![f64::NAN; len]);
+            let e = ev.gradient_batch(&x0, &u, &mut a, &mut b).unwrap();
+            (e, a, b)
+        };
+        let first = run(&mut ev);
+        let second = run(&mut ev);
+        same_bits(&first, &second);
+        // A third run after the values-only path (the fused counters and the graphs).
+        ev.evaluate_batch(&x0, &u).unwrap();
+        same_bits(&first, &run(&mut ev));
+    }
+}
+
+type Run = (Vec<ferrocuda::mpc::Evaluation>, Vec<f64>, Vec<f64>);
+
+fn same_bits(first: &Run, second: &Run) {
     assert_eq!(first.0, second.0);
     assert!(
         first
@@ -217,6 +330,13 @@ fn bad_input_is_an_error() {
     let big = SwarmModel::new(1025, 2).unwrap();
     assert!(GpuEvaluator::new(&gpu, big, Gradient::Forward, 1).is_err());
     assert!(GpuEvaluator::new(&gpu, big, Gradient::Exact, 1).is_ok());
+    // The fused kernel keeps every position of the horizon in shared memory.
+    let huge = SwarmModel::new(4096, 10).unwrap();
+    let fused =
+        |m| GpuEvaluator::with_kernels(&gpu, m, Gradient::Exact, 1, ExactKernels::Fused, None);
+    assert!(fused(huge).is_err());
+    let auto = GpuEvaluator::new(&gpu, huge, Gradient::Exact, 1).unwrap();
+    assert!(auto.fused_plan().is_none());
     let model = SwarmModel::new(8, 2).unwrap();
     assert!(GpuEvaluator::new(&gpu, model, Gradient::Central, 1).is_err());
     assert!(GpuEvaluator::new(&gpu, model, Gradient::Exact, 0).is_err());

@@ -128,6 +128,19 @@ pub fn warp_sum<T: Scalar>(mut value: T) -> T {
     value
 }
 
+/// Sum over each aligned group of `width` lanes (a power of two, at most 32) in a fixed
+/// tree order; the first lane of each group holds its group's result. Every lane of the
+/// warp calls it (the shuffles need the whole warp).
+#[inline(always)]
+pub fn group_sum<T: Scalar>(mut value: T, width: usize) -> T {
+    let mut delta = (width / 2) as u32;
+    while delta > 0 {
+        value = value + shfl_down(value, delta);
+        delta /= 2;
+    }
+    value
+}
+
 /// Sum over the block in a fixed order (warp trees, then a tree over the warp sums), so
 /// the same inputs give the same bits. Thread 0 holds the result. Needs
 /// `block_dim() / 32 * size_of::<T>()` bytes of dynamic shared memory, a block size that
@@ -298,4 +311,68 @@ pub unsafe fn grid_sync(bar: *mut u32) {
         unsafe { asm!("membar.gl;", options(nostack, preserves_flags)) };
     }
     sync_threads();
+}
+
+/// Arrival of this block at the end of a grid whose last block finishes the work (the
+/// "threadfence reduction" pattern: no block waits for another, so any grid size and
+/// graph replay work). Thread 0 fences the block's global writes and counts the block at
+/// `counter`; returns, in every thread, whether this block came last among `blocks`. The
+/// last block resets the counter to 0 for the next launch. Every thread of the block
+/// calls it; it ends with a barrier. The last block must read the other blocks' results
+/// with `ld.volatile` (or other L1-bypassing loads), see [`load_volatile_f64`].
+///
+/// # Safety
+/// `counter` is a device `u32` that is zero before the first launch and used by this
+/// grid's `blocks` blocks alone.
+#[inline(always)]
+pub unsafe fn last_block_arrives(counter: *mut u32, blocks: u32) -> bool {
+    let flag = dynamic_shared::<u32>();
+    sync_threads();
+    if thread_idx() == 0 {
+        let old: u32;
+        unsafe {
+            asm!(
+                "membar.gl;",
+                "atom.add.u32 {old}, [{p}], 1;",
+                old = out(reg32) old,
+                p = in(reg64) counter,
+                options(nostack, preserves_flags)
+            );
+        }
+        let last = old == blocks - 1;
+        if last {
+            unsafe {
+                asm!(
+                    "st.volatile.u32 [{p}], 0;",
+                    "membar.gl;",
+                    p = in(reg64) counter,
+                    options(nostack, preserves_flags)
+                );
+            }
+        }
+        unsafe { *flag = last as u32 };
+    }
+    sync_threads();
+    let last = unsafe { *flag } != 0;
+    sync_threads();
+    last
+}
+
+/// `*p` from global memory, bypassing the (non-coherent) L1 cache (`ld.volatile`): for
+/// values other blocks of the same grid wrote.
+///
+/// # Safety
+/// `p` points to a valid device `f64`.
+#[inline(always)]
+pub unsafe fn load_volatile_f64(p: *const f64) -> f64 {
+    let v: f64;
+    unsafe {
+        asm!(
+            "ld.volatile.global.f64 {v}, [{p}];",
+            v = out(reg64) v,
+            p = in(reg64) p,
+            options(nostack, preserves_flags, readonly)
+        );
+    }
+    v
 }

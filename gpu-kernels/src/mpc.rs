@@ -151,6 +151,19 @@ pub fn pair_penalty(d2: f64, dx: f64, dy: f64) -> (f64, f64, f64) {
     (v, 2.0 * ds * dx, 2.0 * ds * dy)
 }
 
+/// Adds [`pair_penalty`]`(d2, dx, dy)` to `acc` when the pair is closer than `d`;
+/// elsewhere all three are zero and nothing is added (the same sums without the adds of
+/// zeros, which are most of the pairs).
+#[inline(always)]
+pub fn add_pair_penalty(acc: &mut [f64; 3], d2: f64, dx: f64, dy: f64) {
+    if fma_f64(dx, dx, dy * dy) < d2 {
+        let (v, gx, gy) = pair_penalty(d2, dx, dy);
+        acc[0] += v;
+        acc[1] += gx;
+        acc[2] += gy;
+    }
+}
+
 /// The object penalty `g2(x)` of §8.3.2 (speed at most `v_max`, outside the three
 /// discs) and its gradient with respect to the state.
 #[inline(always)]
@@ -180,6 +193,180 @@ pub fn cost_weight(p: &SwarmParams, i: usize, n: usize) -> f64 {
     if i == n { p.terminal_weight } else { 1.0 }
 }
 
+/// An object's backward sweep over its horizon (the adjoint recursion), one step at a
+/// time from `i = N` down to `i = 0`: accumulates its share of `J` (all its stage costs)
+/// and of `g` (its object penalties plus half its pair sums) and, with gradients, the
+/// adjoints `lam_J`, `lam_g`. Shared by the CPU twin and every exact kernel, so they add
+/// the same terms in the same order.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sweep {
+    /// The object's share of `J` so far.
+    pub cost: f64,
+    /// The object's share of `g` so far.
+    pub constraint: f64,
+    /// Adjoint of `J`, `lam_J(i)`.
+    pub lam_cost: [f64; NX],
+    /// Adjoint of `g`, `lam_g(i)`.
+    pub lam_constraint: [f64; NX],
+}
+
+impl Default for Sweep {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Sweep {
+    /// Nothing summed yet.
+    #[inline(always)]
+    pub const fn new() -> Self {
+        Sweep {
+            cost: 0.0,
+            constraint: 0.0,
+            lam_cost: [0.0; NX],
+            lam_constraint: [0.0; NX],
+        }
+    }
+
+    /// Step `i` of `n` at the object's state `x = x(i)`; for `i > 0`, `pair` holds its
+    /// pair sums at that step (`sum_k g1`, and the gradient with respect to its
+    /// position). With `grad`, advances the adjoints and returns the gradients of `J`
+    /// and `g` with respect to `u(i - 1)` (zeros at `i = 0` or without `grad`).
+    #[inline(always)]
+    pub fn step(
+        &mut self,
+        p: &SwarmParams,
+        i: usize,
+        n: usize,
+        x: [f64; NX],
+        pair: [f64; 3],
+        grad: bool,
+    ) -> ([f64; NU], [f64; NU]) {
+        if i == 0 {
+            self.cost += stage_cost(p, cost_weight(p, 0, n), x);
+            return ([0.0; NU], [0.0; NU]);
+        }
+        self.add(p.t, &StageTerms::new(p, i, n, x, pair, grad), grad)
+    }
+
+    /// Adds the terms of one step `i >= 1` (in the sweep's order, `i = N` first); with
+    /// `grad`, advances the adjoints and returns the gradients of `J` and `g` with
+    /// respect to `u(i - 1)`. `t` is the sampling period.
+    #[inline(always)]
+    pub fn add(&mut self, t: f64, terms: &StageTerms, grad: bool) -> ([f64; NU], [f64; NU]) {
+        self.cost += terms.cost;
+        self.constraint += terms.constraint;
+        if !grad {
+            return ([0.0; NU], [0.0; NU]);
+        }
+        self.lam_cost = adjoint_step(t, terms.grad_cost, self.lam_cost);
+        self.lam_constraint = adjoint_step(t, terms.grad_constraint, self.lam_constraint);
+        (
+            control_gradient(t, self.lam_cost),
+            control_gradient(t, self.lam_constraint),
+        )
+    }
+}
+
+/// The local terms of one object at one step `i >= 1` of the horizon: what
+/// [`Sweep::add`] needs, independent of the other steps (so they can be computed for all
+/// steps at once, and only the adjoint recursion stays sequential).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct StageTerms {
+    /// Stage cost (times the terminal weight at `i = N`).
+    pub cost: f64,
+    /// Object penalty plus half the pair sum.
+    pub constraint: f64,
+    /// Gradient of the cost with respect to the state.
+    pub grad_cost: [f64; NX],
+    /// Gradient of the penalties (object and pairs) with respect to the state.
+    pub grad_constraint: [f64; NX],
+}
+
+impl StageTerms {
+    /// Values of this many doubles in [`StageTerms::to_array`].
+    pub const LEN: usize = 2 + 2 * NX;
+
+    /// The terms at `x = x(i)`, `i >= 1`, with the pair sums `pair` at that step; the
+    /// gradients only with `grad` (zeros otherwise).
+    #[inline(always)]
+    pub fn new(
+        p: &SwarmParams,
+        i: usize,
+        n: usize,
+        x: [f64; NX],
+        pair: [f64; 3],
+        grad: bool,
+    ) -> StageTerms {
+        let w = cost_weight(p, i, n);
+        let (ov, mut og) = object_penalty(p, x);
+        let mut terms = StageTerms {
+            cost: stage_cost(p, w, x),
+            constraint: fma_f64(0.5, pair[0], ov),
+            ..StageTerms::default()
+        };
+        if grad {
+            og[0] += pair[1];
+            og[2] += pair[2];
+            terms.grad_cost = stage_cost_gradient(p, w, x);
+            terms.grad_constraint = og;
+        }
+        terms
+    }
+
+    /// As `[cost, constraint, grad_cost.., grad_constraint..]`.
+    #[inline(always)]
+    pub fn to_array(&self) -> [f64; Self::LEN] {
+        let (c, g) = (self.grad_cost, self.grad_constraint);
+        [
+            self.cost,
+            self.constraint,
+            c[0],
+            c[1],
+            c[2],
+            c[3],
+            g[0],
+            g[1],
+            g[2],
+            g[3],
+        ]
+    }
+
+    /// The inverse of [`StageTerms::to_array`].
+    #[inline(always)]
+    pub fn from_array(a: [f64; Self::LEN]) -> StageTerms {
+        StageTerms {
+            cost: a[0],
+            constraint: a[1],
+            grad_cost: [a[2], a[3], a[4], a[5]],
+            grad_constraint: [a[6], a[7], a[8], a[9]],
+        }
+    }
+}
+
+/// Threads per block of the fused kernel (`mpc_fused_f64`).
+pub const FUSED_BLOCK: usize = 256;
+
+/// Doubles of dynamic shared memory of the fused kernel for `m` objects, horizon `n`
+/// and `r` objects per block: the reduction scratch (32), the controls and then the
+/// positions of every object at steps `1..=N` (`2 N M`), the block's own states at
+/// steps `0..=N` (`4 (N + 1) r`) and their [`StageTerms`] at steps `1..=N`
+/// (`10 N r`).
+pub const fn fused_shared_doubles(m: usize, n: usize, r: usize) -> usize {
+    32 + 2 * n * m + 4 * (n + 1) * r + StageTerms::LEN * n * r
+}
+
+/// Lanes per pair row of the fused kernel when a block has `rows` rows (object, step)
+/// for `threads` threads: the largest power of two with `rows lanes <= threads`, at
+/// least 1 and at most 32 (the lanes of a row share a warp).
+pub const fn fused_lanes_per_row(rows: usize, threads: usize) -> usize {
+    let mut s = 32;
+    while s > 1 && s * rows > threads {
+        s /= 2;
+    }
+    s
+}
+
 /// Loads object `j`'s state from `x[4 j..]`.
 #[inline(always)]
 pub fn load_state(x: &[f64], j: usize) -> [f64; NX] {
@@ -199,8 +386,8 @@ mod kernels {
     //! [`fd_block`]. The problem index is grid y (grid z for the pairs).
     use super::*;
     use crate::device::{
-        block_dim, block_idx, block_idx_y, block_idx_z, block_sum, dynamic_shared, sync_threads,
-        thread_idx,
+        block_dim, block_idx, block_idx_y, block_idx_z, block_sum, dynamic_shared, grid_dim,
+        group_sum, last_block_arrives, load_volatile_f64, sync_threads, thread_idx,
     };
 
     #[inline(always)]
@@ -284,7 +471,7 @@ mod kernels {
             }
         }
         let (mx, my) = (me[0], me[2]);
-        let (mut v, mut gx, mut gy) = (0.0, 0.0, 0.0);
+        let mut acc = [0.0; 3];
         let lo = s * chunk;
         let hi = if lo + chunk < m { lo + chunk } else { m };
         let mut base = lo;
@@ -303,10 +490,7 @@ mod kernels {
                 for t in 0..count {
                     if base + t != j {
                         let (ox, oy) = unsafe { (*tile.add(2 * t), *tile.add(2 * t + 1)) };
-                        let (pv, px, py) = pair_penalty(d2, mx - ox, my - oy);
-                        v += pv;
-                        gx += px;
-                        gy += py;
+                        add_pair_penalty(&mut acc, d2, mx - ox, my - oy);
                     }
                 }
             }
@@ -316,9 +500,9 @@ mod kernels {
         if j < m {
             let o = (qs * n + i) * m + j;
             unsafe {
-                *pair_v.add(o) = v;
-                *pair_g.add(2 * o) = gx;
-                *pair_g.add(2 * o + 1) = gy;
+                *pair_v.add(o) = acc[0];
+                *pair_g.add(2 * o) = acc[1];
+                *pair_g.add(2 * o + 1) = acc[2];
             }
         }
     }
@@ -346,7 +530,7 @@ mod kernels {
     ) {
         let j = block_idx() * block_dim() + thread_idx();
         let q = block_idx_y();
-        let (mut sj, mut sg) = (0.0, 0.0);
+        let mut sw = Sweep::new();
         if j < m {
             unsafe {
                 let traj = traj.add(q * (n + 1) * m * NX);
@@ -354,48 +538,252 @@ mod kernels {
                 let pg = pair_g.add(q * slices * n * m * 2);
                 let gj = grad_j.add(q * n * m * NU);
                 let gg = grad_g.add(q * n * m * NU);
-                let mut lj = [0.0; NX];
-                let mut lg = [0.0; NX];
                 let mut i = n + 1;
                 while i > 0 {
                     i -= 1;
                     let x = ld(traj, (i * m + j) * NX);
-                    let w = cost_weight(&p, i, n);
-                    sj += stage_cost(&p, w, x);
+                    let mut pair = [0.0; 3];
                     if i > 0 {
                         let o = (i - 1) * m + j;
-                        let (ov, mut og) = object_penalty(&p, x);
-                        let (mut sv, mut sx, mut sy) = (0.0, 0.0, 0.0);
                         for sl in 0..slices {
                             let os = sl * n * m + o;
-                            sv += *pv.add(os);
-                            sx += *pg.add(2 * os);
-                            sy += *pg.add(2 * os + 1);
+                            pair[0] += *pv.add(os);
+                            pair[1] += *pg.add(2 * os);
+                            pair[2] += *pg.add(2 * os + 1);
                         }
-                        sg += fma_f64(0.5, sv, ov);
-                        if grad != 0 {
-                            og[0] += sx;
-                            og[2] += sy;
-                            lj = adjoint_step(p.t, stage_cost_gradient(&p, w, x), lj);
-                            lg = adjoint_step(p.t, og, lg);
-                            let cj = control_gradient(p.t, lj);
-                            let cg = control_gradient(p.t, lg);
-                            *gj.add(2 * o) = cj[0];
-                            *gj.add(2 * o + 1) = cj[1];
-                            *gg.add(2 * o) = cg[0];
-                            *gg.add(2 * o + 1) = cg[1];
-                        }
+                    }
+                    let (cj, cg) = sw.step(&p, i, n, x, pair, grad != 0);
+                    if i > 0 && grad != 0 {
+                        let o = (i - 1) * m + j;
+                        *gj.add(2 * o) = cj[0];
+                        *gj.add(2 * o + 1) = cj[1];
+                        *gg.add(2 * o) = cg[0];
+                        *gg.add(2 * o + 1) = cg[1];
                     }
                 }
             }
         }
+        let (sj, sg) = (sw.cost, sw.constraint);
         let tj = block_sum(sj);
         let tg = block_sum(sg);
         if thread_idx() == 0 {
-            let o = (q * crate::device::grid_dim() + block_idx()) * 2;
+            let o = (q * grid_dim() + block_idx()) * 2;
             unsafe {
                 *partials.add(o) = tj;
                 *partials.add(o + 1) = tg;
+            }
+        }
+    }
+
+    /// The whole exact path of a small swarm in one launch: block `b` (grid x) of
+    /// problem `q` (grid y) owns the objects `b r .. b r + r` (`r = per_block`).
+    ///
+    /// 1. The block copies the problem's controls into shared memory, rolls every object
+    ///    out (one thread per object, in place: each control pair becomes the position it
+    ///    leads to) and keeps its own objects' full states.
+    /// 2. Pair sums of each own (object, step) row over all other objects: `lanes`
+    ///    consecutive lanes per row ([`fused_lanes_per_row`]), each a strided share of
+    ///    the others, summed by [`group_sum`]; the row's first lane then computes its
+    ///    [`StageTerms`], so every step's local terms are computed at once.
+    /// 3. One thread per own object runs the backward [`Sweep`] over them (only the
+    ///    adjoint recursion is sequential), writing the gradients
+    ///    (with `grad != 0`); the block's shares of `J` and `g` go to
+    ///    `partials[(q G + b) 2 + {0, 1}]`, and the last block of the problem to arrive
+    ///    ([`last_block_arrives`] on `counters[q]`) sums them in a fixed order into
+    ///    `out[2 q + {0, 1}]`.
+    ///
+    /// [`FUSED_BLOCK`] threads; [`fused_shared_doubles`]`(m, n, per_block)` doubles of
+    /// dynamic shared memory.
+    #[unsafe(no_mangle)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe extern "ptx-kernel" fn mpc_fused_f64(
+        m: usize,
+        n: usize,
+        per_block: usize,
+        p: SwarmParams,
+        grad: u32,
+        x0: *const f64,
+        u: *const f64,
+        grad_j: *mut f64,
+        grad_g: *mut f64,
+        partials: *mut f64,
+        counters: *mut u32,
+        out: *mut f64,
+    ) {
+        let tid = thread_idx();
+        let bd = block_dim();
+        let b = block_idx();
+        let blocks = grid_dim();
+        let q = block_idx_y();
+        let lo = b * per_block;
+        let hi = if lo + per_block < m {
+            lo + per_block
+        } else {
+            m
+        };
+        let own = hi - lo;
+        let base = unsafe { dynamic_shared::<f64>().add(32) };
+        let pos = base;
+        let states = unsafe { base.add(2 * n * m) };
+        let sums = unsafe { states.add(4 * (n + 1) * per_block) };
+        let x0 = unsafe { x0.add(q * m * NX) };
+        let u = unsafe { u.add(q * n * m * NU) };
+        let d2 = p.d * p.d;
+
+        // 1. Controls to shared memory (four loads in flight per thread), then the
+        //    rollout in place.
+        let total = 2 * n * m;
+        let mut k = tid;
+        while k + 3 * bd < total {
+            unsafe {
+                let v = [
+                    *u.add(k),
+                    *u.add(k + bd),
+                    *u.add(k + 2 * bd),
+                    *u.add(k + 3 * bd),
+                ];
+                *pos.add(k) = v[0];
+                *pos.add(k + bd) = v[1];
+                *pos.add(k + 2 * bd) = v[2];
+                *pos.add(k + 3 * bd) = v[3];
+            }
+            k += 4 * bd;
+        }
+        while k < total {
+            unsafe { *pos.add(k) = *u.add(k) };
+            k += bd;
+        }
+        sync_threads();
+        let mut j = tid;
+        while j < m {
+            let mine = j >= lo && j < hi;
+            let mut x = unsafe { ld(x0, NX * j) };
+            if mine {
+                unsafe { st(states, NX * (j - lo), x) };
+            }
+            for i in 0..n {
+                let c = (i * m + j) * NU;
+                unsafe {
+                    x = step(p.t, x, [*pos.add(c), *pos.add(c + 1)]);
+                    *pos.add(c) = x[0];
+                    *pos.add(c + 1) = x[2];
+                    if mine {
+                        st(states, NX * ((i + 1) * per_block + j - lo), x);
+                    }
+                }
+            }
+            j += bd;
+        }
+        sync_threads();
+
+        // 2. Pair sums of the rows (step i + 1, own object lo + r), row = i own + r.
+        let rows = n * own;
+        let lanes = fused_lanes_per_row(rows, bd);
+        let per_pass = bd / lanes;
+        let (row0, slot) = (tid / lanes, tid % lanes);
+        let passes = rows.div_ceil(per_pass);
+        for pass in 0..passes {
+            let row = row0 + pass * per_pass;
+            let mut acc = [0.0; 3];
+            if row < rows {
+                let (i, jj) = (row / own, lo + row % own);
+                let at = unsafe { pos.add(2 * i * m) };
+                let (mx, my) = unsafe { (*at.add(2 * jj), *at.add(2 * jj + 1)) };
+                let mut k = slot;
+                while k < m {
+                    if k != jj {
+                        let (ox, oy) = unsafe { (*at.add(2 * k), *at.add(2 * k + 1)) };
+                        add_pair_penalty(&mut acc, d2, mx - ox, my - oy);
+                    }
+                    k += lanes;
+                }
+            }
+            // Every lane of the warp shuffles (rows past the end add zeros).
+            let v = group_sum(acc[0], lanes);
+            let gx = group_sum(acc[1], lanes);
+            let gy = group_sum(acc[2], lanes);
+            // The row's first lane: its stage terms, every step at once.
+            if row < rows && slot == 0 {
+                let (i, r) = (row / own + 1, row % own);
+                let x = unsafe { ld(states, NX * (i * per_block + r)) };
+                let terms = StageTerms::new(&p, i, n, x, [v, gx, gy], grad != 0).to_array();
+                let at = unsafe { sums.add(StageTerms::LEN * row) };
+                for (c, t) in terms.iter().enumerate() {
+                    unsafe { *at.add(c) = *t };
+                }
+            }
+        }
+        sync_threads();
+
+        // 3. The backward sweep of each own object.
+        let (mut sj, mut sg) = (0.0, 0.0);
+        let mut r = tid;
+        while r < own {
+            let jj = lo + r;
+            let mut sw = Sweep::new();
+            let mut i = n + 1;
+            while i > 1 {
+                i -= 1;
+                let at = unsafe { sums.add(StageTerms::LEN * ((i - 1) * own + r)) };
+                let mut a = [0.0; StageTerms::LEN];
+                for (c, v) in a.iter_mut().enumerate() {
+                    *v = unsafe { *at.add(c) };
+                }
+                let (cj, cg) = sw.add(p.t, &StageTerms::from_array(a), grad != 0);
+                if grad != 0 {
+                    let o = (q * n * m + (i - 1) * m + jj) * NU;
+                    unsafe {
+                        *grad_j.add(o) = cj[0];
+                        *grad_j.add(o + 1) = cj[1];
+                        *grad_g.add(o) = cg[0];
+                        *grad_g.add(o + 1) = cg[1];
+                    }
+                }
+            }
+            let x = unsafe { ld(states, NX * r) };
+            sw.step(&p, 0, n, x, [0.0; 3], false);
+            sj += sw.cost;
+            sg += sw.constraint;
+            r += bd;
+        }
+        let tj = block_sum(sj);
+        let tg = block_sum(sg);
+        if blocks == 1 {
+            if tid == 0 {
+                unsafe {
+                    *out.add(2 * q) = tj;
+                    *out.add(2 * q + 1) = tg;
+                }
+            }
+            return;
+        }
+        let part = unsafe { partials.add(2 * q * blocks) };
+        if tid == 0 {
+            unsafe {
+                *part.add(2 * b) = tj;
+                *part.add(2 * b + 1) = tg;
+            }
+        }
+        // SAFETY: counters[q] is this problem's own counter, zeroed at allocation and
+        // reset by the last block of every launch.
+        if !unsafe { last_block_arrives(counters.add(q), blocks as u32) } {
+            return;
+        }
+        let (mut aj, mut ag) = (0.0, 0.0);
+        let mut c = tid;
+        while c < blocks {
+            unsafe {
+                aj += load_volatile_f64(part.add(2 * c));
+                ag += load_volatile_f64(part.add(2 * c + 1));
+            }
+            c += bd;
+        }
+        let tj = block_sum(aj);
+        let tg = block_sum(ag);
+        if tid == 0 {
+            unsafe {
+                *out.add(2 * q) = tj;
+                *out.add(2 * q + 1) = tg;
             }
         }
     }

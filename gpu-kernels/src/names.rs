@@ -772,6 +772,10 @@ pub struct MpcNames {
     /// The thesis's forward-difference kernel:
     /// `(m, n, params, h, u, traj, steps, grad_j, grad_g)`.
     pub fd_gradient: &'static str,
+    /// The whole exact path of small swarms in one launch (rollout, pair sums, adjoint
+    /// sweep, `(J, g)` by the last block):
+    /// `(m, n, per_block, params, grad, x0, u, grad_j, grad_g, partials, counters, out)`.
+    pub fused: &'static str,
 }
 
 /// The swarm-MPC kernel names.
@@ -781,8 +785,16 @@ pub const MPC: MpcNames = MpcNames {
     reduce: "mpc_reduce_f64",
     fd_nominal: "mpc_fd_nominal_f64",
     fd_gradient: "mpc_fd_gradient_f64",
+    fused: "mpc_fused_f64",
 };
 
-const fn mpc_list(n: MpcNames) -> [&'static str; 5] {
-    [n.pairs, n.adjoint, n.reduce, n.fd_nominal, n.fd_gradient]
+const fn mpc_list(n: MpcNames) -> [&'static str; 6] {
+    [
+        n.pairs,
+        n.adjoint,
+        n.reduce,
+        n.fd_nominal,
+        n.fd_gradient,
+        n.fused,
+    ]
 }

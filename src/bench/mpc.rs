@@ -9,6 +9,8 @@
 //!   The thesis's figures (GTX 285 against one core of its 2010 CPU) stand beside.
 //! - **Large swarms**: exact gradients for `M = 1024, 4096` (`N = 10`), and many
 //!   problems per launch (`M = 256`, `N = 10`).
+//! - **Exact kernels** at `M = 256`, `N = 10`: the tiled kernels (graph replay) against
+//!   the fused kernel with several objects per block, device time.
 //! - **Table 8.4**: ten MPC steps from (8.6) (reference 0) with exact gradients, CPU and
 //!   GPU: total time, the optimiser's own share, and the evaluation counts.
 //! - **Closed loop** (§8.5.3): the swarm to 0 and then to (3, 0, 0, 0), counting
@@ -25,7 +27,7 @@ use super::plot::{LineChart, LineSeries};
 use super::{Stats, markdown_table, table, time_cpu, time_gpu};
 use crate::error::Result;
 use crate::gpu::Gpu;
-use crate::mpc::gpu::GpuEvaluator;
+use crate::mpc::gpu::{ExactKernels, GpuEvaluator};
 use crate::mpc::optimize::{LoopReport, MpcOptions, closed_loop};
 use crate::mpc::{CpuEvaluator, Evaluator, Gradient, SwarmModel, cpu};
 
@@ -198,6 +200,24 @@ pub struct BatchRow {
     pub gpu_per_problem_ms: f64,
     /// All CPU cores, one problem after the other, per problem.
     pub cpu_per_problem_ms: f64,
+    /// The whole batch on the fused kernel (its default plan), when the default is the
+    /// tiled kernels, ms.
+    pub fused_batch_ms: Option<f64>,
+}
+
+/// The exact gradient at `M = 256`, `N = 10` on one set of kernels (device time).
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelRow {
+    /// `"tiled"`, or `"fused"` with its plan.
+    pub kernels: String,
+    /// Objects per block of the fused kernel.
+    pub per_block: Option<usize>,
+    /// Blocks per problem of the fused kernel.
+    pub blocks: Option<usize>,
+    /// Device time, ms.
+    pub gpu_ms: f64,
+    /// Whether [`ExactKernels::Auto`] picks this one.
+    pub default: bool,
 }
 
 /// Ten MPC steps (Table 8.4) on one device.
@@ -255,6 +275,8 @@ pub struct MpcBenchReport {
     pub large: Vec<LargeRow>,
     /// Many problems per launch.
     pub batch: Option<BatchRow>,
+    /// The exact kernels compared at `M = 256`, `N = 10`.
+    pub kernels: Vec<KernelRow>,
     /// Table 8.4.
     pub table84: Vec<Table84Row>,
     /// The closed loop.
@@ -297,7 +319,17 @@ fn time_gpu_path(
     grad: bool,
     reps: usize,
 ) -> Result<(f64, f64)> {
-    let mut ev = GpuEvaluator::new(gpu, *model, method, 1)?;
+    let ev = GpuEvaluator::new(gpu, *model, method, 1)?;
+    time_evaluator(ev, model, grad, reps)
+}
+
+/// `(device ms, end-to-end ms)` of one evaluator (one problem).
+fn time_evaluator(
+    mut ev: GpuEvaluator,
+    model: &SwarmModel,
+    grad: bool,
+    reps: usize,
+) -> Result<(f64, f64)> {
     let (x0, u) = inputs(model, 1);
     ev.upload(&x0, &u)?;
     let stream = ev.gpu().clone();
@@ -387,6 +419,24 @@ pub fn run(gpu: Option<&Gpu>, opts: &MpcBenchOptions) -> Result<MpcBenchReport> 
         let stream = ev.gpu().clone();
         let t = ms(time_gpu(&stream, 2, reps, || ev.launch(true))?);
         let cpu_one = time_cpu_gradient(&model, Gradient::Exact, reps)?;
+        // The fused kernel on the same batch, for comparison (Auto leaves it to the
+        // tiled kernels).
+        let mut fused_ms = None;
+        if ev.fused_plan().is_none() {
+            let fused = GpuEvaluator::with_kernels(
+                g,
+                model,
+                Gradient::Exact,
+                opts.batch,
+                ExactKernels::Fused,
+                None,
+            );
+            if let Ok(mut fev) = fused {
+                fev.upload(&x0, &u)?;
+                let stream = fev.gpu().clone();
+                fused_ms = Some(ms(time_gpu(&stream, 2, reps, || fev.launch(true))?));
+            }
+        }
         batch = Some(BatchRow {
             m: 256,
             n: 10,
@@ -394,7 +444,28 @@ pub fn run(gpu: Option<&Gpu>, opts: &MpcBenchOptions) -> Result<MpcBenchReport> 
             gpu_batch_ms: t,
             gpu_per_problem_ms: t / opts.batch as f64,
             cpu_per_problem_ms: cpu_one,
+            fused_batch_ms: fused_ms,
         });
+    }
+    let mut kernels = Vec::new();
+    if let Some(g) = gpu {
+        let model = SwarmModel::new(256, 10)?;
+        eprintln!("[bench mpc] exact kernels at M = 256, N = 10");
+        let auto = GpuEvaluator::new(g, model, Gradient::Exact, 1)?.fused_plan();
+        let mut plans = vec![(ExactKernels::Tiled, None)];
+        plans.extend([1, 2, 4, 8, 16].map(|r| (ExactKernels::Fused, Some(r))));
+        for (k, per_block) in plans {
+            let ev = GpuEvaluator::with_kernels(g, model, Gradient::Exact, 1, k, per_block)?;
+            let plan = ev.fused_plan();
+            let gpu_ms = time_evaluator(ev, &model, true, reps)?.0;
+            kernels.push(KernelRow {
+                kernels: if plan.is_some() { "fused" } else { "tiled" }.into(),
+                per_block: plan.map(|p| p.per_block),
+                blocks: plan.map(|p| p.blocks),
+                gpu_ms,
+                default: plan == auto,
+            });
+        }
     }
     let mut table84 = Vec::new();
     for &(m, n) in &opts.mpc_cases {
@@ -473,6 +544,7 @@ pub fn run(gpu: Option<&Gpu>, opts: &MpcBenchOptions) -> Result<MpcBenchReport> 
         table83,
         large,
         batch,
+        kernels,
         table84,
         closed_loop: closed,
         criterion,
@@ -490,7 +562,7 @@ fn ratio(a: f64, b: Option<f64>) -> String {
 impl MpcBenchReport {
     fn header(&self) -> String {
         format!(
-            "Device: {}; CPU twin on {} threads. GPU times are device time of the queued kernels (inputs on the device; the exact path replayed as one CUDA graph) unless marked end to end; ratios are CPU / GPU of this run.",
+            "Device: {}; CPU twin on {} threads. GPU times are device time of one evaluation, CUDA events around its launch (inputs on the device; the exact path is one fused kernel up to 512 objects per launch, the tiled kernels replayed as one CUDA graph above) unless marked end to end; ratios are CPU / GPU of this run.",
             self.device.as_deref().unwrap_or("no GPU"),
             self.cpu_threads
         )
@@ -561,6 +633,37 @@ impl MpcBenchReport {
         (h, rows)
     }
 
+    fn cells_kernels(&self) -> (Vec<&'static str>, Vec<Vec<String>>) {
+        let cpu = self
+            .table83
+            .iter()
+            .find(|r| r.m == 256 && r.n == 10)
+            .map(|r| r.cpu_exact_ms);
+        let h = vec![
+            "kernels",
+            "objects per block",
+            "blocks",
+            "exact GPU ms",
+            "CPU / GPU",
+            "default",
+        ];
+        let rows = self
+            .kernels
+            .iter()
+            .map(|r| {
+                vec![
+                    r.kernels.clone(),
+                    r.per_block.map_or("-".into(), |v| v.to_string()),
+                    r.blocks.map_or("-".into(), |v| v.to_string()),
+                    format!("{:.4}", r.gpu_ms),
+                    cpu.map_or("-".into(), |c| format!("{:.1}x", c / r.gpu_ms)),
+                    if r.default { "yes" } else { "" }.into(),
+                ]
+            })
+            .collect();
+        (h, rows)
+    }
+
     fn cells84(&self) -> (Vec<&'static str>, Vec<Vec<String>>) {
         let h = vec![
             "M",
@@ -625,14 +728,17 @@ impl MpcBenchReport {
     fn batch_text(&self) -> String {
         self.batch.as_ref().map_or(String::new(), |b| {
             format!(
-                "Many problems per launch: {} problems of M = {}, N = {} with exact gradients in {:.4} ms ({:.5} ms per problem; the CPU twin {:.4} ms per problem, {:.1}x).",
+                "Many problems per launch: {} problems of M = {}, N = {} with exact gradients in {:.4} ms ({:.5} ms per problem; the CPU twin {:.4} ms per problem, {:.1}x){}.",
                 b.batch,
                 b.m,
                 b.n,
                 b.gpu_batch_ms,
                 b.gpu_per_problem_ms,
                 b.cpu_per_problem_ms,
-                b.cpu_per_problem_ms / b.gpu_per_problem_ms
+                b.cpu_per_problem_ms / b.gpu_per_problem_ms,
+                b.fused_batch_ms.map_or(String::new(), |f| format!(
+                    "; the same batch on the fused kernel: {f:.4} ms"
+                ))
             )
         })
     }
@@ -666,12 +772,14 @@ impl MpcBenchReport {
         let (h, r) = self.cells83();
         let (hl, rl) = self.cells_large();
         let (h4, r4) = self.cells84();
+        let (hk, rk) = self.cells_kernels();
         format!(
-            "{}\n\nTable 8.3\n{}\nLarge swarms (exact gradients)\n{}\n{}\n\nTable 8.4 (10 MPC steps, exact gradients)\n{}\n{}\n\n{}\n",
+            "{}\n\nTable 8.3\n{}\nLarge swarms (exact gradients)\n{}\n{}\n\nExact kernels, M = 256, N = 10\n{}\nTable 8.4 (10 MPC steps, exact gradients)\n{}\n{}\n\n{}\n",
             self.header(),
             table(&h, &r),
             table(&hl, &rl),
             self.batch_text(),
+            table(&hk, &rk),
             table(&h4, &r4),
             self.loop_text(),
             self.criterion_text()
@@ -683,6 +791,7 @@ impl MpcBenchReport {
         let (h, r) = self.cells83();
         let (hl, rl) = self.cells_large();
         let (h4, r4) = self.cells84();
+        let (hk, rk) = self.cells_kernels();
         let (p1, p2) = plots.map_or((String::new(), String::new()), |(a, b)| {
             (
                 format!("\n![exact gradient time]({a})\n"),
@@ -690,12 +799,13 @@ impl MpcBenchReport {
             )
         });
         format!(
-            "# MPC of an object swarm, seed 001's Tables 8.3 and 8.4\n\nWritten by `ferrocuda bench mpc`; do not edit by hand.\n\n{}\n\n{}\n\n## Table 8.3: J, g and their gradients\n\nThe thesis's columns are its GTX 285 and one core of its 2010 CPU (cited data); `x` is CPU / GPU of this run.\n\n{}\n{p1}\n## Large swarms (exact gradients)\n\n{}\n\n{}\n\n## Table 8.4: ten MPC steps\n\nFrom (8.6) with reference 0; PANOC with a penalty on `g` (optimization_engine) instead of Ipopt, exact gradients. The thesis's last column: GPU seconds / Ipopt seconds / evaluations of J,g + gradients.\n\n{}\n\n## Closed loop\n\n{}\n{p2}",
+            "# MPC of an object swarm, seed 001's Tables 8.3 and 8.4\n\nWritten by `ferrocuda bench mpc`; do not edit by hand.\n\n{}\n\n{}\n\n## Table 8.3: J, g and their gradients\n\nThe thesis's columns are its GTX 285 and one core of its 2010 CPU (cited data); `x` is CPU / GPU of this run.\n\n{}\n{p1}\n## Large swarms (exact gradients)\n\n{}\n\n{}\n\n## Exact kernels at M = 256, N = 10\n\nThe tiled kernels (pair kernel, adjoint kernel, replayed as one CUDA graph) against the fused kernel (one launch: rollout, pair sums and sweep of a block's own objects, the last block adds up) with several objects per block; device time of one evaluation with gradients.\n\n{}\n\n## Table 8.4: ten MPC steps\n\nFrom (8.6) with reference 0; PANOC with a penalty on `g` (optimization_engine) instead of Ipopt, exact gradients. The thesis's last column: GPU seconds / Ipopt seconds / evaluations of J,g + gradients.\n\n{}\n\n## Closed loop\n\n{}\n{p2}",
             self.header(),
             self.criterion_text(),
             markdown_table(&h, &r),
             markdown_table(&hl, &rl),
             self.batch_text(),
+            markdown_table(&hk, &rk),
             markdown_table(&h4, &r4),
             self.loop_text(),
         )
@@ -749,11 +859,49 @@ impl MpcBenchReport {
 
 /// A few objects' paths of a closed loop (spread over the swarm) and the forbidden discs.
 pub fn trajectory_chart(model: &SwarmModel, r: &LoopReport, opts: &MpcOptions) -> LineChart {
+    paths_chart(model, r, opts, 5)
+}
+
+/// One animation frame of a closed loop: every object at step `k` (markers), over the
+/// whole paths of three objects (first, middle, last) and the forbidden discs, so every
+/// frame of a loop has the same axes. Write it with
+/// [`LineChart::write_png_with_points`] and the returned points.
+pub fn frame_chart(
+    model: &SwarmModel,
+    r: &LoopReport,
+    opts: &MpcOptions,
+    k: usize,
+) -> (LineChart, Vec<LineSeries>) {
+    let mut chart = paths_chart(model, r, opts, 3);
+    let reference = if k <= opts.switch_step {
+        opts.first_reference
+    } else {
+        opts.second_reference
+    };
+    chart.title = format!(
+        "Swarm MPC: M = {}, N = {}, step {k} of {} (t = {:.2}), reference ({}, {})",
+        model.objects,
+        model.horizon,
+        r.steps,
+        k as f64 * model.t,
+        reference[0],
+        reference[2]
+    );
+    let at = &r.positions[k.min(r.positions.len() - 1)];
+    let swarm = LineSeries {
+        name: format!("swarm at step {k}"),
+        points: at.chunks_exact(2).map(|p| (p[0], p[1])).collect(),
+    };
+    (chart, vec![swarm])
+}
+
+/// The paths of `count` objects spread over the swarm, and the discs.
+fn paths_chart(model: &SwarmModel, r: &LoopReport, opts: &MpcOptions, count: usize) -> LineChart {
     let m = model.objects;
-    let picks: Vec<usize> = if m <= 5 {
+    let picks: Vec<usize> = if m <= count {
         (0..m).collect()
     } else {
-        (0..5).map(|i| i * (m - 1) / 4).collect()
+        (0..count).map(|i| i * (m - 1) / (count - 1)).collect()
     };
     let mut series: Vec<LineSeries> = picks
         .iter()

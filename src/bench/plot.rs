@@ -532,6 +532,22 @@ impl LineChart {
         write_file(path, &self.render_png(width, height)?)
     }
 
+    /// As [`LineChart::write_png`], with `points` added after the series as markers
+    /// only, never joined by lines (a point cloud, such as a swarm at one instant); they
+    /// take their places in the legend and count for the axis ranges like the series.
+    pub fn write_png_with_points(
+        &self,
+        path: &Path,
+        width: u32,
+        height: u32,
+        points: &[LineSeries],
+    ) -> Result<()> {
+        let mut all = self.clone();
+        let first = all.series.len();
+        all.series.extend_from_slice(points);
+        write_file(path, &encode_png(&all.render_with(width, height, first)?)?)
+    }
+
     /// Checks the data and returns its ranges.
     fn validated(&self) -> Result<LineRanges> {
         if self.series.is_empty() {
@@ -579,6 +595,13 @@ impl LineChart {
 
     /// Lays the chart out and draws it into a canvas.
     fn render(&self, width: u32, height: u32) -> Result<Canvas> {
+        self.render_with(width, height, self.series.len())
+    }
+
+    /// [`LineChart::render`], the series from index `points_from` on drawn as markers
+    /// only.
+    fn render_with(&self, width: u32, height: u32, points_from: usize) -> Result<Canvas> {
+        let markers = |s: usize, series: &LineSeries| s >= points_from || has_markers(series);
         check_size(width, height)?;
         let data = self.validated()?;
         let (w, h) = (width as i32, height as i32);
@@ -726,10 +749,12 @@ impl LineChart {
                 .iter()
                 .map(|&(x, y)| (x_of(x), y_of(y)))
                 .collect();
-            for pair in points.windows(2) {
-                c.line(pair[0], pair[1], LINE_WIDTH, clip, color);
+            if s < points_from {
+                for pair in points.windows(2) {
+                    c.line(pair[0], pair[1], LINE_WIDTH, clip, color);
+                }
             }
-            if has_markers(series) {
+            if markers(s, series) {
                 for &(x, y) in &points {
                     let (x, y) = (x.round() as i32, y.round() as i32);
                     draw_marker(&mut c, x, y, marker_radius(big), s, color);
@@ -770,8 +795,10 @@ impl LineChart {
         header.draw(&mut c, w, &|c, s, x, y, key_w, scale| {
             let color = PALETTE[s % 8];
             let cy = y + 4 * scale;
-            c.fill_rect(x, cy - LINE_WIDTH / 2, key_w, LINE_WIDTH, color);
-            if self.series.get(s).is_some_and(has_markers) {
+            if s < points_from {
+                c.fill_rect(x, cy - LINE_WIDTH / 2, key_w, LINE_WIDTH, color);
+            }
+            if self.series.get(s).is_some_and(|series| markers(s, series)) {
                 draw_marker(c, x + key_w / 2, cy, marker_radius(scale), s, color);
             }
         });

@@ -1,5 +1,6 @@
 //! `ferrocuda mpc --objects M --horizon N --steps S [--gradient fd|exact]
-//! [--device cpu|gpu] [--margin F] [--plot out.png] [--json]`: the closed loop of seed 001
+//! [--device cpu|gpu] [--margin F] [--plot out.png] [--frames DIR [--frame-every K]]
+//! [--json]`: the closed loop of seed 001
 //! §8.5.3 for a swarm of `M` objects: start at `x_j(0) = (0.12 j, 0, 1, 0)`, reference 0
 //! for the first half of the steps, then `(3, 0, 0, 0)`; each step solves the MPC
 //! problem (horizon `N`) and applies the first control.
@@ -11,7 +12,9 @@
 //! The report has `constraint_violations` (true constraints, summed over all steps),
 //! `final_distance_to_reference` (mean over objects) and the time split between the
 //! evaluations (`evaluation_seconds`) and the optimiser itself (`optimizer_seconds`).
-//! `--plot` writes the trajectories as a PNG (written only on success).
+//! `--plot` writes the trajectories as a PNG, `--frames` one PNG per `K`-th step (and the
+//! last) into `DIR` as `frame-00000.png`, ... for an animation (both written only on
+//! success).
 
 use std::path::PathBuf;
 
@@ -66,6 +69,12 @@ pub struct MpcArgs {
     /// Write the trajectories here (PNG).
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Write animation frames (one PNG per `--frame-every` steps) into this directory.
+    #[arg(long)]
+    pub frames: Option<PathBuf>,
+    /// Steps between two frames (default: about 50 frames over the loop).
+    #[arg(long)]
+    pub frame_every: Option<usize>,
     /// Print JSON instead of a summary.
     #[arg(long)]
     pub json: bool,
@@ -104,6 +113,12 @@ pub fn run(args: &MpcArgs, ordinal: usize) -> Result<MpcCliReport> {
             "--margin must be in [0, 0.5), got {}",
             args.margin
         )));
+    }
+    if args.frame_every == Some(0) {
+        return Err(invalid("--frame-every must be at least 1".into()));
+    }
+    if args.frame_every.is_some() && args.frames.is_none() {
+        return Err(invalid("--frame-every needs --frames DIR".into()));
     }
     let model = SwarmModel::new(args.objects, args.horizon)?;
     let opts = MpcOptions {
@@ -144,6 +159,23 @@ pub fn run(args: &MpcArgs, ordinal: usize) -> Result<MpcCliReport> {
     })?;
     if let Some(path) = &args.plot {
         crate::bench::mpc::trajectory_chart(&model, &report, &opts).write_png(path, 1280, 640)?;
+    }
+    if let Some(dir) = &args.frames {
+        let every = args.frame_every.unwrap_or((args.steps / 50).max(1));
+        let mut steps: Vec<usize> = (0..=args.steps).step_by(every).collect();
+        if steps.last() != Some(&args.steps) {
+            steps.push(args.steps);
+        }
+        for &k in &steps {
+            let (chart, points) = crate::bench::mpc::frame_chart(&model, &report, &opts, k);
+            chart.write_png_with_points(
+                &dir.join(format!("frame-{k:05}.png")),
+                960,
+                540,
+                &points,
+            )?;
+        }
+        eprintln!("[mpc] wrote {} frames into {}", steps.len(), dir.display());
     }
     Ok(MpcCliReport {
         device: args.on,

@@ -6,8 +6,8 @@ use rayon::prelude::*;
 
 use ferrocuda_kernels::math::fma_f64;
 use ferrocuda_kernels::mpc::{
-    NU, NX, SwarmParams, adjoint_step, control_gradient, cost_weight, load_state, object_penalty,
-    pair_penalty, stage_cost, stage_cost_gradient, step,
+    NU, NX, SwarmParams, Sweep, add_pair_penalty, cost_weight, load_state, object_penalty,
+    pair_penalty, stage_cost, step,
 };
 
 use super::{Evaluation, Gradient, SwarmModel};
@@ -64,19 +64,16 @@ fn pair_sums(model: &SwarmModel, traj: &[f64], with_grad: bool) -> (Vec<f64>, Ve
             let (i, j) = (o / m, o % m);
             let (xs, ys) = &pos[i];
             let (mx, my) = (xs[j], ys[j]);
-            let (mut sv, mut gx, mut gy) = (0.0, 0.0, 0.0);
+            let mut acc = [0.0; 3];
             for k in 0..m {
                 if k != j {
-                    let (a, b, c) = pair_penalty(d2, mx - xs[k], my - ys[k]);
-                    sv += a;
-                    gx += b;
-                    gy += c;
+                    add_pair_penalty(&mut acc, d2, mx - xs[k], my - ys[k]);
                 }
             }
-            *slot = sv;
+            *slot = acc[0];
             if let Some(g) = gbuf.as_deref_mut() {
-                g[2 * r] = gx;
-                g[2 * r + 1] = gy;
+                g[2 * r] = acc[1];
+                g[2 * r + 1] = acc[2];
             }
         }
     };
@@ -106,31 +103,30 @@ fn object_terms(
     pg: &[f64],
     grad: Option<(&mut [f64], &mut [f64])>,
 ) -> (f64, f64) {
-    let (mut sj, mut sg) = (0.0, 0.0);
-    let mut lj = [0.0; NX];
-    let mut lg = [0.0; NX];
+    let mut sw = Sweep::new();
     let mut grad = grad;
     for i in (0..=n).rev() {
         let x = load_state(&traj[i * m * NX..], j);
-        let w = cost_weight(p, i, n);
-        sj += stage_cost(p, w, x);
-        if i > 0 {
+        let pair = if i > 0 {
             let o = (i - 1) * m + j;
-            let (ov, mut og) = object_penalty(p, x);
-            sg += fma_f64(0.5, pv[o], ov);
-            if let Some((gj, gg)) = grad.as_mut() {
-                og[0] += pg[2 * o];
-                og[2] += pg[2 * o + 1];
-                lj = adjoint_step(p.t, stage_cost_gradient(p, w, x), lj);
-                lg = adjoint_step(p.t, og, lg);
-                let cj = control_gradient(p.t, lj);
-                let cg = control_gradient(p.t, lg);
-                gj[2 * (i - 1)..2 * i].copy_from_slice(&cj);
-                gg[2 * (i - 1)..2 * i].copy_from_slice(&cg);
-            }
+            let (gx, gy) = if grad.is_some() {
+                (pg[2 * o], pg[2 * o + 1])
+            } else {
+                (0.0, 0.0)
+            };
+            [pv[o], gx, gy]
+        } else {
+            [0.0; 3]
+        };
+        let (cj, cg) = sw.step(p, i, n, x, pair, grad.is_some());
+        if i > 0
+            && let Some((gj, gg)) = grad.as_mut()
+        {
+            gj[2 * (i - 1)..2 * i].copy_from_slice(&cj);
+            gg[2 * (i - 1)..2 * i].copy_from_slice(&cg);
         }
     }
-    (sj, sg)
+    (sw.cost, sw.constraint)
 }
 
 /// `J(u)` and `g(u)` for the swarm starting at `x0` (`M 4` values) under the controls

@@ -1,7 +1,15 @@
 //! `J`, `g` and their gradients on one GPU, for a batch of independent problems per
 //! launch (same model, each with its own `x0` and `u`).
 //!
-//! - **Exact** (adjoint): `mpc_pairs_f64` (positions, pair sums and their gradients at
+//! - **Exact, small swarms** (adjoint, [`ExactKernels::Fused`], the default up to
+//!   [`FUSED_MAX_OBJECTS`] objects per launch): `mpc_fused_f64`, the whole evaluation in one
+//!   launch. Each block copies the controls to shared memory, rolls the whole swarm out
+//!   there, sums the pair terms of its own few objects at every step (all its threads on
+//!   the pair loop) and runs their adjoint sweep; the last block of a problem to finish
+//!   adds the blocks' shares of `J` and `g` in a fixed order. The evaluation's time is
+//!   then one launch and four short phases, where the tiled path below pays for two or
+//!   three dependent kernels and global-memory round trips between them.
+//! - **Exact, tiled** (adjoint, [`ExactKernels::Tiled`]): `mpc_pairs_f64` (positions, pair sums and their gradients at
 //!   every step: one thread per object, the other objects streamed through shared
 //!   memory in tiles of 64, so `M` is limited only by memory; for small swarms the other
 //!   objects are split into slices so the grid still fills the device),
@@ -17,8 +25,12 @@
 //! wrote shows; all reductions run in a fixed order (bit-identical results run to run).
 
 use ferrocuda_host::{DeviceBuffer, DeviceSlice, Gpu, Graph, LaunchConfig, arg};
-use ferrocuda_kernels::mpc::{BLOCK, FD_MAX_OBJECTS, NU, NX, PAIR_BLOCK, SwarmParams};
+use ferrocuda_kernels::mpc::{
+    BLOCK, FD_MAX_OBJECTS, FUSED_BLOCK, NU, NX, PAIR_BLOCK, SwarmParams, fused_shared_doubles,
+};
 use ferrocuda_kernels::names::MPC;
+
+use serde::Serialize;
 
 use super::{Evaluation, Evaluator, FD_STEP, Gradient, SwarmModel};
 use crate::error::{Error, Result, check_len};
@@ -37,6 +49,67 @@ struct Buffers {
     partials: DeviceBuffer<f64>,
     steps: DeviceBuffer<f64>,
     out: DeviceBuffer<f64>,
+    /// Per-block shares of the fused kernel (`P G 2`) and its arrival counters (`P`).
+    fused_partials: DeviceBuffer<f64>,
+    counters: DeviceBuffer<u32>,
+}
+
+/// Most objects per launch (`M` times the batch) that [`ExactKernels::Auto`] evaluates
+/// with the fused kernel (every block rolls its whole swarm out, so the redundant work
+/// grows with `M`, and many problems per launch fill the device with the tiled kernels:
+/// 64 problems of `M = 256` ran 1.5x faster tiled on an H100).
+pub const FUSED_MAX_OBJECTS: usize = 512;
+
+/// Which kernels compute the exact path (`J`, `g` and adjoint gradients).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExactKernels {
+    /// [`ExactKernels::Fused`] up to [`FUSED_MAX_OBJECTS`] objects per launch (all
+    /// problems together) when its shared memory fits the device,
+    /// [`ExactKernels::Tiled`] otherwise.
+    #[default]
+    Auto,
+    /// One launch of `mpc_fused_f64` (an error when its shared memory,
+    /// `8 (32 + 2 N M + ...)` bytes, does not fit the device).
+    Fused,
+    /// `mpc_pairs_f64`, `mpc_adjoint_f64` (and `mpc_reduce_f64`), replayed as a CUDA
+    /// graph.
+    Tiled,
+}
+
+/// How the fused kernel splits a problem: `per_block` objects per block, `blocks`
+/// blocks per problem, `shared` bytes of dynamic shared memory per block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FusedPlan {
+    /// Objects each block owns (pair rows and sweep).
+    pub per_block: usize,
+    /// Blocks per problem.
+    pub blocks: usize,
+    /// Dynamic shared memory per block, bytes.
+    pub shared: usize,
+}
+
+impl FusedPlan {
+    /// The plan with `per_block` objects per block (clamped to `1..=m`, then evened out
+    /// over the blocks).
+    pub fn with_per_block(m: usize, n: usize, per_block: usize) -> FusedPlan {
+        let blocks = m.div_ceil(per_block.clamp(1, m.max(1)));
+        let per_block = m.div_ceil(blocks);
+        FusedPlan {
+            per_block,
+            blocks,
+            shared: fused_shared_doubles(m, n, per_block) * size_of::<f64>(),
+        }
+    }
+
+    /// The default plan for `batch` problems on a device of `sms` multiprocessors: about
+    /// two blocks per multiprocessor over the whole batch, at least one object per block
+    /// (each block reads all the controls of its problem from L2, so more blocks cost
+    /// bandwidth, fewer cost pair work per block; on an H100 at `M = 256`, `N = 10` one
+    /// object per block measured fastest, see `docs/results/mpc.md`).
+    pub fn auto(m: usize, n: usize, batch: usize, sms: usize) -> FusedPlan {
+        FusedPlan::with_per_block(m, n, (m * batch).div_ceil(2 * sms.max(1)))
+    }
 }
 
 /// Evaluates `J`, `g` and their gradients of `batch` problems of one model on a GPU.
@@ -64,7 +137,10 @@ pub struct GpuEvaluator {
     batch: usize,
     slices: usize,
     chunk: usize,
-    /// Replays of the exact path (`[values, gradients]`), captured on the second call.
+    /// The fused kernel's plan, when it computes the exact path.
+    fused: Option<FusedPlan>,
+    /// Replays of the tiled exact path (`[values, gradients]`), captured on the second
+    /// call.
     graphs: [Option<Graph>; 2],
     calls: [usize; 2],
     use_graphs: bool,
@@ -98,14 +174,69 @@ impl std::fmt::Debug for GpuEvaluator {
     }
 }
 
+/// The fused kernel's plan for `kernels`, or `None` for the tiled kernels; allows the
+/// plan's shared memory beyond the default 48 KiB.
+fn fused_plan(
+    gpu: &Gpu,
+    m: usize,
+    n: usize,
+    p: usize,
+    kernels: ExactKernels,
+    per_block: Option<usize>,
+) -> Result<Option<FusedPlan>> {
+    if kernels == ExactKernels::Tiled
+        || (kernels == ExactKernels::Auto && m * p > FUSED_MAX_OBJECTS)
+    {
+        return Ok(None);
+    }
+    let plan = match per_block {
+        Some(r) => FusedPlan::with_per_block(m, n, r),
+        None => FusedPlan::auto(m, n, p, gpu.multiprocessors()?),
+    };
+    let limit = gpu.shared_memory_per_block_optin()?;
+    if plan.shared > limit {
+        return match kernels {
+            ExactKernels::Fused => Err(Error::InvalidArgument {
+                op: OP,
+                reason: format!(
+                    "the fused kernel needs {} bytes of shared memory per block for M = {m}, N = {n}; the device allows {limit} (use the tiled kernels)",
+                    plan.shared
+                ),
+            }),
+            _ => Ok(None),
+        };
+    }
+    if plan.shared > 48 * 1024 {
+        // The device's whole limit, not this plan's bytes: another evaluator with a larger
+        // plan may share the function.
+        crate::sparse::gpu_thesis::opt_in_shared(gpu, MPC.fused, limit)?;
+    }
+    Ok(Some(plan))
+}
+
 fn poisoned(gpu: &Gpu, len: usize) -> Result<DeviceBuffer<f64>> {
     Ok(gpu.upload(&vec![f64::NAN; len.max(1)])?)
 }
 
 impl GpuEvaluator {
     /// An evaluator for `batch` problems of `model` on `gpu`, gradients by `method`
-    /// (`Exact` or `Forward`; `Forward` needs `M <= 1024`).
+    /// (`Exact` or `Forward`; `Forward` needs `M <= 1024`), the exact path on the
+    /// kernels [`ExactKernels::Auto`] picks.
     pub fn new(gpu: &Gpu, model: SwarmModel, method: Gradient, batch: usize) -> Result<Self> {
+        Self::with_kernels(gpu, model, method, batch, ExactKernels::Auto, None)
+    }
+
+    /// As [`GpuEvaluator::new`], the exact path on `kernels`; `per_block` overrides the
+    /// fused kernel's objects per block (default: [`FusedPlan::auto`]). Errors as `new`,
+    /// and [`ExactKernels::Fused`] where its shared memory does not fit the device.
+    pub fn with_kernels(
+        gpu: &Gpu,
+        model: SwarmModel,
+        method: Gradient,
+        batch: usize,
+        kernels: ExactKernels,
+        per_block: Option<usize>,
+    ) -> Result<Self> {
         model.validate()?;
         if batch == 0 || batch > ferrocuda_host::MAX_GRID_YZ as usize {
             return Err(Error::InvalidArgument {
@@ -143,6 +274,11 @@ impl GpuEvaluator {
         let (m, n, p) = (model.objects, model.horizon, batch);
         let blocks = m.div_ceil(BLOCK);
         let (slices, chunk) = pair_slices(m, n, p);
+        let fused = if method == Gradient::Exact {
+            fused_plan(gpu, m, n, p, kernels, per_block)?
+        } else {
+            None
+        };
         let buf = Buffers {
             x0: poisoned(gpu, p * m * NX)?,
             u: poisoned(gpu, p * n * m * NU)?,
@@ -154,6 +290,8 @@ impl GpuEvaluator {
             partials: poisoned(gpu, p * blocks * 2)?,
             steps: poisoned(gpu, p * (n + 1) * 2)?,
             out: poisoned(gpu, p * 2)?,
+            fused_partials: poisoned(gpu, p * fused.map_or(1, |f| f.blocks) * 2)?,
+            counters: gpu.alloc_zeroed::<u32>(p)?,
         };
         Ok(GpuEvaluator {
             gpu: gpu.clone(),
@@ -163,6 +301,7 @@ impl GpuEvaluator {
             batch,
             slices,
             chunk,
+            fused,
             graphs: [None, None],
             calls: [0, 0],
             use_graphs: true,
@@ -178,6 +317,12 @@ impl GpuEvaluator {
     /// Problems per launch.
     pub fn batch(&self) -> usize {
         self.batch
+    }
+
+    /// The fused kernel's plan when it computes the exact path (`None`: the tiled
+    /// kernels, or forward differences).
+    pub fn fused_plan(&self) -> Option<FusedPlan> {
+        self.fused
     }
 
     /// Copies `batch` initial states (`P M 4`) and control sequences (`P N M 2`) to the
@@ -198,12 +343,15 @@ impl GpuEvaluator {
     /// Queues `J` and `g` of the uploaded problems (no host synchronisation); with
     /// `gradient`, also their gradients by this evaluator's method.
     ///
-    /// The exact path runs its two or three kernels directly on the first call and is
-    /// replayed as a CUDA graph (one launch) from the second on; if the capture fails,
-    /// it keeps launching directly.
+    /// The fused exact path is one launch. The tiled exact path runs its two or three
+    /// kernels directly on the first call and is replayed as a CUDA graph (one launch)
+    /// from the second on; if the capture fails, it keeps launching directly.
     pub fn launch(&mut self, gradient: bool) -> Result<()> {
         if self.method == Gradient::Forward {
             return self.launch_fd(gradient);
+        }
+        if let Some(plan) = self.fused {
+            return self.launch_fused(plan, gradient);
         }
         let slot = gradient as usize;
         self.calls[slot] += 1;
@@ -292,6 +440,46 @@ impl GpuEvaluator {
                     &mut [arg(&blocks), arg(&partials), arg(&out)],
                 )?;
             }
+        }
+        Ok(())
+    }
+
+    fn launch_fused(&self, plan: FusedPlan, gradient: bool) -> Result<()> {
+        let (m, n, p) = (self.model.objects, self.model.horizon, self.batch);
+        let per_block = plan.per_block;
+        let prm = self.params;
+        let grad = gradient as u32;
+        let b = &self.buf;
+        let (x0, u) = (b.x0.device_ptr(), b.u.device_ptr());
+        let (gj, gg) = (b.grad_j.device_ptr(), b.grad_g.device_ptr());
+        let (partials, counters) = (b.fused_partials.device_ptr(), b.counters.device_ptr());
+        let out = b.out.device_ptr();
+        // SAFETY: the buffers were allocated for (m, n, p, plan) in `new`: x0 p m 4, u
+        // p n m 2, grad_* p n m 2, fused_partials p blocks 2, counters p (zeroed, reset
+        // by the kernel's last block), out p 2; plan.blocks * per_block >= m; the shared
+        // memory is `fused_shared_doubles(m, n, per_block)` doubles, allowed in `new`;
+        // the kernel's documented argument order.
+        unsafe {
+            self.gpu.launch(
+                MPC.fused,
+                LaunchConfig::blocks(plan.blocks as u32, FUSED_BLOCK as u32)
+                    .with_grid_y(p as u32)
+                    .with_shared_bytes(plan.shared as u32),
+                &mut [
+                    arg(&m),
+                    arg(&n),
+                    arg(&per_block),
+                    arg(&prm),
+                    arg(&grad),
+                    arg(&x0),
+                    arg(&u),
+                    arg(&gj),
+                    arg(&gg),
+                    arg(&partials),
+                    arg(&counters),
+                    arg(&out),
+                ],
+            )?;
         }
         Ok(())
     }
