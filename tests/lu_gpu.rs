@@ -294,6 +294,67 @@ fn lu_leaf_panel_writes_every_pivot_and_matches_cpu() {
     }
 }
 
+/// Look-ahead (each next panel on a second, high-priority stream) against the serial
+/// schedule: the same kernels on the same columns, so bit-identical factors and pivots;
+/// wide panels (recursive halves, recursive trsm above 64 rows, blocks not multiples of
+/// 32) against the CPU twin, with tiny leading entries that send pivots into other
+/// blocks' row slices; `ipiv` poisoned before each run.
+#[test]
+fn lu_gpu_lookahead_and_wide_panels_match_cpu() {
+    let Some(g) = gpu_or_skip("lu_gpu_lookahead_and_wide_panels_match_cpu") else {
+        return;
+    };
+    for &(n, block, per_column) in &[
+        (700, 256, true),
+        (1100, 512, false),
+        (1500, 200, true),
+        (2100, 128, false),
+        (3000, 384, false),
+    ] {
+        let mut a = Matrix::<f64>::random(n, n, -1.0, 1.0, n as u64 + 21);
+        for j in 0..n {
+            for i in 0..(j + 1).min(8) {
+                a.set(i, j, a.get(i, j) * 1e-12);
+            }
+        }
+        let c = cpu::factor(&a, &LuOptions::default().with_block(block)).unwrap();
+        let leaves: &[bool] = if per_column { &[true, false] } else { &[true] };
+        for &leaf in leaves {
+            let mut runs = Vec::new();
+            for lookahead in [true, false] {
+                let opts = LuOptions::default()
+                    .with_block(block)
+                    .with_leaf_panel(leaf)
+                    .with_lookahead(lookahead);
+                let mut d = g.upload(a.as_slice()).unwrap();
+                let mut ipiv = g.upload(&vec![u32::MAX; n]).unwrap();
+                let mut ws = gpu::LuWorkspace::new(&g).unwrap();
+                gpu::factor_device(n, &mut d, &mut ipiv, &mut ws, &opts).unwrap();
+                runs.push((ipiv.download().unwrap(), d.download().unwrap()));
+            }
+            let what = format!("n={n} block={block} leaf={leaf}");
+            let (ipiv, f) = &runs[0];
+            assert_eq!(
+                ipiv, &c.ipiv,
+                "{what}: look-ahead pivots differ from the CPU's"
+            );
+            assert_eq!(&runs[1].0, ipiv, "{what}: serial pivots differ");
+            assert!(
+                runs[1].1 == *f,
+                "{what}: look-ahead and serial factors are not bit-identical"
+            );
+            let f = Matrix::new(n, n, f.clone()).unwrap();
+            let be = ferrocuda::dense::backward_error(&a, &f, ipiv).unwrap();
+            assert!(be < 2.0, "{what}: backward error {be}");
+            let diff = f.max_rel_diff(&c.factors).unwrap();
+            assert!(
+                diff < 1e3 * n as f64 * f64::EPSILON,
+                "{what}: GPU and CPU factors differ by {diff}"
+            );
+        }
+    }
+}
+
 #[test]
 fn lu_gpu_matches_cpu_f32() {
     for &(n, block) in &[(1, 64), (33, 16), (129, 64), (500, 128)] {
@@ -326,9 +387,19 @@ fn lu_gpu_singular_names_the_column() {
     let Some(g) = gpu_or_skip("lu_gpu_singular_names_the_column") else {
         return;
     };
-    for (k, block) in [(0, 16), (17, 16), (99, 32), (100, 64)] {
-        let mut a = Matrix::<f64>::random(101, 101, -1.0, 1.0, 5);
-        for i in 0..101 {
+    // 101 x 101 with small panels; 700 x 700 with wide panels and look-ahead: the zero
+    // column in the first, a middle and the last panel.
+    for (n, k, block) in [
+        (101, 0, 16),
+        (101, 17, 16),
+        (101, 99, 32),
+        (101, 100, 64),
+        (700, 300, 256),
+        (700, 40, 256),
+        (700, 699, 256),
+    ] {
+        let mut a = Matrix::<f64>::random(n, n, -1.0, 1.0, 5);
+        for i in 0..n {
             a.set(i, k, 0.0);
         }
         for pivoting in [Pivoting::Partial, Pivoting::None] {

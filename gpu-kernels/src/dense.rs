@@ -18,7 +18,8 @@
 //!   and applies the rank-1 update to its rows. One barrier per column instead of one
 //!   launch per column.
 //! - `lu_laswp`: the panel's row interchanges applied to the columns outside the panel.
-//! - `lu_trsm`: `A12 <- L11^{-1} A12` (unit lower triangular, one thread per column).
+//! - `lu_trsm`: `A12 <- L11^{-1} A12` (unit lower triangular, up to 64 rows; 32 columns
+//!   per block in shared memory, one barrier per row).
 //! - `gemm_nn`: `C <- alpha A B + beta C` tiled for the CUDA cores (FFMA / DFMA), and
 //!   `gemm_dmma_f64`: the same on the FP64 tensor cores (`mma.sync.m8n8k4.f64`), 128x128
 //!   block tiles, eight warps of 64x32, a four-stage `cp.async` pipeline.
@@ -34,8 +35,18 @@ pub const RODINIA_BS: usize = 16;
 pub const PANEL_THREADS: usize = 256;
 /// Most blocks of one panel step (the length of the pivot partials).
 pub const PANEL_MAX_BLOCKS: usize = 512;
-/// Columns per block of `lu_trsm` (one thread each).
+/// Columns per block of `lu_trsm`.
 pub const TRSM_COLS: usize = 32;
+/// Threads per block of `lu_trsm`.
+pub const TRSM_THREADS: usize = 256;
+/// Most rows `kb` of one `lu_trsm` (taller triangles are split by the host).
+pub const TRSM_MAX_KB: usize = 64;
+
+/// Dynamic shared memory of `lu_trsm` in bytes for `kb` rows of `elem`-byte scalars:
+/// `L11` (`kb x kb`) and the right-hand sides (`(kb + 1) x TRSM_COLS`).
+pub const fn trsm_shared_bytes(kb: usize, elem: usize) -> usize {
+    (kb * kb + (kb + 1) * TRSM_COLS) * elem
+}
 /// Largest panel width the kernels accept (shared memory of `lu_panel_step` and `lu_trsm`).
 pub const MAX_PANEL: usize = 128;
 /// Block tile of `gemm_nn` (rows = columns), with 256 threads of 4x4 results each.
@@ -107,7 +118,7 @@ mod kernels {
     use super::*;
     use crate::device::{
         WARP_SIZE, block_dim, block_idx, block_idx_y, dynamic_shared, global_index, grid_dim,
-        grid_stride, lane, shfl_down, sync_threads, thread_idx, warp,
+        grid_stride, lane, shfl_down, shfl_xor, sync_threads, thread_idx, warp,
     };
     use crate::device::{cp_async_8, cp_async_commit, cp_async_wait, shared_addr};
     use crate::scalar::Scalar;
@@ -421,10 +432,12 @@ mod kernels {
                 }
             }
             unsafe { grid_barrier(bar, bar_base.wrapping_add((g * (c + 1)) as u32)) };
-            // Every block reduces the same candidates to the same pivot.
+            // Every warp of every block reduces the same candidates to the same pivot
+            // (a butterfly under a total order: every lane ends with the best one), so
+            // no block-wide reduction or barrier is needed for it.
             let mut bv = -1.0f64;
             let mut bi = u32::MAX;
-            let mut q = t;
+            let mut q = lane();
             while q < g {
                 let (v, i) = unsafe {
                     (
@@ -436,15 +449,20 @@ mod kernels {
                     bv = v;
                     bi = i;
                 }
-                q += nt;
+                q += WARP_SIZE;
             }
-            let (_, p) = unsafe { block_argmax(bv, bi, skip) };
-            if t == 0 {
-                // No candidate at all (NaN column): keep the diagonal.
-                unsafe { *slot.add(1) = if p == u32::MAX { j as u32 } else { p } };
+            let mut delta = (WARP_SIZE / 2) as u32;
+            while delta > 0 {
+                let ov = shfl_xor(bv, delta);
+                let oi = shfl_xor(bi, delta);
+                if better_pivot(ov, oi, bv, bi) {
+                    bv = ov;
+                    bi = oi;
+                }
+                delta /= 2;
             }
-            sync_threads();
-            let p = unsafe { *slot.add(1) } as usize;
+            // No candidate at all (NaN column): keep the diagonal.
+            let p = if bi == u32::MAX { j } else { bi as usize };
             let src = if p == j {
                 rowj
             } else {
@@ -477,9 +495,29 @@ mod kernels {
                 if r0 + r > j {
                     let l = multiplier(unsafe { *at(r, c) }, piv);
                     unsafe { *at(r, c) = l };
-                    for cc in c + 1..w {
-                        unsafe { *at(r, cc) = rank1(*at(r, cc), l, *prow.add(cc)) };
-                    }
+                    const { assert!(LEAF_MAX <= 32) };
+                    // The row's entries and the pivot row's in registers first (all
+                    // loads issued before any store), then the update: 16 columns at a
+                    // time, fixed indices so the arrays stay in registers.
+                    unroll!(half in [0, 16] {
+                        let mut x = [T::ZERO; 16];
+                        let mut u = [T::ZERO; 16];
+                        unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                            let cc = half + q;
+                            if cc > c && cc < w {
+                                unsafe {
+                                    x[q] = *at(r, cc);
+                                    u[q] = *prow.add(cc);
+                                }
+                            }
+                        });
+                        unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                            let cc = half + q;
+                            if cc > c && cc < w {
+                                unsafe { *at(r, cc) = rank1(x[q], l, u[q]) };
+                            }
+                        });
+                    });
                 }
                 r += nt;
             }
@@ -527,8 +565,12 @@ mod kernels {
     }
 
     /// `A[k0..k0+kb, c] <- L11^{-1} A[k0..k0+kb, c]` for `c0 <= c < ncols`, `L11` the unit
-    /// lower triangle of `A[k0..k0+kb, k0..k0+kb]`. [`TRSM_COLS`] threads per block, one
-    /// column each, the column held in shared memory (`kb * TRSM_COLS` elements).
+    /// lower triangle of `A[k0..k0+kb, k0..k0+kb]`, `kb <= TRSM_MAX_KB`. Block `b` of
+    /// [`TRSM_THREADS`] threads solves [`TRSM_COLS`] columns: `L11` and its `kb x 32`
+    /// slice of the right-hand side in shared memory (loaded along the columns,
+    /// coalesced), then column-oriented forward substitution, every thread updating its
+    /// share of the rows below row `r` with one barrier per row. Shared memory:
+    /// [`trsm_shared_bytes`].
     #[inline(always)]
     pub unsafe fn lu_trsm<T: RealScalar>(
         ncols: usize,
@@ -538,25 +580,46 @@ mod kernels {
         c0: usize,
         a: *mut T,
     ) {
-        let x = dynamic_shared::<T>();
+        let l = dynamic_shared::<T>(); // l[i + p kb], i > p
+        let ldx = kb + 1;
+        let x = unsafe { l.add(kb * kb) }; // x[i + cc ldx]
         let t = thread_idx();
-        let c = c0 + block_idx() * TRSM_COLS + t;
-        if c >= ncols {
-            return;
-        }
-        let col = unsafe { a.add(k0 + c * lda) };
-        let diag = unsafe { a.add(k0 + k0 * lda) };
-        for r in 0..kb {
-            let mut s = unsafe { *col.add(r) };
-            for p in 0..r {
-                s = rank1(s, unsafe { *diag.add(r + p * lda) }, unsafe {
-                    *x.add(p * TRSM_COLS + t)
-                });
+        let nt = block_dim();
+        let cb = c0 + block_idx() * TRSM_COLS;
+        let w = TRSM_COLS.min(ncols - cb);
+        let mut e = t;
+        while e < kb * kb {
+            let (i, p) = (e % kb, e / kb);
+            if i > p {
+                unsafe { *l.add(e) = *a.add(k0 + i + (k0 + p) * lda) };
             }
-            unsafe { *x.add(r * TRSM_COLS + t) = s };
+            e += nt;
         }
-        for r in 0..kb {
-            unsafe { *col.add(r) = *x.add(r * TRSM_COLS + t) };
+        let mut e = t;
+        while e < kb * w {
+            let (i, cc) = (e % kb, e / kb);
+            unsafe { *x.add(i + cc * ldx) = *a.add(k0 + i + (cb + cc) * lda) };
+            e += nt;
+        }
+        sync_threads();
+        for r in 0..kb.saturating_sub(1) {
+            let below = kb - r - 1;
+            let mut e = t;
+            while e < below * w {
+                let (i, cc) = (r + 1 + e % below, e / below);
+                unsafe {
+                    let p = x.add(i + cc * ldx);
+                    *p = rank1(*p, *l.add(i + r * kb), *x.add(r + cc * ldx));
+                }
+                e += nt;
+            }
+            sync_threads();
+        }
+        let mut e = t;
+        while e < kb * w {
+            let (i, cc) = (e % kb, e / kb);
+            unsafe { *a.add(k0 + i + (cb + cc) * lda) = *x.add(i + cc * ldx) };
+            e += nt;
         }
     }
 

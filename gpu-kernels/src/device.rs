@@ -117,6 +117,38 @@ pub fn shfl_down<T: Copy>(value: T, delta: u32) -> T {
     unsafe { out.assume_init() }
 }
 
+/// Reads the value held by lane `lane ^ mask` (`shfl.sync.bfly.b32`, full mask); not
+/// `pure`, for the reason given at `shfl_down_u32`.
+#[inline(always)]
+fn shfl_xor_u32(value: u32, mask: u32) -> u32 {
+    let out: u32;
+    unsafe {
+        asm!(
+            "shfl.sync.bfly.b32 {out}, {v}, {m}, 0x1f, 0xffffffff;",
+            out = out(reg32) out,
+            v = in(reg32) value,
+            m = in(reg32) mask,
+            options(nostack, preserves_flags)
+        );
+    }
+    out
+}
+
+/// `shfl_xor` (butterfly) for any plain value whose size is a multiple of 4 bytes: after
+/// a full butterfly of an associative, commutative choice every lane holds the result.
+#[inline(always)]
+pub fn shfl_xor<T: Copy>(value: T, mask: u32) -> T {
+    const { assert!(size_of::<T>() % 4 == 0) };
+    let words = size_of::<T>() / 4;
+    let mut out = MaybeUninit::<T>::uninit();
+    let src = &value as *const T as *const u32;
+    let dst = out.as_mut_ptr() as *mut u32;
+    for w in 0..words {
+        unsafe { *dst.add(w) = shfl_xor_u32(*src.add(w), mask) };
+    }
+    unsafe { out.assume_init() }
+}
+
 /// Sum over the warp in a fixed tree order; lane 0 holds the result.
 #[inline(always)]
 pub fn warp_sum<T: Scalar>(mut value: T) -> T {

@@ -216,6 +216,24 @@ impl Gpu {
         })
     }
 
+    /// A handle to a new stream of the same device with the device's greatest stream
+    /// priority: when both have blocks waiting, the block scheduler starts this stream's
+    /// first, so short work on a critical path (a look-ahead panel) overtakes a long
+    /// kernel queued on a stream from [`Gpu::new`] or [`Gpu::new_stream`].
+    pub fn new_priority_stream(&self) -> Result<Gpu> {
+        self.bind_to_thread()?;
+        let (_, greatest) = check(cudarc::driver::result::stream::get_priority_range(), || {
+            "cuCtxGetStreamPriorityRange".into()
+        })?;
+        self.device.multi_stream.store(true, Ordering::SeqCst);
+        let state = StreamState::with_priority(&self.device, Some(greatest))?;
+        Ok(Gpu {
+            device: self.device.clone(),
+            state,
+            ptx: self.ptx,
+        })
+    }
+
     /// A handle to the same device and stream that launches kernels from another PTX
     /// module (loaded on first use, cached with the device like the first).
     pub fn with_module(&self, ptx: &'static str) -> Gpu {
@@ -491,7 +509,17 @@ impl Gpu {
 
 impl StreamState {
     fn new(device: &Arc<Device>) -> Result<Arc<StreamState>> {
-        let stream = check(device.ctx.new_stream(), || "cuStreamCreate".into())?;
+        Self::with_priority(device, None)
+    }
+
+    /// A stream of `device`, with `priority` (lower is more urgent) where given.
+    fn with_priority(device: &Arc<Device>, priority: Option<i32>) -> Result<Arc<StreamState>> {
+        let stream = match priority {
+            None => check(device.ctx.new_stream(), || "cuStreamCreate".into())?,
+            Some(p) => check(device.ctx.new_stream_with_priority(p), || {
+                format!("cuStreamCreateWithPriority({p})")
+            })?,
+        };
         let state = Arc::new(StreamState {
             stream,
             last_kernel: Mutex::new("(none)"),

@@ -63,8 +63,8 @@ pub struct LuArgs {
     /// Floating-point precision of the factorisation.
     #[arg(long, value_enum, default_value_t = super::Precision::F64)]
     pub precision: super::Precision,
-    /// Panel width (1..=128).
-    #[arg(long, default_value_t = 128)]
+    /// Panel width (1..=512).
+    #[arg(long, default_value_t = 384)]
     pub block: usize,
     /// Print JSON instead of text.
     #[arg(long)]

@@ -297,8 +297,11 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 8192)]
         cpu_max_n: usize,
         /// Panel width of the GPU LU.
-        #[arg(long, default_value_t = 128)]
+        #[arg(long, default_value_t = 384)]
         block: usize,
+        /// GPU LU without look-ahead (panels on the main stream).
+        #[arg(long)]
+        no_lookahead: bool,
         /// Print JSON instead of tables.
         #[arg(long)]
         json: bool,
@@ -509,6 +512,7 @@ pub fn run(cli: Cli) -> Result<()> {
                     no_f32,
                     cpu_max_n,
                     block,
+                    no_lookahead,
                     json,
                     results_dir,
                 },
@@ -521,6 +525,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 cpu_max_n,
                 block,
                 f32: !no_f32,
+                lookahead: !no_lookahead,
             };
             let (gpu, skipped) = open_gpu(cli.device)?;
             if let Some(why) = skipped {

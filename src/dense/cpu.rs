@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use ferrocuda_kernels::dense::{better_pivot, multiplier};
 
 /// Factors `P A = L U` on the CPU. Errors: `A` not square ([`Error::NotSquare`]) or
-/// empty, `opts.block` outside `1..=128`, an exactly zero pivot ([`Error::Singular`]
+/// empty, `opts.block` outside `1..=`[`super::MAX_BLOCK`], an exactly zero pivot ([`Error::Singular`]
 /// naming the first such column). `a` is not modified.
 ///
 /// ```

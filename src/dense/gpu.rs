@@ -1,16 +1,23 @@
 //! LU with partial pivoting on one GPU, the matrix resident on the device.
 //!
-//! Blocked right-looking, per panel of `block` columns `k0..pend`:
-//! 1. `lu_panel_step` once per panel column `j` (and once more for the last column's
-//!    scaling): scales column `j - 1` by its pivot, applies its rank-1 update to the
-//!    panel, finds column `j`'s pivot (block maxima; the last block to finish reduces
-//!    them, so one launch per column and no host synchronisation) and swaps it into
-//!    place within the panel. A zero pivot sets `info` and the factorisation goes on
-//!    without dividing by it; the host reads `info` once at the end.
-//! 2. `lu_laswp`: the panel's interchanges on every column outside the panel.
-//! 3. `lu_trsm`: `U12 = L11^{-1} A12`.
-//! 4. the trailing update `A22 -= L21 U12` as a GEMM: `gemm_dmma_f64` on the FP64 tensor
-//!    cores (`f64`), `gemm_nn_<t>` on the CUDA cores otherwise.
+//! Blocked right-looking with look-ahead, per panel of `block` columns `k0..k1`:
+//! 1. the panel is factorised recursively within its columns: halves down to leaves of
+//!    up to 32 columns, each leaf one cooperative launch of `lu_leaf_coop` (or one
+//!    `lu_panel_step` per column, [`LuOptions::leaf_panel`] off or too large for shared
+//!    memory); between the halves `lu_laswp`, `lu_trsm` and a GEMM at k = w / 2. A zero
+//!    pivot sets `info` and the factorisation goes on without dividing by it; the host
+//!    reads `info` once at the end.
+//! 2. the next panel's columns `k1..k2` get the panel's interchanges (`lu_laswp`),
+//!    `U12 = L11^{-1} A12` (`lu_trsm`, recursive above 64 rows) and the update
+//!    `A22 -= L21 U12` (a GEMM), then the next panel is factorised on a second stream of
+//!    the greatest priority ([`LuOptions::lookahead`]) while the main stream does the same
+//!    for the columns right of it (and the interchanges left of the panel); events order
+//!    the two streams, which touch disjoint columns in between.
+//!
+//! The GEMM is `gemm_dmma_sm90_k4_f64` / `gemm_dmma_f64` on the FP64 tensor cores
+//! (`f64`), `gemm_nn_<t>` on the CUDA cores otherwise. `FERROCUDA_LU_PHASES=1` prints the
+//! device time per phase (leaf, laswp, trsm, GEMM) to standard error, each launch waited
+//! for (so without overlap).
 //!
 //! Same options, report and pivoting rule as [`super::cpu`]; the GEMM sums in another
 //! order, so the factors agree with the CPU's to rounding.
@@ -18,7 +25,8 @@
 use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, LaunchConfig, arg};
 use ferrocuda_kernels::dense::{
     DMMA_SHARED_BYTES, DMMA_TILE, GEMM_K, GEMM_TILE, LEAF_MAX, LEAF_MAX_BLOCKS, LEAF_ROWS_LEN,
-    PANEL_MAX_BLOCKS, PANEL_SHARED_BYTES, PANEL_THREADS, TRSM_COLS, leaf_shared_bytes,
+    PANEL_MAX_BLOCKS, PANEL_SHARED_BYTES, PANEL_THREADS, TRSM_COLS, TRSM_MAX_KB, TRSM_THREADS,
+    leaf_shared_bytes, trsm_shared_bytes,
 };
 use ferrocuda_kernels::hopper::{HOPPER_SHARED_BYTES, HOPPER_THREADS, HOPPER_TILE};
 
@@ -137,42 +145,262 @@ pub fn factor_device<T: LuScalar>(
     } else {
         None
     };
+    let trsm_bytes = trsm_shared_bytes(TRSM_MAX_KB, size_of::<T>());
+    if trsm_bytes > 48 * 1024 {
+        allow_shared(&gpu, T::DENSE.trsm, trsm_bytes)?;
+    }
     ws.info.copy_from_host(&[0])?;
     ws.counter.copy_from_host(&[0])?;
     ws.barrier.copy_from_host(&[0])?;
-    let pivot: u32 = (opts.pivoting == Pivoting::Partial) as u32;
-    let (ap, pp) = (a.device_ptr(), ipiv.device_ptr());
-    let (vp, ip, cp, infop) = (
-        ws.part_val.device_ptr(),
-        ws.part_idx.device_ptr(),
-        ws.counter.device_ptr(),
-        ws.info.device_ptr(),
-    );
-    let (rp, bp) = (ws.rows.device_ptr(), ws.barrier.device_ptr());
-    let mut bar_base = 0u32;
-    let size = size_of::<T>() as u64;
-    let at = |i: usize, j: usize| ap + (i + j * n) as u64 * size;
+    let partial = opts.pivoting == Pivoting::Partial;
+    let mut run = Run::<T> {
+        n,
+        a: a.device_ptr(),
+        ipiv: ipiv.device_ptr(),
+        ws: [
+            ws.part_val.device_ptr(),
+            ws.part_idx.device_ptr(),
+            ws.counter.device_ptr(),
+            ws.info.device_ptr(),
+            ws.rows.device_ptr(),
+            ws.barrier.device_ptr(),
+        ],
+        pivot: partial as u32,
+        gemm: gemm_kernel,
+        leaf,
+        bar_base: 0,
+        phases: Phases::from_env(),
+        _t: std::marker::PhantomData,
+    };
+    let nb = opts.block;
+    // Look-ahead: panels are factorised on a second stream of the greatest priority
+    // while the main stream applies the previous panel to the columns right of the next.
+    let side = if opts.lookahead && n > nb {
+        let s = gpu.new_priority_stream()?;
+        s.wait_for(&gpu)?; // the workspace resets above
+        Some(s)
+    } else {
+        None
+    };
+    let pg = side.as_ref().unwrap_or(&gpu);
+    let (mut k0, mut k1) = (0, nb.min(n));
     // SAFETY (all launches below): every index range lies inside the n x n matrix with
-    // leading dimension n, `ipiv` has n entries, and the workspace holds
-    // PANEL_MAX_BLOCKS partials, LEAF_ROWS_LEN candidate entries (8 bytes each) and the
-    // counters; `LeafPlan` keeps the grid within LEAF_MAX_BLOCKS blocks.
-    let mut k0 = 0;
-    while k0 < n {
-        let pend = (k0 + opts.block).min(n);
-        if let Some(plan) = &leaf {
-            let mut l0 = k0;
-            while l0 < pend {
-                let lw = LEAF_MAX.min(pend - l0);
-                let cfg = LaunchConfig::blocks(plan.blocks as u32, PANEL_THREADS as u32)
-                    .with_shared_bytes(plan.shared_bytes(n - l0, lw, size_of::<T>()) as u32);
+    // leading dimension n and `ipiv` has n entries (see `Run`); work on the two streams
+    // touches disjoint columns between the events that order them: the side stream
+    // only columns k1..k2 of the next panel, the main stream the others.
+    unsafe {
+        run.panel(pg, 0, k1)?;
+        loop {
+            if let Some(s) = &side {
+                gpu.wait_for(s)?;
+            }
+            if k1 >= n {
+                if partial && k0 > 0 {
+                    run.laswp(&gpu, (k0, k1), (0, n), (k0, k1))?;
+                }
+                break;
+            }
+            let k2 = (k1 + nb).min(n);
+            let kb = k1 - k0;
+            // The next panel's columns first: swaps, U12, update.
+            if partial {
+                run.laswp(&gpu, (k0, k1), (k1, k2), (0, 0))?;
+            }
+            run.trsm_rec(&gpu, (k0, kb), (k1, k2))?;
+            run.update(&gpu, Phase::GemmNext, (k1, n), (k1, k2), (k0, k1))?;
+            if let Some(s) = &side {
+                s.wait_for(&gpu)?;
+            }
+            run.panel(pg, k1, k2)?;
+            // Then every other column: left of the panel (swaps only) and right of the
+            // next panel (swaps, U12, update), while the next panel is factorised.
+            if partial {
+                run.laswp(&gpu, (k0, k1), (0, n), (k0, k2))?;
+            }
+            if k2 < n {
+                run.trsm_rec(&gpu, (k0, kb), (k2, n))?;
+                run.update(&gpu, Phase::GemmRest, (k1, n), (k2, n), (k0, k1))?;
+            }
+            k0 = k1;
+            k1 = k2;
+        }
+    }
+    run.phases.report(n, nb, side.is_some());
+    let mut info = [0u32];
+    ws.info.copy_to_host(&mut info)?;
+    if info[0] != 0 {
+        return Err(Error::Singular {
+            op: OP,
+            column: info[0] as usize - 1,
+        });
+    }
+    Ok(())
+}
+
+/// Rows of the triangular solve's base case (`lu_trsm`, `O(kb^2)` per column); taller
+/// blocks split in halves joined by a GEMM.
+const TRSM_BASE: usize = TRSM_MAX_KB;
+
+/// Threads per block of `lu_laswp`.
+const LASWP_THREADS: u32 = 64;
+
+/// The phases that `FERROCUDA_LU_PHASES=1` times.
+#[derive(Clone, Copy)]
+enum Phase {
+    Leaf,
+    PanelSwap,
+    PanelTrsm,
+    PanelGemm,
+    Swap,
+    Trsm,
+    GemmNext,
+    GemmRest,
+}
+
+const PHASE_NAMES: [&str; 8] = [
+    "leaf (panel factorisation)",
+    "panel laswp",
+    "panel trsm",
+    "panel gemm",
+    "laswp",
+    "trsm",
+    "gemm (next panel)",
+    "gemm (rest)",
+];
+
+/// Per-phase device time, for diagnosis: with `FERROCUDA_LU_PHASES=1` every launch
+/// of [`factor_device`] is timed by events on its stream and waited for (which
+/// serialises the look-ahead), and the totals go to standard error at the end.
+struct Phases {
+    on: bool,
+    ms: [f64; 8],
+    calls: [usize; 8],
+    start: std::time::Instant,
+}
+
+impl Phases {
+    fn from_env() -> Self {
+        Phases {
+            on: std::env::var_os("FERROCUDA_LU_PHASES").is_some_and(|v| v != "0"),
+            ms: [0.0; 8],
+            calls: [0; 8],
+            start: std::time::Instant::now(),
+        }
+    }
+
+    fn time(&mut self, gpu: &Gpu, phase: Phase, f: impl FnOnce() -> Result<()>) -> Result<()> {
+        if !self.on {
+            return f();
+        }
+        let timer = gpu.timer()?;
+        timer.start()?;
+        f()?;
+        timer.stop()?;
+        self.ms[phase as usize] += timer.elapsed_ms()?;
+        self.calls[phase as usize] += 1;
+        Ok(())
+    }
+
+    fn report(&self, n: usize, nb: usize, lookahead: bool) {
+        if !self.on {
+            return;
+        }
+        let total: f64 = self.ms.iter().sum();
+        eprintln!(
+            "[lu phases] n = {n}, block = {nb}, look-ahead {}: {total:.2} ms of kernels, {:.2} ms wall",
+            if lookahead { "on (serialised)" } else { "off" },
+            self.start.elapsed().as_secs_f64() * 1e3
+        );
+        for (i, name) in PHASE_NAMES.iter().enumerate() {
+            eprintln!(
+                "[lu phases]   {name:<28} {:>9.2} ms {:>5.1} % {:>6} launches",
+                self.ms[i],
+                100.0 * self.ms[i] / total.max(1e-30),
+                self.calls[i]
+            );
+        }
+    }
+}
+
+/// One factorisation's device pointers and plan; its methods issue the launches.
+struct Run<T> {
+    n: usize,
+    a: u64,
+    ipiv: u64,
+    /// part_val, part_idx, counter, info, rows, barrier.
+    ws: [u64; 6],
+    pivot: u32,
+    gemm: GemmKernel,
+    leaf: Option<LeafPlan>,
+    bar_base: u32,
+    phases: Phases,
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<T: LuScalar> Run<T> {
+    /// Device address of element `(i, j)`.
+    fn at(&self, i: usize, j: usize) -> u64 {
+        self.a + ((i + j * self.n) * size_of::<T>()) as u64
+    }
+
+    /// Factorises columns `c0..c1` (rows `c0..n`) with partial pivoting, interchanging
+    /// rows within these columns only: leaves of up to `LEAF_MAX` columns, joined
+    /// recursively (left half, its swaps / U12 / update on the right half, right half,
+    /// its swaps on the left half), so the GEMMs inside the panel run at k = w / 2.
+    ///
+    /// # Safety
+    /// `c0 < c1 <= n`; the workspace and matrix of this run are live on `g`'s device.
+    unsafe fn panel(&mut self, g: &Gpu, c0: usize, c1: usize) -> Result<()> {
+        let w = c1 - c0;
+        if w <= LEAF_MAX {
+            return unsafe { self.leaf(g, c0, c1) };
+        }
+        let mid = c0 + (w / 2).div_ceil(LEAF_MAX) * LEAF_MAX;
+        let mid = if mid >= c1 { c0 + LEAF_MAX } else { mid };
+        unsafe {
+            self.panel(g, c0, mid)?;
+            if self.pivot != 0 {
+                self.laswp_phase(g, Phase::PanelSwap, (c0, mid), (mid, c1), (0, 0))?;
+            }
+            self.trsm_rec_phase(g, Phase::PanelTrsm, (c0, mid - c0), (mid, c1))?;
+            self.update(g, Phase::PanelGemm, (mid, self.n), (mid, c1), (c0, mid))?;
+            self.panel(g, mid, c1)?;
+            if self.pivot != 0 {
+                self.laswp_phase(g, Phase::PanelSwap, (mid, c1), (c0, mid), (0, 0))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Factorises the leaf `c0..c1` (at most `LEAF_MAX` columns): one cooperative
+    /// `lu_leaf_coop` launch, or one `lu_panel_step` per column without a leaf plan.
+    ///
+    /// # Safety
+    /// As [`Run::panel`].
+    unsafe fn leaf(&mut self, g: &Gpu, c0: usize, c1: usize) -> Result<()> {
+        let n = self.n;
+        let (ap, pp) = (self.a, self.ipiv);
+        let [vp, ip, cp, infop, rp, bp] = self.ws;
+        let pivot = self.pivot;
+        let lw = c1 - c0;
+        if let Some(plan) = &self.leaf {
+            let blocks = plan.blocks;
+            let cfg = LaunchConfig::blocks(blocks as u32, PANEL_THREADS as u32)
+                .with_shared_bytes(plan.shared_bytes(n - c0, lw, size_of::<T>()) as u32);
+            let bar_base = self.bar_base;
+            self.phases.time(g, Phase::Leaf, || {
+                // SAFETY: lu_leaf_coop(n, lda, j0, w, pivot, a, ipiv, info, part_val,
+                // part_idx, rows, bar, bar_base) touches rows c0..n of columns c0..c1,
+                // ipiv[c0..c1], `blocks <= LEAF_MAX_BLOCKS` partials and candidate
+                // rows, and the barrier counter; the caller's promise.
                 unsafe {
-                    gpu.launch_cooperative(
+                    g.launch_cooperative(
                         T::DENSE.leaf_coop,
                         cfg,
                         &mut [
                             arg(&n),
                             arg(&n),
-                            arg(&l0),
+                            arg(&c0),
                             arg(&lw),
                             arg(&pivot),
                             arg(&ap),
@@ -186,30 +414,13 @@ pub fn factor_device<T: LuScalar>(
                         ],
                     )?;
                 }
-                bar_base = bar_base.wrapping_add((plan.blocks * lw) as u32);
-                let l1 = l0 + lw;
-                if opts.pivoting == Pivoting::Partial && n > lw {
-                    unsafe { laswp::<T>(&gpu, n, ap, (l0, l1), (l0, l1), pp)? };
-                }
-                if l1 < pend {
-                    unsafe {
-                        trsm::<T>(&gpu, n, ap, pend, (l0, lw), l1)?;
-                        gemm_raw::<T>(
-                            &gpu,
-                            gemm_kernel,
-                            (n - l1, pend - l1, lw),
-                            -T::ONE,
-                            (at(l1, l0), n),
-                            (at(l0, l1), n),
-                            T::ONE,
-                            (at(l1, l1), n),
-                        )?;
-                    }
-                }
-                l0 = l1;
-            }
-        } else {
-            for j in k0..=pend {
+                Ok(())
+            })?;
+            self.bar_base = bar_base.wrapping_add((blocks * lw) as u32);
+            return Ok(());
+        }
+        self.phases.time(g, Phase::Leaf, || {
+            for j in c0..=c1 {
                 if j == n {
                     break; // the last column of the matrix has no rows below it to scale
                 }
@@ -217,19 +428,19 @@ pub fn factor_device<T: LuScalar>(
                 let blocks = rows.div_ceil(PANEL_THREADS).clamp(1, PANEL_MAX_BLOCKS);
                 let cfg = LaunchConfig::blocks(blocks as u32, PANEL_THREADS as u32)
                     .with_shared_bytes(PANEL_SHARED_BYTES as u32);
-                // lu_panel_step(n, lda, j0, j, pend, pivot, a, ipiv, info, part_val,
-                // part_idx, counter) touches rows j-1..n of columns k0..pend, ipiv[j],
-                // info, `blocks <= PANEL_MAX_BLOCKS` partials and the counter.
+                // SAFETY: lu_panel_step(n, lda, j0, j, pend, pivot, a, ipiv, info,
+                // part_val, part_idx, counter) touches rows j-1..n of columns c0..c1,
+                // ipiv[j], info, `blocks <= PANEL_MAX_BLOCKS` partials and the counter.
                 unsafe {
-                    gpu.launch(
+                    g.launch(
                         T::DENSE.panel_step,
                         cfg,
                         &mut [
                             arg(&n),
                             arg(&n),
-                            arg(&k0),
+                            arg(&c0),
                             arg(&j),
-                            arg(&pend),
+                            arg(&c1),
                             arg(&pivot),
                             arg(&ap),
                             arg(&pp),
@@ -241,38 +452,133 @@ pub fn factor_device<T: LuScalar>(
                     )?;
                 }
             }
-            if opts.pivoting == Pivoting::Partial && n > pend - k0 {
-                unsafe { laswp::<T>(&gpu, n, ap, (k0, pend), (k0, pend), pp)? };
-            }
-        }
-        if pend < n {
-            let kb = pend - k0;
-            let cols = n - pend;
-            unsafe {
-                trsm::<T>(&gpu, n, ap, n, (k0, kb), pend)?;
-                gemm_raw::<T>(
-                    &gpu,
-                    gemm_kernel,
-                    (cols, cols, kb),
-                    -T::ONE,
-                    (at(pend, k0), n),
-                    (at(k0, pend), n),
-                    T::ONE,
-                    (at(pend, pend), n),
-                )?;
-            }
-        }
-        k0 = pend;
+            Ok(())
+        })
     }
-    let mut info = [0u32];
-    ws.info.copy_to_host(&mut info)?;
-    if info[0] != 0 {
-        return Err(Error::Singular {
-            op: OP,
-            column: info[0] as usize - 1,
-        });
+
+    /// Interchanges `ipiv[k0..k1]` on columns `lo..hi` outside `skip0..skip1`.
+    ///
+    /// # Safety
+    /// `ipiv[k0..k1]` hold rows `< n` (written by earlier launches on `g`'s stream or
+    /// ordered before it); `hi <= n`.
+    unsafe fn laswp(
+        &mut self,
+        g: &Gpu,
+        ks: (usize, usize),
+        cols: (usize, usize),
+        skip: (usize, usize),
+    ) -> Result<()> {
+        unsafe { self.laswp_phase(g, Phase::Swap, ks, cols, skip) }
     }
-    Ok(())
+
+    /// [`Run::laswp`] timed as `phase`.
+    ///
+    /// # Safety
+    /// As [`Run::laswp`].
+    unsafe fn laswp_phase(
+        &mut self,
+        g: &Gpu,
+        phase: Phase,
+        ks: (usize, usize),
+        (lo, hi): (usize, usize),
+        (skip0, skip1): (usize, usize),
+    ) -> Result<()> {
+        if hi <= lo || ks.1 <= ks.0 {
+            return Ok(());
+        }
+        // Columns lo..hi as a matrix of their own: the pointer moves by whole columns.
+        let a = self.at(0, lo);
+        let skip = (skip0.saturating_sub(lo), skip1.saturating_sub(lo));
+        let n = self.n;
+        let ipiv = self.ipiv;
+        self.phases.time(g, phase, || unsafe {
+            laswp::<T>(g, n, hi - lo, a, ks, skip, ipiv)
+        })
+    }
+
+    /// `A[k0..k0+kb, c0..c1] <- L11^{-1} A[k0..k0+kb, c0..c1]`.
+    ///
+    /// # Safety
+    /// `k0 + kb <= n`, `c1 <= n`, columns `c0..c1` outside `k0..k0 + kb`.
+    unsafe fn trsm_rec(&mut self, g: &Gpu, kk: (usize, usize), cols: (usize, usize)) -> Result<()> {
+        unsafe { self.trsm_rec_phase(g, Phase::Trsm, kk, cols) }
+    }
+
+    /// [`Run::trsm_rec`] timed as `phase`: `lu_trsm` up to [`TRSM_BASE`] rows, otherwise
+    /// the top half, a GEMM on the bottom half, the bottom half.
+    ///
+    /// # Safety
+    /// As [`Run::trsm_rec`].
+    unsafe fn trsm_rec_phase(
+        &mut self,
+        g: &Gpu,
+        phase: Phase,
+        (k0, kb): (usize, usize),
+        (c0, c1): (usize, usize),
+    ) -> Result<()> {
+        if c1 <= c0 || kb == 0 {
+            return Ok(());
+        }
+        if kb <= TRSM_BASE {
+            let (n, a) = (self.n, self.a);
+            return self
+                .phases
+                .time(g, phase, || unsafe { trsm::<T>(g, n, a, c1, (k0, kb), c0) });
+        }
+        let h = (kb / 2).div_ceil(32) * 32;
+        unsafe {
+            self.trsm_rec_phase(g, phase, (k0, h), (c0, c1))?;
+            self.gemm_phase(g, phase, (k0 + h, k0 + kb), (c0, c1), (k0, k0 + h))?;
+            self.trsm_rec_phase(g, phase, (k0 + h, kb - h), (c0, c1))
+        }
+    }
+
+    /// `A[r0..r1, c0..c1] -= A[r0..r1, p0..p1] A[p0..p1, c0..c1]`, timed as `phase`.
+    ///
+    /// # Safety
+    /// All ranges inside `0..n`; the target block overlaps neither factor.
+    unsafe fn update(
+        &mut self,
+        g: &Gpu,
+        phase: Phase,
+        rows: (usize, usize),
+        cols: (usize, usize),
+        inner: (usize, usize),
+    ) -> Result<()> {
+        unsafe { self.gemm_phase(g, phase, rows, cols, inner) }
+    }
+
+    /// See [`Run::update`].
+    ///
+    /// # Safety
+    /// As [`Run::update`].
+    unsafe fn gemm_phase(
+        &mut self,
+        g: &Gpu,
+        phase: Phase,
+        (r0, r1): (usize, usize),
+        (c0, c1): (usize, usize),
+        (p0, p1): (usize, usize),
+    ) -> Result<()> {
+        if r1 <= r0 || c1 <= c0 || p1 <= p0 {
+            return Ok(());
+        }
+        let n = self.n;
+        let (a, b, c) = (self.at(r0, p0), self.at(p0, c0), self.at(r0, c0));
+        let kernel = self.gemm;
+        self.phases.time(g, phase, || unsafe {
+            gemm_raw::<T>(
+                g,
+                kernel,
+                (r1 - r0, c1 - c0, p1 - p0),
+                -T::ONE,
+                (a, n),
+                (b, n),
+                T::ONE,
+                (c, n),
+            )
+        })
+    }
 }
 
 /// How `lu_leaf_coop` runs on one device: `blocks` blocks (one per SM, at most
@@ -304,27 +610,31 @@ impl LeafPlan {
     }
 }
 
-/// `lu_laswp`: interchanges `k0..k1` of `ipiv` on every column outside `skip0..skip1`.
+/// `lu_laswp`: interchanges `k0..k1` of `ipiv` on every column `< ncols` of `a` outside
+/// `skip0..skip1`.
 ///
 /// # Safety
-/// `a` is an `n x n` matrix (leading dimension `n`) and `ipiv` holds rows `< n` at
+/// `a` is an `n x ncols` matrix (leading dimension `n`) and `ipiv` holds rows `< n` at
 /// `k0..k1`, both on `gpu`'s device.
 unsafe fn laswp<T: LuScalar>(
     gpu: &Gpu,
     n: usize,
+    ncols: usize,
     a: u64,
     (k0, k1): (usize, usize),
     (skip0, skip1): (usize, usize),
     ipiv: u64,
 ) -> Result<()> {
-    let cfg = LaunchConfig::for_elements(n, PANEL_THREADS as u32);
+    // Small blocks: a column per thread, its swaps in order (latency-bound), spread over
+    // every multiprocessor.
+    let cfg = LaunchConfig::for_elements(ncols, LASWP_THREADS);
     // SAFETY: lu_laswp(ncols, lda, k0, k1, skip0, skip1, a, ipiv); the caller's promise.
     unsafe {
         gpu.launch(
             T::DENSE.laswp,
             cfg,
             &mut [
-                arg(&n),
+                arg(&ncols),
                 arg(&n),
                 arg(&k0),
                 arg(&k1),
@@ -342,7 +652,7 @@ unsafe fn laswp<T: LuScalar>(
 ///
 /// # Safety
 /// `a` is an `n x n` matrix (leading dimension `n`) on `gpu`'s device, `k0 + kb <= n`,
-/// `ncols <= n`.
+/// `kb <= TRSM_MAX_KB` (the kernel's shared-memory limit raised for it), `c0 < ncols <= n`.
 unsafe fn trsm<T: LuScalar>(
     gpu: &Gpu,
     n: usize,
@@ -351,8 +661,9 @@ unsafe fn trsm<T: LuScalar>(
     (k0, kb): (usize, usize),
     c0: usize,
 ) -> Result<()> {
-    let cfg = LaunchConfig::blocks((ncols - c0).div_ceil(TRSM_COLS) as u32, TRSM_COLS as u32)
-        .with_shared_bytes((kb * TRSM_COLS * size_of::<T>()) as u32);
+    debug_assert!(kb <= TRSM_MAX_KB);
+    let cfg = LaunchConfig::blocks((ncols - c0).div_ceil(TRSM_COLS) as u32, TRSM_THREADS as u32)
+        .with_shared_bytes(trsm_shared_bytes(kb, size_of::<T>()) as u32);
     // SAFETY: lu_trsm(ncols, lda, k0, kb, c0, a) reads L11 and rewrites rows k0..k0+kb
     // of columns c0..ncols; the caller's promise.
     unsafe {
@@ -452,7 +763,7 @@ pub enum GemmKernel {
 }
 
 /// The Hopper shape [`GemmKernel::pick`] chooses.
-pub const DEFAULT_SM90_K: usize = 8;
+pub const DEFAULT_SM90_K: usize = 4;
 
 impl GemmKernel {
     /// The kernel [`gemm`] runs: with `tensor_cores` and `f64`, the Hopper kernel on

@@ -195,7 +195,8 @@ pub enum Pivoting {
 pub struct LuOptions {
     /// Row pivoting.
     pub pivoting: Pivoting,
-    /// Panel width (columns factorised before one trailing update), `1..=128`.
+    /// Panel width (columns factorised before one trailing update), `1..=`[`MAX_BLOCK`];
+    /// 384 by default (on the H100 the GPU's trailing GEMM is far from its rate at k = 128).
     pub block: usize,
     /// Compute the backward error into the report (an `O(n^3)` product on the CPU).
     pub backward_error: bool,
@@ -206,16 +207,23 @@ pub struct LuOptions {
     /// per leaf (`lu_leaf_coop`), where a leaf fits in shared memory; `false`: one launch
     /// per column (`lu_panel_step`).
     pub leaf_panel: bool,
+    /// GPU: look-ahead; the next panel is factorised on a second stream (of the
+    /// greatest priority) while the main stream updates the columns right of it.
+    pub lookahead: bool,
 }
+
+/// Largest panel width ([`LuOptions::block`]).
+pub const MAX_BLOCK: usize = 512;
 
 impl Default for LuOptions {
     fn default() -> Self {
         LuOptions {
             pivoting: Pivoting::Partial,
-            block: 128,
+            block: 384,
             backward_error: true,
             tensor_cores: true,
             leaf_panel: true,
+            lookahead: true,
         }
     }
 }
@@ -248,15 +256,17 @@ impl LuOptions {
         self
     }
 
+    /// These options with or without look-ahead (GPU).
+    pub fn with_lookahead(mut self, on: bool) -> Self {
+        self.lookahead = on;
+        self
+    }
+
     pub(crate) fn check(&self, op: &'static str) -> Result<()> {
-        if !(1..=ferrocuda_kernels::dense::MAX_PANEL).contains(&self.block) {
+        if !(1..=MAX_BLOCK).contains(&self.block) {
             return Err(Error::InvalidArgument {
                 op,
-                reason: format!(
-                    "block = {} is outside 1..={}",
-                    self.block,
-                    ferrocuda_kernels::dense::MAX_PANEL
-                ),
+                reason: format!("block = {} is outside 1..={MAX_BLOCK}", self.block),
             });
         }
         Ok(())
