@@ -483,3 +483,81 @@ fn thesis_blocked_matches_cpu_reference() {
         Err(Error::InvalidArgument { .. })
     ));
 }
+
+/// Row interchanges in order on the host: the reference for `gpu::laswp`.
+fn laswp_ref(a: &mut [f64], nrows: usize, ipiv: &[u32], (k0, k1): (usize, usize)) {
+    for col in a.chunks_mut(nrows) {
+        for (k, &p) in ipiv.iter().enumerate().take(k1).skip(k0) {
+            col.swap(k, p as usize);
+        }
+    }
+}
+
+#[test]
+fn laswp_matches_swaps_in_order_on_adversarial_pivots() {
+    use rand::{Rng, SeedableRng, rngs::SmallRng};
+    let Some(g) = gpu_or_skip("laswp_matches_swaps_in_order_on_adversarial_pivots") else {
+        return;
+    };
+    let (nrows, ncols) = (1100, 37);
+    let a0: Vec<f64> = (0..nrows * ncols).map(|e| e as f64).collect();
+    let mut rng = SmallRng::seed_from_u64(7);
+    // Pivot sequences that a swap plan must untangle: uniform below, one outside row
+    // chosen again and again, chains (each row the next one's), no interchange at all,
+    // and a few rows both inside and outside the panel chosen many times.
+    let patterns: Vec<(&str, Vec<u32>)> = vec![
+        (
+            "uniform",
+            (0..nrows)
+                .map(|k| rng.random_range(k..nrows) as u32)
+                .collect(),
+        ),
+        (
+            "same outside row",
+            (0..nrows).map(|k| (k.max(1050)) as u32).collect(),
+        ),
+        (
+            "chain",
+            (0..nrows).map(|k| (k + 1).min(nrows - 1) as u32).collect(),
+        ),
+        ("identity", (0..nrows as u32).collect()),
+        (
+            "few rows",
+            (0..nrows)
+                .map(|k| {
+                    let c = [k, k + 3, 1040, 1041, 1099, 600][rng.random_range(0..6)];
+                    c.clamp(k, nrows - 1) as u32
+                })
+                .collect(),
+        ),
+    ];
+    for (name, ipiv) in &patterns {
+        // Past one plan of 512, a short range, a range ending at the last row.
+        for range in [(0, 1030), (5, 50), (700, 1100)] {
+            let mut want = a0.clone();
+            laswp_ref(&mut want, nrows, ipiv, range);
+            let mut d = g.upload(&a0).unwrap();
+            gpu::laswp(&mut d, nrows, ipiv, range).unwrap();
+            let got = d.download().unwrap();
+            assert!(
+                got == want,
+                "{name}, interchanges {range:?}: rows differ from swaps in order"
+            );
+        }
+    }
+    // Bad input is refused and leaves the matrix as it was.
+    let mut d = g.upload(&a0).unwrap();
+    let mut ipiv = patterns[0].1.clone();
+    ipiv[10] = 3; // above row 10
+    for (piv, nr, range) in [
+        (&ipiv, nrows, (0, 20)),
+        (&patterns[0].1, nrows - 1, (0, 20)), // not whole columns
+        (&patterns[0].1, nrows, (0, nrows + 1)),
+    ] {
+        assert!(matches!(
+            gpu::laswp(&mut d, nr, piv, range),
+            Err(Error::InvalidArgument { .. })
+        ));
+    }
+    assert!(d.download().unwrap() == a0);
+}

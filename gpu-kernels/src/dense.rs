@@ -17,9 +17,13 @@
 //!   grid-wide barrier, then every block reduces the candidates to the same pivot, swaps
 //!   and applies the rank-1 update to its rows. One barrier per column instead of one
 //!   launch per column.
-//! - `lu_laswp`: the panel's row interchanges applied to the columns outside the panel.
-//! - `lu_trsm`: `A12 <- L11^{-1} A12` (unit lower triangular, up to 64 rows; 32 columns
-//!   per block in shared memory, one barrier per row).
+//! - `lu_swap_plan`: turns a panel's interchanges (applied in order) into one row
+//!   permutation: which row ends where, at most two moves per interchange.
+//! - `lu_laswp`: applies a swap plan to the columns outside the panel, all of a column's
+//!   moves read before any is written (coalesced on the panel's rows).
+//! - `lu_trsm`: `X <- L11^{-1} X` (unit lower triangular, up to 64 rows; 32 columns per
+//!   block in shared memory, one barrier per row).
+//! - `lu_copy`: copies a block of a matrix, or writes an identity.
 //! - `gemm_nn`: `C <- alpha A B + beta C` tiled for the CUDA cores (FFMA / DFMA), and
 //!   `gemm_dmma_f64`: the same on the FP64 tensor cores (`mma.sync.m8n8k4.f64`), 128x128
 //!   block tiles, eight warps of 64x32, a four-stage `cp.async` pipeline.
@@ -46,6 +50,26 @@ pub const TRSM_MAX_KB: usize = 64;
 /// `L11` (`kb x kb`) and the right-hand sides (`(kb + 1) x TRSM_COLS`).
 pub const fn trsm_shared_bytes(kb: usize, elem: usize) -> usize {
     (kb * kb + (kb + 1) * TRSM_COLS) * elem
+}
+/// Most interchanges of one swap plan (`lu_swap_plan`, `lu_laswp`): the widest panel.
+pub const SWAP_MAX: usize = 512;
+/// Threads of the one block of `lu_swap_plan`.
+pub const SWAP_PLAN_THREADS: usize = 512;
+/// Threads per block of `lu_laswp`; each holds `2 SWAP_MAX / LASWP_THREADS` moves.
+pub const LASWP_THREADS: usize = 256;
+/// Columns per block of `lu_laswp`.
+pub const LASWP_COLS: usize = 8;
+/// "No row" in a swap plan.
+pub const PLAN_NONE: u32 = u32::MAX;
+/// Entries of the swap plan of `w` interchanges: `w` source rows of the panel's rows,
+/// then `w` destination rows outside the panel ([`PLAN_NONE`] where unused) and their `w`
+/// source rows.
+pub const fn swap_plan_len(w: usize) -> usize {
+    3 * w
+}
+/// Dynamic shared memory of `lu_swap_plan` for `w` interchanges.
+pub const fn swap_plan_shared_bytes(w: usize) -> usize {
+    4 * w * 4
 }
 /// Largest panel width the kernels accept (shared memory of `lu_panel_step` and `lu_trsm`).
 pub const MAX_PANEL: usize = 128;
@@ -118,7 +142,7 @@ mod kernels {
     use super::*;
     use crate::device::{
         WARP_SIZE, block_dim, block_idx, block_idx_y, dynamic_shared, global_index, grid_dim,
-        grid_stride, lane, shfl_down, shfl_xor, sync_threads, thread_idx, warp,
+        grid_stride, lane, scale_store, shfl_down, shfl_xor, sync_threads, thread_idx, warp,
     };
     use crate::device::{cp_async_8, cp_async_commit, cp_async_wait, shared_addr};
     use crate::scalar::Scalar;
@@ -531,74 +555,201 @@ mod kernels {
         }
     }
 
-    /// Row interchanges `k0..k1` of `ipiv` on every column `c < ncols` outside
-    /// `skip0..skip1`, one thread per column, in order.
+    /// The swap plan of the interchanges `ipiv[k0..k0 + w]` (see [`swap_plan_len`]), one
+    /// block. Interchange `i` swaps panel row `i` with row `p_i >= i` (relative to `k0`);
+    /// row `i` is final after it. Rows outside the panel get a slot each (`w + ` the first
+    /// interchange that chose them). With `S_i` interchange `i`'s slot and `O_i` the
+    /// original row in panel slot `i` just before interchange `i` (what the last earlier
+    /// interchange into slot `i` moved there, else row `i`), panel row `i` ends with
+    /// `O_l` of the last `l < i` with `S_l = S_i` (else the slot's own row), and an outside
+    /// row with `O_l` of the last `l` that chose it. Each of these is a scan over the
+    /// interchanges, done by all threads at once; no sequential replay.
+    #[inline(always)]
+    pub unsafe fn lu_swap_plan(k0: usize, w: usize, ipiv: *const u32, plan: *mut u32) {
+        let piv = dynamic_shared::<u32>();
+        let (slot, prev, orig) = unsafe { (piv.add(w), piv.add(2 * w), piv.add(3 * w)) };
+        let (t0, nt) = (thread_idx(), block_dim());
+        let get = |p: *mut u32, i: usize| unsafe { *p.add(i) };
+        let set = |p: *mut u32, i: usize, v: u32| unsafe { *p.add(i) = v };
+        let mut t = t0;
+        while t < w {
+            set(piv, t, unsafe { *ipiv.add(k0 + t) } - k0 as u32);
+            t += nt;
+        }
+        sync_threads();
+        t = t0;
+        while t < w {
+            let p = get(piv, t);
+            let s = if (p as usize) < w {
+                p
+            } else {
+                let mut f = 0;
+                while get(piv, f) != p {
+                    f += 1;
+                }
+                (w + f) as u32
+            };
+            set(slot, t, s);
+            t += nt;
+        }
+        sync_threads();
+        t = t0;
+        while t < w {
+            let mut pr = PLAN_NONE;
+            let mut i = t;
+            while i > 0 {
+                i -= 1;
+                if get(slot, i) == t as u32 {
+                    pr = i as u32;
+                    break;
+                }
+            }
+            set(prev, t, pr);
+            t += nt;
+        }
+        sync_threads();
+        t = t0;
+        while t < w {
+            let mut c = t;
+            while get(prev, c) != PLAN_NONE {
+                c = get(prev, c) as usize;
+            }
+            set(orig, t, c as u32);
+            t += nt;
+        }
+        sync_threads();
+        t = t0;
+        while t < w {
+            let s = get(slot, t);
+            let mut src = if (s as usize) < w { s } else { get(piv, t) };
+            let mut i = t;
+            while i > 0 {
+                i -= 1;
+                if get(slot, i) == s {
+                    src = get(orig, i);
+                    break;
+                }
+            }
+            unsafe { *plan.add(t) = k0 as u32 + src };
+            let last = (s as usize) >= w && (t + 1..w).all(|i| get(slot, i) != s);
+            let (dst, from) = if last {
+                (k0 as u32 + get(piv, t), k0 as u32 + get(orig, t))
+            } else {
+                (PLAN_NONE, PLAN_NONE)
+            };
+            unsafe {
+                *plan.add(w + t) = dst;
+                *plan.add(2 * w + t) = from;
+            }
+            t += nt;
+        }
+    }
+
+    /// Applies the swap plan of `w <= SWAP_MAX` interchanges at `k0` to every column
+    /// `c < ncols` outside `skip0..skip1`: block `b` takes [`LASWP_COLS`] columns, each
+    /// thread the same (up to four) moves of every one; a column's moves are all read,
+    /// then (after a barrier) all written.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn lu_laswp<T: RealScalar>(
         ncols: usize,
         lda: usize,
         k0: usize,
-        k1: usize,
+        w: usize,
         skip0: usize,
         skip1: usize,
         a: *mut T,
-        ipiv: *const u32,
+        plan: *const u32,
     ) {
-        let mut c = global_index();
-        while c < ncols {
-            if c < skip0 || c >= skip1 {
-                let col = unsafe { a.add(c * lda) };
-                for k in k0..k1 {
-                    let p = unsafe { *ipiv.add(k) } as usize;
-                    if p != k {
-                        unsafe {
-                            let x = *col.add(k);
-                            *col.add(k) = *col.add(p);
-                            *col.add(p) = x;
-                        }
-                    }
+        const MOVES: usize = 2 * SWAP_MAX / LASWP_THREADS;
+        const { assert!(MOVES == 4) };
+        let t = thread_idx();
+        let mut dst = [usize::MAX; MOVES];
+        let mut src = [0usize; MOVES];
+        unroll!(q in [0, 1, 2, 3] {
+            let s = t + LASWP_THREADS * q;
+            if s < w {
+                let r = unsafe { *plan.add(s) } as usize;
+                if r != k0 + s {
+                    dst[q] = k0 + s;
+                    src[q] = r;
+                }
+            } else if s < 2 * w {
+                let d = unsafe { *plan.add(s) };
+                if d != PLAN_NONE {
+                    dst[q] = d as usize;
+                    src[q] = unsafe { *plan.add(w + s) } as usize;
                 }
             }
-            c += grid_stride();
+        });
+        let c0 = block_idx() * LASWP_COLS;
+        let c1 = (c0 + LASWP_COLS).min(ncols);
+        let mut c = c0;
+        while c < c1 {
+            // Two columns at a time: eight loads in flight per thread.
+            let cols = [c, c + 1];
+            let mut v = [[T::ZERO; MOVES]; 2];
+            let live = |cc: usize| cc < c1 && (cc < skip0 || cc >= skip1);
+            unroll!(h in [0, 1] {
+                if live(cols[h]) {
+                    let col = unsafe { a.add(cols[h] * lda) };
+                    unroll!(q in [0, 1, 2, 3] {
+                        if dst[q] != usize::MAX {
+                            v[h][q] = unsafe { *col.add(src[q]) };
+                        }
+                    });
+                }
+            });
+            sync_threads();
+            unroll!(h in [0, 1] {
+                if live(cols[h]) {
+                    let col = unsafe { a.add(cols[h] * lda) };
+                    unroll!(q in [0, 1, 2, 3] {
+                        if dst[q] != usize::MAX {
+                            unsafe { *col.add(dst[q]) = v[h][q] };
+                        }
+                    });
+                }
+            });
+            c += 2;
         }
     }
 
-    /// `A[k0..k0+kb, c] <- L11^{-1} A[k0..k0+kb, c]` for `c0 <= c < ncols`, `L11` the unit
-    /// lower triangle of `A[k0..k0+kb, k0..k0+kb]`, `kb <= TRSM_MAX_KB`. Block `b` of
-    /// [`TRSM_THREADS`] threads solves [`TRSM_COLS`] columns: `L11` and its `kb x 32`
-    /// slice of the right-hand side in shared memory (loaded along the columns,
-    /// coalesced), then column-oriented forward substitution, every thread updating its
-    /// share of the rows below row `r` with one barrier per row. Shared memory:
-    /// [`trsm_shared_bytes`].
+    /// `X[0..kb, c] <- L11^{-1} X[0..kb, c]` for `c < ncols`, `L11` the unit lower
+    /// triangle of the `kb x kb` block at `l` (leading dimension `ldl`), `kb <=
+    /// TRSM_MAX_KB`, `X` at `x` (leading dimension `ldx`). Block `b` of [`TRSM_THREADS`]
+    /// threads solves [`TRSM_COLS`] columns: `L11` and its `kb x 32` slice of the
+    /// right-hand side in shared memory (loaded along the columns, coalesced), then
+    /// column-oriented forward substitution, every thread updating its share of the rows
+    /// below row `r` with one barrier per row. Shared memory: [`trsm_shared_bytes`].
     #[inline(always)]
     pub unsafe fn lu_trsm<T: RealScalar>(
         ncols: usize,
-        lda: usize,
-        k0: usize,
         kb: usize,
-        c0: usize,
-        a: *mut T,
+        l_in: *const T,
+        ldl: usize,
+        x_in: *mut T,
+        ldx_in: usize,
     ) {
         let l = dynamic_shared::<T>(); // l[i + p kb], i > p
         let ldx = kb + 1;
         let x = unsafe { l.add(kb * kb) }; // x[i + cc ldx]
         let t = thread_idx();
         let nt = block_dim();
-        let cb = c0 + block_idx() * TRSM_COLS;
+        let cb = block_idx() * TRSM_COLS;
         let w = TRSM_COLS.min(ncols - cb);
         let mut e = t;
         while e < kb * kb {
             let (i, p) = (e % kb, e / kb);
             if i > p {
-                unsafe { *l.add(e) = *a.add(k0 + i + (k0 + p) * lda) };
+                unsafe { *l.add(e) = *l_in.add(i + p * ldl) };
             }
             e += nt;
         }
         let mut e = t;
         while e < kb * w {
             let (i, cc) = (e % kb, e / kb);
-            unsafe { *x.add(i + cc * ldx) = *a.add(k0 + i + (cb + cc) * lda) };
+            unsafe { *x.add(i + cc * ldx) = *x_in.add(i + (cb + cc) * ldx_in) };
             e += nt;
         }
         sync_threads();
@@ -618,8 +769,36 @@ mod kernels {
         let mut e = t;
         while e < kb * w {
             let (i, cc) = (e % kb, e / kb);
-            unsafe { *a.add(k0 + i + (cb + cc) * lda) = *x.add(i + cc * ldx) };
+            unsafe { *x_in.add(i + (cb + cc) * ldx_in) = *x.add(i + cc * ldx) };
             e += nt;
+        }
+    }
+
+    /// `D <- S` for a `rows x cols` block (`eye != 0`: `D <- I`, `S` unread), grid-stride
+    /// along the columns (coalesced).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn lu_copy<T: RealScalar>(
+        rows: usize,
+        cols: usize,
+        eye: u32,
+        s: *const T,
+        lds: usize,
+        d: *mut T,
+        ldd: usize,
+    ) {
+        let mut e = global_index();
+        while e < rows * cols {
+            let (i, j) = (e % rows, e / rows);
+            let v = if eye == 0 {
+                unsafe { *s.add(i + j * lds) }
+            } else if i == j {
+                T::ONE
+            } else {
+                T::ZERO
+            };
+            unsafe { *d.add(i + j * ldd) = v };
+            e += grid_stride();
         }
     }
 
@@ -686,24 +865,15 @@ mod kernels {
             sync_threads();
             k0 += GEMM_K;
         }
-        for jn in 0..4 {
-            let gj = n0 + ty + 16 * jn;
-            if gj >= n {
-                continue;
-            }
-            for i in 0..4 {
-                let gi = m0 + tx + 16 * i;
-                if gi < m {
-                    let p = unsafe { c.add(gi + gj * ldc) };
-                    let v = if beta == T::ZERO {
-                        alpha * acc[i][jn]
-                    } else {
-                        alpha.mul_add(acc[i][jn], beta * unsafe { *p })
-                    };
-                    unsafe { *p = v };
-                }
-            }
-        }
+        let mut v = [T::ZERO; 16];
+        unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+            v[e] = acc[e % 4][e / 4];
+        });
+        let at = |e: usize| {
+            let (gi, gj) = (m0 + tx + 16 * (e % 4), n0 + ty + 16 * (e / 4));
+            (gi < m && gj < n).then(|| unsafe { c.add(gi + gj * ldc) })
+        };
+        unsafe { scale_store(&v, at, alpha, beta) };
     }
 
     /// `d <- a b + d` for one 8x8x4 tile (`mma.sync.aligned.m8n8k4.row.col.f64`).
@@ -817,22 +987,19 @@ mod kernels {
                 });
             }
         }
-        unroll!(mi in [0, 1, 2, 3, 4, 5, 6, 7] {
-            let gi = m0 + wm * 64 + mi * 8 + fr;
-            unroll!(ni in [0, 1, 2, 3] {
-                unroll!(e in [0, 1] {
-                    let gj = n0 + wn * 32 + ni * 8 + 2 * fk + e;
-                    if gi < m && gj < n {
-                        let p = unsafe { c.add(gi + gj * ldc) };
-                        let v = if beta == 0.0 {
-                            alpha * acc[mi][ni][e]
-                        } else {
-                            alpha.mul_add(acc[mi][ni][e], beta * unsafe { *p })
-                        };
-                        unsafe { *p = v };
-                    }
-                });
+        // Two fragment rows (16 results) at a time, their loads of C before their stores.
+        unroll!(mp in [0, 2, 4, 6] {
+            let mut v = [0.0f64; 16];
+            unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                v[i] = acc[mp + i / 8][(i / 2) % 4][i % 2];
             });
+            let at = |i: usize| {
+                let (mi, ni, e) = (mp + i / 8, (i / 2) % 4, i % 2);
+                let gi = m0 + wm * 64 + mi * 8 + fr;
+                let gj = n0 + wn * 32 + ni * 8 + 2 * fk + e;
+                (gi < m && gj < n).then(|| unsafe { c.add(gi + gj * ldc) })
+            };
+            unsafe { scale_store(&v, at, alpha, beta) };
         });
     }
 
@@ -1035,24 +1202,36 @@ macro_rules! dense_entries {
                 ncols: usize,
                 lda: usize,
                 k0: usize,
-                k1: usize,
+                w: usize,
                 skip0: usize,
                 skip1: usize,
                 a: *mut $t,
-                ipiv: *const u32,
+                plan: *const u32,
             ) {
-                unsafe { kernels::lu_laswp(ncols, lda, k0, k1, skip0, skip1, a, ipiv) }
+                unsafe { kernels::lu_laswp(ncols, lda, k0, w, skip0, skip1, a, plan) }
             }
             #[unsafe(export_name = concat!("lu_trsm_", $sfx))]
             pub unsafe extern "ptx-kernel" fn lu_trsm(
                 ncols: usize,
-                lda: usize,
-                k0: usize,
                 kb: usize,
-                c0: usize,
-                a: *mut $t,
+                l: *const $t,
+                ldl: usize,
+                x: *mut $t,
+                ldx: usize,
             ) {
-                unsafe { kernels::lu_trsm(ncols, lda, k0, kb, c0, a) }
+                unsafe { kernels::lu_trsm(ncols, kb, l, ldl, x, ldx) }
+            }
+            #[unsafe(export_name = concat!("lu_copy_", $sfx))]
+            pub unsafe extern "ptx-kernel" fn lu_copy(
+                rows: usize,
+                cols: usize,
+                eye: u32,
+                s: *const $t,
+                lds: usize,
+                d: *mut $t,
+                ldd: usize,
+            ) {
+                unsafe { kernels::lu_copy(rows, cols, eye, s, lds, d, ldd) }
             }
             #[unsafe(export_name = concat!("gemm_nn_", $sfx))]
             pub unsafe extern "ptx-kernel" fn gemm_nn(
@@ -1097,6 +1276,15 @@ mod entries_special {
         ldc: usize,
     ) {
         unsafe { kernels::gemm_dmma(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) }
+    }
+    #[unsafe(export_name = "lu_swap_plan")]
+    pub unsafe extern "ptx-kernel" fn lu_swap_plan(
+        k0: usize,
+        w: usize,
+        ipiv: *const u32,
+        plan: *mut u32,
+    ) {
+        unsafe { kernels::lu_swap_plan(k0, w, ipiv, plan) }
     }
     #[unsafe(export_name = "thesis_lu_scale_f64")]
     pub unsafe extern "ptx-kernel" fn thesis_lu_scale_f64(n: usize, k: usize, a: *mut f64) {

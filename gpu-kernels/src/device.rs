@@ -408,3 +408,38 @@ pub unsafe fn load_volatile_f64(p: *const f64) -> f64 {
     }
     v
 }
+
+/// A GEMM epilogue for 16 results of one thread: `*at(i) <- alpha acc[i] + beta *at(i)`
+/// for every `i` where `at` gives an address (`beta == 0` reads nothing). All loads are
+/// issued before the first store: stores through the same pointer would otherwise keep
+/// each load behind the previous store (one memory round trip per element). Unrolled by
+/// hand so that the values stay in registers.
+///
+/// # Safety
+/// Every address `at` returns is a valid, distinct device element.
+#[inline(always)]
+pub unsafe fn scale_store<T: Scalar>(
+    acc: &[T; 16],
+    at: impl Fn(usize) -> Option<*mut T>,
+    alpha: T,
+    beta: T,
+) {
+    let mut old = [T::ZERO; 16];
+    if beta != T::ZERO {
+        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+            if let Some(p) = at(i) {
+                old[i] = unsafe { *p };
+            }
+        });
+    }
+    unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+        if let Some(p) = at(i) {
+            let v = if beta == T::ZERO {
+                alpha * acc[i]
+            } else {
+                alpha.mul_add(acc[i], beta * old[i])
+            };
+            unsafe { *p = v };
+        }
+    });
+}

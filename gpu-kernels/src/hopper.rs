@@ -42,7 +42,7 @@ mod kernels {
     use super::*;
     use crate::device::{
         block_idx, block_idx_y, cp_async_8, cp_async_commit, cp_async_wait, dynamic_shared, lane,
-        shared_addr, sync_threads, thread_idx, warp,
+        scale_store, shared_addr, sync_threads, thread_idx, warp,
     };
     use crate::scalar::Scalar;
     use core::arch::asm;
@@ -219,22 +219,19 @@ mod kernels {
                 });
             }
         }
+        // One fragment row (16 results) at a time, its loads of C before its stores.
         unroll!(mi in [0, 1, 2, 3] {
-            unroll!(ni in [0, 1, 2, 3] {
-                unroll!(e in [0, 1, 2, 3] {
-                    let gi = m0 + wm * 64 + mi * 16 + g + 8 * (e / 2);
-                    let gj = n0 + wn * 32 + ni * 8 + 2 * tq + e % 2;
-                    if gi < m && gj < n {
-                        let p = unsafe { c.add(gi + gj * ldc) };
-                        let v = if beta == 0.0 {
-                            alpha * acc[mi][ni][e]
-                        } else {
-                            alpha.mul_add(acc[mi][ni][e], beta * unsafe { *p })
-                        };
-                        unsafe { *p = v };
-                    }
-                });
+            let mut v = [0.0f64; 16];
+            unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                v[i] = acc[mi][i / 4][i % 4];
             });
+            let at = |i: usize| {
+                let (ni, e) = (i / 4, i % 4);
+                let gi = m0 + wm * 64 + mi * 16 + g + 8 * (e / 2);
+                let gj = n0 + wn * 32 + ni * 8 + 2 * tq + e % 2;
+                (gi < m && gj < n).then(|| unsafe { c.add(gi + gj * ldc) })
+            };
+            unsafe { scale_store(&v, at, alpha, beta) };
         });
     }
 }

@@ -603,10 +603,12 @@ pub struct DenseNames {
     /// `(n, lda, j0, w, pivot, a, ipiv, info, part_val, part_idx, rows, bar, bar_base)`:
     /// a leaf of `w` panel columns in one cooperative launch.
     pub leaf_coop: &'static str,
-    /// `(ncols, lda, k0, k1, skip0, skip1, a, ipiv)`: row interchanges outside a panel.
+    /// `(ncols, lda, k0, w, skip0, skip1, a, plan)`: a swap plan applied outside a panel.
     pub laswp: &'static str,
-    /// `(ncols, lda, k0, kb, c0, a)`: `A12 <- L11^{-1} A12`.
+    /// `(ncols, kb, l, ldl, x, ldx)`: `X <- L11^{-1} X`.
     pub trsm: &'static str,
+    /// `(rows, cols, eye, s, lds, d, ldd)`: `D <- S` (or `D <- I`).
+    pub copy: &'static str,
     /// `(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)`: `C <- alpha A B + beta C` on the
     /// CUDA cores.
     pub gemm: &'static str,
@@ -626,6 +628,7 @@ macro_rules! dense_names {
                 leaf_coop: concat!("lu_leaf_coop_", $sfx),
                 laswp: concat!("lu_laswp_", $sfx),
                 trsm: concat!("lu_trsm_", $sfx),
+                copy: concat!("lu_copy_", $sfx),
                 gemm: concat!("gemm_nn_", $sfx),
             };
         }
@@ -634,8 +637,8 @@ macro_rules! dense_names {
 dense_names!(f32, "f32");
 dense_names!(f64, "f64");
 
-const fn dense_list(n: DenseNames) -> [&'static str; 5] {
-    [n.panel_step, n.leaf_coop, n.laswp, n.trsm, n.gemm]
+const fn dense_list(n: DenseNames) -> [&'static str; 6] {
+    [n.panel_step, n.leaf_coop, n.laswp, n.trsm, n.copy, n.gemm]
 }
 
 /// The dense kernels of one type only: the FP64 tensor-core GEMM and seed 004's
@@ -644,6 +647,8 @@ const fn dense_list(n: DenseNames) -> [&'static str; 5] {
 pub struct DenseSpecialNames {
     /// `gemm_dmma_f64(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)`.
     pub gemm_dmma_f64: &'static str,
+    /// `lu_swap_plan(k0, w, ipiv, plan)`: a panel's interchanges as one permutation.
+    pub swap_plan: &'static str,
     /// `(n, k, a)`: unblocked LU step `k`, the column scaling (seed 004, ch. 3).
     pub thesis_scale_f64: &'static str,
     /// `(n, k, a)`: unblocked LU step `k`, the trailing update.
@@ -659,6 +664,7 @@ pub struct DenseSpecialNames {
 /// The single-type dense kernel names.
 pub const DENSE_SPECIAL: DenseSpecialNames = DenseSpecialNames {
     gemm_dmma_f64: "gemm_dmma_f64",
+    swap_plan: "lu_swap_plan",
     thesis_scale_f64: "thesis_lu_scale_f64",
     thesis_update_f64: "thesis_lu_update_f64",
     rodinia_diagonal_f32: "rodinia_lud_diagonal_f32",
@@ -666,9 +672,10 @@ pub const DENSE_SPECIAL: DenseSpecialNames = DenseSpecialNames {
     rodinia_internal_f32: "rodinia_lud_internal_f32",
 };
 
-const fn dense_special_list(n: DenseSpecialNames) -> [&'static str; 6] {
+const fn dense_special_list(n: DenseSpecialNames) -> [&'static str; 7] {
     [
         n.gemm_dmma_f64,
+        n.swap_plan,
         n.thesis_scale_f64,
         n.thesis_update_f64,
         n.rodinia_diagonal_f32,

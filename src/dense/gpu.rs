@@ -4,15 +4,18 @@
 //! 1. the panel is factorised recursively within its columns: halves down to leaves of
 //!    up to 32 columns, each leaf one cooperative launch of `lu_leaf_coop` (or one
 //!    `lu_panel_step` per column, [`LuOptions::leaf_panel`] off or too large for shared
-//!    memory); between the halves `lu_laswp`, `lu_trsm` and a GEMM at k = w / 2. A zero
-//!    pivot sets `info` and the factorisation goes on without dividing by it; the host
-//!    reads `info` once at the end.
-//! 2. the next panel's columns `k1..k2` get the panel's interchanges (`lu_laswp`),
-//!    `U12 = L11^{-1} A12` (`lu_trsm`, recursive above 64 rows) and the update
-//!    `A22 -= L21 U12` (a GEMM), then the next panel is factorised on a second stream of
-//!    the greatest priority ([`LuOptions::lookahead`]) while the main stream does the same
-//!    for the columns right of it (and the interchanges left of the panel); events order
-//!    the two streams, which touch disjoint columns in between.
+//!    memory); between the halves the interchanges (`lu_swap_plan`, `lu_laswp`), `lu_trsm`
+//!    and a GEMM at k = w / 2. A zero pivot sets `info` and the factorisation goes on
+//!    without dividing by it; the host reads `info` once at the end. Then `L11^{-1}` (the
+//!    triangular solve of the identity), for the solves of step 2.
+//! 2. the panel's interchanges become one row permutation (`lu_swap_plan`: which row
+//!    ends where), applied column by column (`lu_laswp`, coalesced on the panel's rows).
+//!    The next panel's columns `k1..k2` get it, `U12 = L11^{-1} A12` (one GEMM on a copy
+//!    of `A12`) and the update `A22 -= L21 U12` (a GEMM); then the next panel is
+//!    factorised on a second stream of the greatest priority ([`LuOptions::lookahead`])
+//!    while the main stream does the same for the columns right of it (and the
+//!    interchanges left of the panel); events order the two streams, which touch
+//!    disjoint columns and scratch (two `L11^{-1}` slots, panels alternating) in between.
 //!
 //! The GEMM is `gemm_dmma_sm90_k4_f64` / `gemm_dmma_f64` on the FP64 tensor cores
 //! (`f64`), `gemm_nn_<t>` on the CUDA cores otherwise. `FERROCUDA_LU_PHASES=1` prints the
@@ -24,11 +27,13 @@
 
 use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, LaunchConfig, arg};
 use ferrocuda_kernels::dense::{
-    DMMA_SHARED_BYTES, DMMA_TILE, GEMM_K, GEMM_TILE, LEAF_MAX, LEAF_MAX_BLOCKS, LEAF_ROWS_LEN,
-    PANEL_MAX_BLOCKS, PANEL_SHARED_BYTES, PANEL_THREADS, TRSM_COLS, TRSM_MAX_KB, TRSM_THREADS,
-    leaf_shared_bytes, trsm_shared_bytes,
+    DMMA_SHARED_BYTES, DMMA_TILE, GEMM_K, GEMM_TILE, LASWP_COLS, LASWP_THREADS, LEAF_MAX,
+    LEAF_MAX_BLOCKS, LEAF_ROWS_LEN, PANEL_MAX_BLOCKS, PANEL_SHARED_BYTES, PANEL_THREADS, SWAP_MAX,
+    SWAP_PLAN_THREADS, TRSM_COLS, TRSM_MAX_KB, TRSM_THREADS, leaf_shared_bytes, swap_plan_len,
+    swap_plan_shared_bytes, trsm_shared_bytes,
 };
 use ferrocuda_kernels::hopper::{HOPPER_SHARED_BYTES, HOPPER_THREADS, HOPPER_TILE};
+use ferrocuda_kernels::names::DENSE_SPECIAL;
 
 use super::{Lu, LuOptions, LuReport, LuScalar, Matrix, Pivoting, check_square};
 use crate::error::{Error, Result, check_device};
@@ -43,6 +48,13 @@ pub struct LuWorkspace {
     rows: DeviceBuffer<f64>,
     /// Grid-barrier arrival counter of `lu_leaf_coop`.
     barrier: DeviceBuffer<u32>,
+    /// Swap plans (`lu_swap_plan`): the plan of interchanges `k0..k1` at `3 k0`; grown
+    /// to `3 n` by [`factor_device`].
+    plan: DeviceBuffer<u32>,
+    /// Two `L11^{-1}` of `block x block` (panels alternate), then a `block x n` copy of
+    /// the rows a triangular solve rewrites (8 bytes per entry: fits `f32` and `f64`);
+    /// grown by [`factor_device`].
+    scratch: DeviceBuffer<f64>,
 }
 
 impl LuWorkspace {
@@ -55,9 +67,27 @@ impl LuWorkspace {
             info: gpu.alloc_zeroed(1)?,
             rows: gpu.alloc_zeroed(LEAF_ROWS_LEN)?,
             barrier: gpu.alloc_zeroed(1)?,
+            plan: gpu.alloc_zeroed(1)?,
+            scratch: gpu.alloc_zeroed(1)?,
         })
     }
+
+    /// Grows the plan and scratch buffers for an `n x n` factorisation in panels of
+    /// `block` columns.
+    fn reserve(&mut self, n: usize, block: usize) -> Result<()> {
+        let gpu = self.info.gpu().clone();
+        if self.plan.len() < swap_plan_len(n) {
+            self.plan = gpu.alloc_zeroed(swap_plan_len(n))?;
+        }
+        let need = 2 * block * block + block * n;
+        if self.scratch.len() < need {
+            self.scratch = gpu.alloc_zeroed(need)?;
+        }
+        Ok(())
+    }
 }
+
+const _: () = assert!(super::MAX_BLOCK <= SWAP_MAX);
 
 /// Factors `P A = L U` on the GPU: uploads `a`, factors it on the device
 /// ([`factor_device`]), downloads the factors and pivots. The report's `factor_ms` is
@@ -149,6 +179,7 @@ pub fn factor_device<T: LuScalar>(
     if trsm_bytes > 48 * 1024 {
         allow_shared(&gpu, T::DENSE.trsm, trsm_bytes)?;
     }
+    ws.reserve(n, opts.block)?;
     ws.info.copy_from_host(&[0])?;
     ws.counter.copy_from_host(&[0])?;
     ws.barrier.copy_from_host(&[0])?;
@@ -165,6 +196,9 @@ pub fn factor_device<T: LuScalar>(
             ws.rows.device_ptr(),
             ws.barrier.device_ptr(),
         ],
+        plan: ws.plan.device_ptr(),
+        scratch: ws.scratch.device_ptr(),
+        nb: opts.block,
         pivot: partial as u32,
         gemm: gemm_kernel,
         leaf,
@@ -190,9 +224,15 @@ pub fn factor_device<T: LuScalar>(
     // only columns k1..k2 of the next panel, the main stream the others.
     unsafe {
         run.panel(pg, 0, k1)?;
+        if k1 < n {
+            run.invert_l11(pg, 0, k1)?;
+        }
         loop {
             if let Some(s) = &side {
                 gpu.wait_for(s)?;
+            }
+            if partial && (k0 > 0 || k1 < n) {
+                run.swap_plan(&gpu, Phase::Swap, (k0, k1))?;
             }
             if k1 >= n {
                 if partial && k0 > 0 {
@@ -206,19 +246,22 @@ pub fn factor_device<T: LuScalar>(
             if partial {
                 run.laswp(&gpu, (k0, k1), (k1, k2), (0, 0))?;
             }
-            run.trsm_rec(&gpu, (k0, kb), (k1, k2))?;
+            run.trsm_inv(&gpu, (k0, kb), (k1, k2))?;
             run.update(&gpu, Phase::GemmNext, (k1, n), (k1, k2), (k0, k1))?;
             if let Some(s) = &side {
                 s.wait_for(&gpu)?;
             }
             run.panel(pg, k1, k2)?;
+            if k2 < n {
+                run.invert_l11(pg, k1, k2)?;
+            }
             // Then every other column: left of the panel (swaps only) and right of the
             // next panel (swaps, U12, update), while the next panel is factorised.
             if partial {
                 run.laswp(&gpu, (k0, k1), (0, n), (k0, k2))?;
             }
             if k2 < n {
-                run.trsm_rec(&gpu, (k0, kb), (k2, n))?;
+                run.trsm_inv(&gpu, (k0, kb), (k2, n))?;
                 run.update(&gpu, Phase::GemmRest, (k1, n), (k2, n), (k0, k1))?;
             }
             k0 = k1;
@@ -241,13 +284,11 @@ pub fn factor_device<T: LuScalar>(
 /// blocks split in halves joined by a GEMM.
 const TRSM_BASE: usize = TRSM_MAX_KB;
 
-/// Threads per block of `lu_laswp`.
-const LASWP_THREADS: u32 = 64;
-
 /// The phases that `FERROCUDA_LU_PHASES=1` times.
 #[derive(Clone, Copy)]
 enum Phase {
     Leaf,
+    Invert,
     PanelSwap,
     PanelTrsm,
     PanelGemm,
@@ -257,8 +298,9 @@ enum Phase {
     GemmRest,
 }
 
-const PHASE_NAMES: [&str; 8] = [
+const PHASE_NAMES: [&str; 9] = [
     "leaf (panel factorisation)",
+    "inverse of L11",
     "panel laswp",
     "panel trsm",
     "panel gemm",
@@ -273,8 +315,8 @@ const PHASE_NAMES: [&str; 8] = [
 /// serialises the look-ahead), and the totals go to standard error at the end.
 struct Phases {
     on: bool,
-    ms: [f64; 8],
-    calls: [usize; 8],
+    ms: [f64; 9],
+    calls: [usize; 9],
     start: std::time::Instant,
 }
 
@@ -282,8 +324,8 @@ impl Phases {
     fn from_env() -> Self {
         Phases {
             on: std::env::var_os("FERROCUDA_LU_PHASES").is_some_and(|v| v != "0"),
-            ms: [0.0; 8],
-            calls: [0; 8],
+            ms: [0.0; 9],
+            calls: [0; 9],
             start: std::time::Instant::now(),
         }
     }
@@ -329,6 +371,12 @@ struct Run<T> {
     ipiv: u64,
     /// part_val, part_idx, counter, info, rows, barrier.
     ws: [u64; 6],
+    /// Swap plans ([`LuWorkspace`]).
+    plan: u64,
+    /// Two `L11^{-1}` and the triangular solves' copy ([`LuWorkspace`]).
+    scratch: u64,
+    /// Panel width.
+    nb: usize,
     pivot: u32,
     gemm: GemmKernel,
     leaf: Option<LeafPlan>,
@@ -360,12 +408,16 @@ impl<T: LuScalar> Run<T> {
         unsafe {
             self.panel(g, c0, mid)?;
             if self.pivot != 0 {
+                self.swap_plan(g, Phase::PanelSwap, (c0, mid))?;
                 self.laswp_phase(g, Phase::PanelSwap, (c0, mid), (mid, c1), (0, 0))?;
             }
-            self.trsm_rec_phase(g, Phase::PanelTrsm, (c0, mid - c0), (mid, c1))?;
+            let l11 = (self.at(c0, c0), self.n);
+            let a12 = (self.at(c0, mid), self.n);
+            self.trsm_rec(g, Phase::PanelTrsm, l11, mid - c0, a12, c1 - mid)?;
             self.update(g, Phase::PanelGemm, (mid, self.n), (mid, c1), (c0, mid))?;
             self.panel(g, mid, c1)?;
             if self.pivot != 0 {
+                self.swap_plan(g, Phase::PanelSwap, (mid, c1))?;
                 self.laswp_phase(g, Phase::PanelSwap, (mid, c1), (c0, mid), (0, 0))?;
             }
         }
@@ -456,11 +508,41 @@ impl<T: LuScalar> Run<T> {
         })
     }
 
-    /// Interchanges `ipiv[k0..k1]` on columns `lo..hi` outside `skip0..skip1`.
+    /// Device address of the swap plan of the interchanges starting at `k0`.
+    fn plan_at(&self, k0: usize) -> u64 {
+        self.plan + (swap_plan_len(k0) * size_of::<u32>()) as u64
+    }
+
+    /// Device address of panel `k0`'s `L11^{-1}` (`nb x nb`; panels alternate).
+    fn linv_at(&self, k0: usize) -> u64 {
+        self.scratch + ((k0 / self.nb) % 2 * self.nb * self.nb * size_of::<T>()) as u64
+    }
+
+    /// Device address of the triangular solves' copy of the rows they rewrite.
+    fn work(&self) -> u64 {
+        self.scratch + (2 * self.nb * self.nb * size_of::<T>()) as u64
+    }
+
+    /// The swap plan of `ipiv[k0..k1]` (`lu_swap_plan`), timed as `phase`.
     ///
     /// # Safety
-    /// `ipiv[k0..k1]` hold rows `< n` (written by earlier launches on `g`'s stream or
-    /// ordered before it); `hi <= n`.
+    /// `ipiv[k0..k1]` hold rows in `k0..n`, written by earlier launches on `g`'s stream
+    /// or ordered before it; no launch reads plan `k0` meanwhile.
+    unsafe fn swap_plan(&mut self, g: &Gpu, phase: Phase, (k0, k1): (usize, usize)) -> Result<()> {
+        let (ipiv, plan) = (self.ipiv, self.plan_at(k0));
+        // SAFETY: the caller's promise; the plan's 3 w entries at 3 k0 lie inside the
+        // workspace's 3 n.
+        self.phases.time(g, phase, || unsafe {
+            swap_plan_raw(g, (k0, k1), ipiv, plan)
+        })
+    }
+
+    /// Applies the swap plan of `ipiv[k0..k1]` ([`Run::swap_plan`]) to columns `lo..hi`
+    /// outside `skip0..skip1`.
+    ///
+    /// # Safety
+    /// The plan of `k0..k1` was made by an earlier launch on `g`'s stream (or ordered
+    /// before it); `hi <= n`.
     unsafe fn laswp(
         &mut self,
         g: &Gpu,
@@ -479,58 +561,171 @@ impl<T: LuScalar> Run<T> {
         &mut self,
         g: &Gpu,
         phase: Phase,
-        ks: (usize, usize),
+        (k0, k1): (usize, usize),
         (lo, hi): (usize, usize),
         (skip0, skip1): (usize, usize),
     ) -> Result<()> {
-        if hi <= lo || ks.1 <= ks.0 {
+        if hi <= lo || k1 <= k0 {
             return Ok(());
         }
         // Columns lo..hi as a matrix of their own: the pointer moves by whole columns.
         let a = self.at(0, lo);
-        let skip = (skip0.saturating_sub(lo), skip1.saturating_sub(lo));
-        let n = self.n;
-        let ipiv = self.ipiv;
+        let (skip0, skip1) = (skip0.saturating_sub(lo), skip1.saturating_sub(lo));
+        let (n, ncols, plan) = (self.n, hi - lo, self.plan_at(k0));
+        // SAFETY: the caller's promise; the plan's rows are all < n.
         self.phases.time(g, phase, || unsafe {
-            laswp::<T>(g, n, hi - lo, a, ks, skip, ipiv)
+            laswp_raw::<T>(g, (n, ncols, a), (k0, k1), (skip0, skip1), plan)
         })
     }
 
-    /// `A[k0..k0+kb, c0..c1] <- L11^{-1} A[k0..k0+kb, c0..c1]`.
+    /// `D <- S` (`rows x cols`), or `D <- I` where `s` is `None`, timed as `phase`.
     ///
     /// # Safety
-    /// `k0 + kb <= n`, `c1 <= n`, columns `c0..c1` outside `k0..k0 + kb`.
-    unsafe fn trsm_rec(&mut self, g: &Gpu, kk: (usize, usize), cols: (usize, usize)) -> Result<()> {
-        unsafe { self.trsm_rec_phase(g, Phase::Trsm, kk, cols) }
-    }
-
-    /// [`Run::trsm_rec`] timed as `phase`: `lu_trsm` up to [`TRSM_BASE`] rows, otherwise
-    /// the top half, a GEMM on the bottom half, the bottom half.
-    ///
-    /// # Safety
-    /// As [`Run::trsm_rec`].
-    unsafe fn trsm_rec_phase(
+    /// Both blocks lie in live device memory of `g`'s device and do not overlap.
+    unsafe fn copy(
         &mut self,
         g: &Gpu,
         phase: Phase,
+        (rows, cols): (usize, usize),
+        s: Option<(u64, usize)>,
+        (d, ldd): (u64, usize),
+    ) -> Result<()> {
+        let (eye, (sp, lds)) = match s {
+            Some(s) => (0u32, s),
+            None => (1u32, (d, ldd)),
+        };
+        let cfg = LaunchConfig::for_elements(rows * cols, 256);
+        self.phases.time(g, phase, || {
+            // SAFETY: lu_copy(rows, cols, eye, s, lds, d, ldd); the caller's promise.
+            unsafe {
+                g.launch(
+                    T::DENSE.copy,
+                    cfg,
+                    &mut [
+                        arg(&rows),
+                        arg(&cols),
+                        arg(&eye),
+                        arg(&sp),
+                        arg(&lds),
+                        arg(&d),
+                        arg(&ldd),
+                    ],
+                )
+            }
+            .map_err(Into::into)
+        })
+    }
+
+    /// `L11^{-1}` of panel `k0..k1` into its scratch slot ([`Run::linv_at`]): the
+    /// triangular solve of the identity.
+    ///
+    /// # Safety
+    /// Panel `k0..k1` is factorised (on `g`'s stream or ordered before it); no launch
+    /// reads this parity's slot meanwhile.
+    unsafe fn invert_l11(&mut self, g: &Gpu, k0: usize, k1: usize) -> Result<()> {
+        let (kb, ld, linv) = (k1 - k0, self.nb, self.linv_at(k0));
+        let l11 = (self.at(k0, k0), self.n);
+        unsafe {
+            self.copy(g, Phase::Invert, (kb, kb), None, (linv, ld))?;
+            self.trsm_rec(g, Phase::Invert, l11, kb, (linv, ld), kb)
+        }
+    }
+
+    /// `A[k0..k0+kb, c0..c1] <- L11^{-1} A[k0..k0+kb, c0..c1]` as one GEMM with panel
+    /// `k0`'s inverse ([`Run::invert_l11`]) on a copy of these rows.
+    ///
+    /// # Safety
+    /// `invert_l11(k0, ..)` ran before (ordered on `g`'s stream); `k0 + kb <= n`, `c1 <=
+    /// n`, columns `c0..c1` right of the panel; the scratch copy is `g`'s alone.
+    unsafe fn trsm_inv(
+        &mut self,
+        g: &Gpu,
         (k0, kb): (usize, usize),
         (c0, c1): (usize, usize),
     ) -> Result<()> {
         if c1 <= c0 || kb == 0 {
             return Ok(());
         }
+        let (n, work, linv, a12) = (self.n, self.work(), self.linv_at(k0), self.at(k0, c0));
+        unsafe {
+            self.copy(g, Phase::Trsm, (kb, c1 - c0), Some((a12, n)), (work, kb))?;
+            self.gemm_ptrs(
+                g,
+                Phase::Trsm,
+                (kb, c1 - c0, kb),
+                T::ONE,
+                (linv, self.nb),
+                (work, kb),
+                T::ZERO,
+                (a12, n),
+            )
+        }
+    }
+
+    /// `X <- L11^{-1} X` for the `kb x ncols` block `X` and the unit lower triangle of
+    /// the `kb x kb` block `l` (pointer and leading dimension each), timed as `phase`:
+    /// `lu_trsm` up to [`TRSM_BASE`] rows, otherwise the top half, a GEMM on the bottom
+    /// half, the bottom half.
+    ///
+    /// # Safety
+    /// Both blocks lie in live device memory of `g`'s device and do not overlap.
+    unsafe fn trsm_rec(
+        &mut self,
+        g: &Gpu,
+        phase: Phase,
+        (l, ldl): (u64, usize),
+        kb: usize,
+        (x, ldx): (u64, usize),
+        ncols: usize,
+    ) -> Result<()> {
+        if ncols == 0 || kb == 0 {
+            return Ok(());
+        }
         if kb <= TRSM_BASE {
-            let (n, a) = (self.n, self.a);
-            return self
-                .phases
-                .time(g, phase, || unsafe { trsm::<T>(g, n, a, c1, (k0, kb), c0) });
+            return self.phases.time(g, phase, || unsafe {
+                trsm::<T>(g, ncols, kb, (l, ldl), (x, ldx))
+            });
         }
         let h = (kb / 2).div_ceil(32) * 32;
+        let sz = size_of::<T>() as u64;
+        let (l21, l22) = (l + h as u64 * sz, l + (h + h * ldl) as u64 * sz);
+        let x2 = x + h as u64 * sz;
         unsafe {
-            self.trsm_rec_phase(g, phase, (k0, h), (c0, c1))?;
-            self.gemm_phase(g, phase, (k0 + h, k0 + kb), (c0, c1), (k0, k0 + h))?;
-            self.trsm_rec_phase(g, phase, (k0 + h, kb - h), (c0, c1))
+            self.trsm_rec(g, phase, (l, ldl), h, (x, ldx), ncols)?;
+            self.gemm_ptrs(
+                g,
+                phase,
+                (kb - h, ncols, h),
+                -T::ONE,
+                (l21, ldl),
+                (x, ldx),
+                T::ONE,
+                (x2, ldx),
+            )?;
+            self.trsm_rec(g, phase, (l22, ldl), kb - h, (x2, ldx), ncols)
         }
+    }
+
+    /// `C <- alpha A B + beta C` on device pointers with this run's GEMM, timed as `phase`.
+    ///
+    /// # Safety
+    /// As [`gemm_raw`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn gemm_ptrs(
+        &mut self,
+        g: &Gpu,
+        phase: Phase,
+        mnk: (usize, usize, usize),
+        alpha: T,
+        a: (u64, usize),
+        b: (u64, usize),
+        beta: T,
+        c: (u64, usize),
+    ) -> Result<()> {
+        let kernel = self.gemm;
+        self.phases.time(g, phase, || unsafe {
+            gemm_raw::<T>(g, kernel, mnk, alpha, a, b, beta, c)
+        })
     }
 
     /// `A[r0..r1, c0..c1] -= A[r0..r1, p0..p1] A[p0..p1, c0..c1]`, timed as `phase`.
@@ -538,21 +733,6 @@ impl<T: LuScalar> Run<T> {
     /// # Safety
     /// All ranges inside `0..n`; the target block overlaps neither factor.
     unsafe fn update(
-        &mut self,
-        g: &Gpu,
-        phase: Phase,
-        rows: (usize, usize),
-        cols: (usize, usize),
-        inner: (usize, usize),
-    ) -> Result<()> {
-        unsafe { self.gemm_phase(g, phase, rows, cols, inner) }
-    }
-
-    /// See [`Run::update`].
-    ///
-    /// # Safety
-    /// As [`Run::update`].
-    unsafe fn gemm_phase(
         &mut self,
         g: &Gpu,
         phase: Phase,
@@ -565,19 +745,8 @@ impl<T: LuScalar> Run<T> {
         }
         let n = self.n;
         let (a, b, c) = (self.at(r0, p0), self.at(p0, c0), self.at(r0, c0));
-        let kernel = self.gemm;
-        self.phases.time(g, phase, || unsafe {
-            gemm_raw::<T>(
-                g,
-                kernel,
-                (r1 - r0, c1 - c0, p1 - p0),
-                -T::ONE,
-                (a, n),
-                (b, n),
-                T::ONE,
-                (c, n),
-            )
-        })
+        let mnk = (r1 - r0, c1 - c0, p1 - p0);
+        unsafe { self.gemm_ptrs(g, phase, mnk, -T::ONE, (a, n), (b, n), T::ONE, (c, n)) }
     }
 }
 
@@ -610,67 +779,165 @@ impl LeafPlan {
     }
 }
 
-/// `lu_laswp`: interchanges `k0..k1` of `ipiv` on every column `< ncols` of `a` outside
-/// `skip0..skip1`.
+/// Applies the row interchanges `ipiv[k0..k1]` in order (row `k` with row `ipiv[k]`,
+/// LAPACK's `laswp`) to every column of the column-major `nrows x (len / nrows)` matrix
+/// in `a`: per at most 512 interchanges one `lu_swap_plan` (which row ends where) and one
+/// `lu_laswp` (each column's moves read before any is written).
+///
+/// Interchanges as [`factor_device`] writes them: `k <= ipiv[k] < nrows`. Errors (`a`
+/// then unchanged): a length that is not a multiple of `nrows`, `k1` past `ipiv` or
+/// `nrows`, an entry outside `k..nrows`.
+///
+/// ```no_run
+/// # fn main() -> ferrocuda::Result<()> {
+/// use ferrocuda::dense::gpu;
+/// let g = ferrocuda::gpu::open(0)?;
+/// // Rows 0 and 2, then 1 and 2, of a 3 x 2 matrix.
+/// let mut a = g.upload(&[1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0])?;
+/// gpu::laswp(&mut a, 3, &[2, 2], (0, 2))?;
+/// assert_eq!(a.download()?, vec![3.0, 1.0, 2.0, 6.0, 4.0, 5.0]);
+/// # Ok(())
+/// # }
+/// ```
+pub fn laswp<T: LuScalar>(
+    a: &mut DeviceBuffer<T>,
+    nrows: usize,
+    ipiv: &[u32],
+    (k0, k1): (usize, usize),
+) -> Result<()> {
+    const OP: &str = "dense::gpu::laswp";
+    let bad = |reason: String| Err(Error::InvalidArgument { op: OP, reason });
+    if nrows == 0 || a.len() % nrows != 0 {
+        return bad(format!(
+            "{} elements are not whole columns of {nrows} rows",
+            a.len()
+        ));
+    }
+    if k0 > k1 || k1 > ipiv.len() || k1 > nrows {
+        return bad(format!(
+            "interchanges {k0}..{k1} with {} pivots and {nrows} rows",
+            ipiv.len()
+        ));
+    }
+    if let Some(k) = (k0..k1).find(|&k| (ipiv[k] as usize) < k || ipiv[k] as usize >= nrows) {
+        return bad(format!("ipiv[{k}] = {} is outside {k}..{nrows}", ipiv[k]));
+    }
+    let ncols = a.len() / nrows;
+    if ncols == 0 || k1 == k0 {
+        return Ok(());
+    }
+    let g = a.gpu().clone();
+    let dpiv = g.upload(&ipiv[..k1])?;
+    let plan = g.alloc::<u32>(swap_plan_len(k1))?;
+    let plan_at = |k: usize| plan.device_ptr() + (swap_plan_len(k) * size_of::<u32>()) as u64;
+    let mut k = k0;
+    while k < k1 {
+        let ke = (k + SWAP_MAX).min(k1);
+        // SAFETY: the entries of ipiv[k..ke] were checked to lie in k..nrows; the plan
+        // of k..ke fits in plan's 3 k1 entries; `a` holds ncols whole columns.
+        unsafe {
+            swap_plan_raw(&g, (k, ke), dpiv.device_ptr(), plan_at(k))?;
+            laswp_raw::<T>(
+                &g,
+                (nrows, ncols, a.device_ptr()),
+                (k, ke),
+                (0, 0),
+                plan_at(k),
+            )?;
+        }
+        k = ke;
+    }
+    Ok(())
+}
+
+/// `lu_swap_plan`: the plan of the interchanges `k0..k1` (at most [`SWAP_MAX`]) of `ipiv`
+/// into `plan` (`3 (k1 - k0)` entries).
 ///
 /// # Safety
-/// `a` is an `n x ncols` matrix (leading dimension `n`) and `ipiv` holds rows `< n` at
-/// `k0..k1`, both on `gpu`'s device.
-unsafe fn laswp<T: LuScalar>(
+/// `ipiv[k0..k1]` on `gpu`'s device hold rows `k <= ipiv[k] < nrows` (ordered before this
+/// launch); `plan` has room for the plan.
+unsafe fn swap_plan_raw(gpu: &Gpu, (k0, k1): (usize, usize), ipiv: u64, plan: u64) -> Result<()> {
+    let w = k1 - k0;
+    debug_assert!(w <= SWAP_MAX);
+    let cfg = LaunchConfig::blocks(1, SWAP_PLAN_THREADS as u32)
+        .with_shared_bytes(swap_plan_shared_bytes(w) as u32);
+    // SAFETY: lu_swap_plan(k0, w, ipiv, plan) reads ipiv[k0..k1] and writes 3 w entries
+    // of the plan; the caller's promise.
+    unsafe {
+        gpu.launch(
+            DENSE_SPECIAL.swap_plan,
+            cfg,
+            &mut [arg(&k0), arg(&w), arg(&ipiv), arg(&plan)],
+        )
+    }
+    .map_err(Into::into)
+}
+
+/// `lu_laswp`: the plan of interchanges `k0..k1` applied to the `ncols` columns (leading
+/// dimension `lda`) at `a` outside `skip0..skip1`.
+///
+/// # Safety
+/// The plan (made by [`swap_plan_raw`], ordered before) moves rows `< lda`; `a` holds
+/// `ncols` columns on `gpu`'s device.
+unsafe fn laswp_raw<T: LuScalar>(
     gpu: &Gpu,
-    n: usize,
-    ncols: usize,
-    a: u64,
+    (lda, ncols, a): (usize, usize, u64),
     (k0, k1): (usize, usize),
     (skip0, skip1): (usize, usize),
-    ipiv: u64,
+    plan: u64,
 ) -> Result<()> {
-    // Small blocks: a column per thread, its swaps in order (latency-bound), spread over
-    // every multiprocessor.
-    let cfg = LaunchConfig::for_elements(ncols, LASWP_THREADS);
-    // SAFETY: lu_laswp(ncols, lda, k0, k1, skip0, skip1, a, ipiv); the caller's promise.
+    let w = k1 - k0;
+    let cfg = LaunchConfig::blocks(ncols.div_ceil(LASWP_COLS) as u32, LASWP_THREADS as u32);
+    // SAFETY: lu_laswp(ncols, lda, k0, w, skip0, skip1, a, plan); the caller's promise.
     unsafe {
         gpu.launch(
             T::DENSE.laswp,
             cfg,
             &mut [
                 arg(&ncols),
-                arg(&n),
+                arg(&lda),
                 arg(&k0),
-                arg(&k1),
+                arg(&w),
                 arg(&skip0),
                 arg(&skip1),
                 arg(&a),
-                arg(&ipiv),
+                arg(&plan),
             ],
         )
     }
     .map_err(Into::into)
 }
 
-/// `lu_trsm`: rows `k0..k0 + kb` of columns `c0..ncols` <- `L11^{-1}` times them.
+/// `lu_trsm`: `X <- L11^{-1} X` for `ncols` columns.
 ///
 /// # Safety
-/// `a` is an `n x n` matrix (leading dimension `n`) on `gpu`'s device, `k0 + kb <= n`,
-/// `kb <= TRSM_MAX_KB` (the kernel's shared-memory limit raised for it), `c0 < ncols <= n`.
+/// `l` (`kb x kb`, leading dimension `ldl`) and `x` (`kb x ncols`, `ldx`) are device
+/// blocks on `gpu`'s device that do not overlap; `kb <= TRSM_MAX_KB` (the kernel's
+/// shared-memory limit raised for it).
 unsafe fn trsm<T: LuScalar>(
     gpu: &Gpu,
-    n: usize,
-    a: u64,
     ncols: usize,
-    (k0, kb): (usize, usize),
-    c0: usize,
+    kb: usize,
+    (l, ldl): (u64, usize),
+    (x, ldx): (u64, usize),
 ) -> Result<()> {
     debug_assert!(kb <= TRSM_MAX_KB);
-    let cfg = LaunchConfig::blocks((ncols - c0).div_ceil(TRSM_COLS) as u32, TRSM_THREADS as u32)
+    let cfg = LaunchConfig::blocks(ncols.div_ceil(TRSM_COLS) as u32, TRSM_THREADS as u32)
         .with_shared_bytes(trsm_shared_bytes(kb, size_of::<T>()) as u32);
-    // SAFETY: lu_trsm(ncols, lda, k0, kb, c0, a) reads L11 and rewrites rows k0..k0+kb
-    // of columns c0..ncols; the caller's promise.
+    // SAFETY: lu_trsm(ncols, kb, l, ldl, x, ldx) reads L11 and rewrites X; the caller's
+    // promise.
     unsafe {
         gpu.launch(
             T::DENSE.trsm,
             cfg,
-            &mut [arg(&ncols), arg(&n), arg(&k0), arg(&kb), arg(&c0), arg(&a)],
+            &mut [
+                arg(&ncols),
+                arg(&kb),
+                arg(&l),
+                arg(&ldl),
+                arg(&x),
+                arg(&ldx),
+            ],
         )
     }
     .map_err(Into::into)
