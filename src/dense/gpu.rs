@@ -750,7 +750,11 @@ impl<T: LuScalar> Run<T> {
     }
 }
 
-/// How `lu_leaf_coop` runs on one device: `blocks` blocks (one per SM, at most
+/// A leaf's share of the multiprocessors: one block on every `LEAF_SM_SHARE`-th.
+const LEAF_SM_SHARE: usize = 2;
+
+/// How `lu_leaf_coop` runs on one device: `blocks` blocks (one per SM on a share of
+/// them, [`LEAF_SM_SHARE`]; more where the rows would not fit in shared memory; at most
 /// `LEAF_MAX_BLOCKS`), each holding `ceil(rows / blocks)` rows of the leaf in shared
 /// memory.
 struct LeafPlan {
@@ -761,16 +765,24 @@ impl LeafPlan {
     /// The plan for an `n x n` factorisation, or `None` where the first leaf's slice
     /// does not fit in a block's shared memory (the per-column kernel runs instead).
     fn new<T: LuScalar>(gpu: &Gpu, n: usize) -> Result<Option<LeafPlan>> {
-        let blocks = gpu.multiprocessors()?.min(LEAF_MAX_BLOCKS);
-        let plan = LeafPlan { blocks };
-        let bytes = plan.shared_bytes(n, LEAF_MAX, size_of::<T>());
-        if bytes > gpu.shared_memory_per_block_optin()? {
+        let sms = gpu.multiprocessors()?.min(LEAF_MAX_BLOCKS);
+        // A leaf block and a GEMM block never share a multiprocessor (registers), so the
+        // leaf takes only part of the device and the main stream's GEMM goes on beside it
+        // on the rest. `FERROCUDA_LU_LEAF_BLOCKS` overrides the share (diagnosis).
+        let want = std::env::var("FERROCUDA_LU_LEAF_BLOCKS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(sms.div_ceil(LEAF_SM_SHARE));
+        let optin = gpu.shared_memory_per_block_optin()?;
+        let bytes = |blocks: usize| leaf_shared_bytes(n.div_ceil(blocks), LEAF_MAX, size_of::<T>());
+        // More blocks where the rows of fewer would not fit in shared memory.
+        let Some(blocks) = (want.clamp(1, sms)..=sms).find(|&b| bytes(b) <= optin) else {
             return Ok(None);
+        };
+        if bytes(blocks) > 48 * 1024 {
+            allow_shared(gpu, T::DENSE.leaf_coop, bytes(blocks))?;
         }
-        if bytes > 48 * 1024 {
-            allow_shared(gpu, T::DENSE.leaf_coop, bytes)?;
-        }
-        Ok(Some(plan))
+        Ok(Some(LeafPlan { blocks }))
     }
 
     /// Shared memory of a leaf of `rows` rows and `w` columns.
@@ -807,7 +819,7 @@ pub fn laswp<T: LuScalar>(
 ) -> Result<()> {
     const OP: &str = "dense::gpu::laswp";
     let bad = |reason: String| Err(Error::InvalidArgument { op: OP, reason });
-    if nrows == 0 || a.len() % nrows != 0 {
+    if nrows == 0 || !a.len().is_multiple_of(nrows) {
         return bad(format!(
             "{} elements are not whole columns of {nrows} rows",
             a.len()
