@@ -69,8 +69,6 @@ fn exact_path_matches_the_cpu() {
         .flat_map(|&c| [(c, ExactKernels::Auto), (c, ExactKernels::Tiled)]);
     for ((m, n, batch), kernels) in runs {
         let model = SwarmModel::new(m, n).unwrap();
-        let (x0, u) = crowded(&model, batch, 31 * m as u64 + n as u64);
-        let len = model.controls();
         let mut ev =
             GpuEvaluator::with_kernels(&gpu, model, Gradient::Exact, batch, kernels, None).unwrap();
         // Auto: the fused kernel up to 512 objects per launch, the tiled ones above.
@@ -79,38 +77,8 @@ fn exact_path_matches_the_cpu() {
             kernels == ExactKernels::Auto && m * batch <= 512,
             "M={m} batch {batch}"
         );
-        let values = ev.evaluate_batch(&x0, &u).unwrap();
-        let (mut gj, mut gg) = (vec![f64::NAN; batch * len], vec![f64::NAN; batch * len]);
-        let with_grad = ev.gradient_batch(&x0, &u, &mut gj, &mut gg).unwrap();
-        for q in 0..batch {
-            let (xq, uq) = (&x0[q * 4 * m..(q + 1) * 4 * m], &u[q * len..(q + 1) * len]);
-            let (mut cj, mut cg) = (vec![0.0; len], vec![0.0; len]);
-            let c = cpu::gradient(&model, xq, uq, Gradient::Exact, &mut cj, &mut cg).unwrap();
-            for e in [values[q], with_grad[q]] {
-                assert!(
-                    (e.cost - c.cost).abs() <= 1e-12 * c.cost.abs(),
-                    "M={m} N={n} q={q}: J {} vs {}",
-                    e.cost,
-                    c.cost
-                );
-                assert!(
-                    (e.constraint - c.constraint).abs() <= 1e-11 * (1.0 + c.constraint.abs()),
-                    "M={m} N={n} q={q}: g {} vs {}",
-                    e.constraint,
-                    c.constraint
-                );
-            }
-            let rj = rel_err(&gj[q * len..(q + 1) * len], &cj);
-            let rg = rel_err(&gg[q * len..(q + 1) * len], &cg);
-            eprintln!(
-                "M={m} N={n} q={q} {kernels:?}: GPU vs CPU exact gradients: J {rj:.1e}, g {rg:.1e}"
-            );
-            assert!(
-                rj < 1e-11 && rg < 1e-11,
-                "M={m} N={n} q={q} {kernels:?}: {rj:e} {rg:e}"
-            );
-            active += (c.constraint < 0.0) as usize;
-        }
+        let what = format!("M={m} N={n} {kernels:?}");
+        active += check_against_cpu(&mut ev, &model, batch, 31 * m as u64 + n as u64, &what);
     }
     assert!(
         active >= 20,
@@ -120,15 +88,21 @@ fn exact_path_matches_the_cpu() {
 
 /// Checks `J`, `g` and the exact gradients of `batch` problems of `evaluator` against
 /// the CPU twin (values first, then with gradients, so both launches are covered);
-/// returns how many problems had an active constraint.
-fn check_against_cpu(ev: &mut GpuEvaluator, model: &SwarmModel, batch: usize, seed: u64) -> usize {
-    let (m, n) = (model.objects, model.horizon);
+/// returns how many problems had an active constraint. `what` names the case.
+fn check_against_cpu(
+    ev: &mut GpuEvaluator,
+    model: &SwarmModel,
+    batch: usize,
+    seed: u64,
+    what: &str,
+) -> usize {
     let (x0, u) = crowded(model, batch, seed);
     let len = model.controls();
     let values = ev.evaluate_batch(&x0, &u).unwrap();
     let (mut gj, mut gg) = (vec![f64::NAN; batch * len], vec![f64::NAN; batch * len]);
     let with_grad = ev.gradient_batch(&x0, &u, &mut gj, &mut gg).unwrap();
     let mut active = 0;
+    let m = model.objects;
     for q in 0..batch {
         let (xq, uq) = (&x0[q * 4 * m..(q + 1) * 4 * m], &u[q * len..(q + 1) * len]);
         let (mut cj, mut cg) = (vec![0.0; len], vec![0.0; len]);
@@ -136,20 +110,21 @@ fn check_against_cpu(ev: &mut GpuEvaluator, model: &SwarmModel, batch: usize, se
         for e in [values[q], with_grad[q]] {
             assert!(
                 (e.cost - c.cost).abs() <= 1e-12 * c.cost.abs(),
-                "M={m} N={n} q={q}: J {} vs {}",
+                "{what} q={q}: J {} vs {}",
                 e.cost,
                 c.cost
             );
             assert!(
                 (e.constraint - c.constraint).abs() <= 1e-11 * (1.0 + c.constraint.abs()),
-                "M={m} N={n} q={q}: g {} vs {}",
+                "{what} q={q}: g {} vs {}",
                 e.constraint,
                 c.constraint
             );
         }
         let rj = rel_err(&gj[q * len..(q + 1) * len], &cj);
         let rg = rel_err(&gg[q * len..(q + 1) * len], &cg);
-        assert!(rj < 1e-11 && rg < 1e-11, "M={m} N={n} q={q}: {rj:e} {rg:e}");
+        eprintln!("{what} q={q}: GPU vs CPU exact gradients: J {rj:.1e}, g {rg:.1e}");
+        assert!(rj < 1e-11 && rg < 1e-11, "{what} q={q}: {rj:e} {rg:e}");
         active += (c.constraint < 0.0) as usize;
     }
     active
@@ -195,7 +170,8 @@ fn fused_kernel_plans_match_the_cpu() {
         eprintln!("M={m} N={n} batch {batch}: fused plan {plan:?}");
         // Twice per evaluator: the arrival counters must be back at zero.
         for rep in 0..2 {
-            active += check_against_cpu(&mut ev, &model, batch, 17 * m as u64 + rep);
+            let what = format!("M={m} N={n} fused rep {rep}");
+            active += check_against_cpu(&mut ev, &model, batch, 17 * m as u64 + rep, &what);
         }
     }
     assert!(

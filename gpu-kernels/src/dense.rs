@@ -170,20 +170,32 @@ mod kernels {
         unsafe { asm!("membar.gl;", options(nostack)) };
     }
 
-    /// Best `(|a|, row)` over the block; thread 0 holds the result. Uses the shared
-    /// memory after `skip` bytes of the dynamic shared memory. Ends with a barrier.
+    /// Best `(|a|, row)` over the warp by [`better_pivot`]: lane 0 holds it (a tree of
+    /// `shfl_down`), or with `ALL` every lane (a butterfly of `shfl_xor`: under a total
+    /// order every lane ends with the same best candidate).
     #[inline(always)]
-    unsafe fn block_argmax(mut v: f64, mut i: u32, skip: usize) -> (f64, u32) {
+    fn warp_argmax<const ALL: bool>(mut v: f64, mut i: u32) -> (f64, u32) {
         let mut delta = (WARP_SIZE / 2) as u32;
         while delta > 0 {
-            let ov = shfl_down(v, delta);
-            let oi = shfl_down(i, delta);
+            let (ov, oi) = if ALL {
+                (shfl_xor(v, delta), shfl_xor(i, delta))
+            } else {
+                (shfl_down(v, delta), shfl_down(i, delta))
+            };
             if better_pivot(ov, oi, v, i) {
                 v = ov;
                 i = oi;
             }
             delta /= 2;
         }
+        (v, i)
+    }
+
+    /// Best `(|a|, row)` over the block; thread 0 holds the result. Uses the shared
+    /// memory after `skip` bytes of the dynamic shared memory. Ends with a barrier.
+    #[inline(always)]
+    unsafe fn block_argmax(mut v: f64, mut i: u32, skip: usize) -> (f64, u32) {
+        (v, i) = warp_argmax::<false>(v, i);
         let base = unsafe { dynamic_shared::<u8>().add(skip) };
         let sv = base as *mut f64;
         let si = unsafe { base.add(32 * 8) } as *mut u32;
@@ -205,16 +217,7 @@ mod kernels {
                 v = -1.0;
                 i = u32::MAX;
             }
-            let mut delta = (WARP_SIZE / 2) as u32;
-            while delta > 0 {
-                let ov = shfl_down(v, delta);
-                let oi = shfl_down(i, delta);
-                if better_pivot(ov, oi, v, i) {
-                    v = ov;
-                    i = oi;
-                }
-                delta /= 2;
-            }
+            (v, i) = warp_argmax::<false>(v, i);
         }
         sync_threads();
         (v, i)
@@ -475,16 +478,7 @@ mod kernels {
                 }
                 q += WARP_SIZE;
             }
-            let mut delta = (WARP_SIZE / 2) as u32;
-            while delta > 0 {
-                let ov = shfl_xor(bv, delta);
-                let oi = shfl_xor(bi, delta);
-                if better_pivot(ov, oi, bv, bi) {
-                    bv = ov;
-                    bi = oi;
-                }
-                delta /= 2;
-            }
+            (bv, bi) = warp_argmax::<true>(bv, bi);
             // No candidate at all (NaN column): keep the diagonal.
             let p = if bi == u32::MAX { j } else { bi as usize };
             let src = if p == j {

@@ -170,6 +170,7 @@ pub fn factor_device<T: LuScalar>(
     }
     let gpu = a.gpu().clone();
     let gemm_kernel = GemmKernel::pick::<T>(&gpu, opts.tensor_cores)?;
+    prepare_gemm::<T>(&gpu, gemm_kernel)?;
     let leaf = if opts.leaf_panel {
         LeafPlan::new::<T>(&gpu, n)?
     } else {
@@ -1109,8 +1110,9 @@ pub fn gemm_with<T: LuScalar>(
         return Ok(());
     }
     let gpu = c.gpu().clone();
-    // SAFETY: the extents were checked against the buffers above; C is `&mut`, so it
-    // aliases neither A nor B.
+    prepare_gemm::<T>(&gpu, kernel)?;
+    // SAFETY: prepared above; the extents were checked against the buffers above; C is
+    // `&mut`, so it aliases neither A nor B.
     unsafe {
         gemm_raw::<T>(
             &gpu,
@@ -1140,11 +1142,35 @@ fn allow_shared(gpu: &Gpu, kernel: &'static str, bytes: usize) -> Result<()> {
         })
 }
 
+/// Readies `kernel` on `gpu`'s device: refuses a Hopper kernel before compute
+/// capability 9.0 and raises the kernel's dynamic shared-memory limit. Once per device
+/// and kernel before [`gemm_raw`] (a driver call: not on every launch).
+fn prepare_gemm<T: LuScalar>(gpu: &Gpu, kernel: GemmKernel) -> Result<()> {
+    let name = kernel.name::<T>()?;
+    match kernel {
+        GemmKernel::Sm90 { .. } => {
+            if gpu.compute_capability()?.0 < 9 {
+                return Err(Error::InvalidArgument {
+                    op: "dense::gpu::gemm",
+                    reason: format!("{name} needs compute capability 9.0 or newer"),
+                });
+            }
+            allow_shared(
+                &gpu.with_module(crate::kernels::PTX_SM90),
+                name,
+                HOPPER_SHARED_BYTES,
+            )
+        }
+        GemmKernel::Dmma884 => allow_shared(gpu, name, DMMA_SHARED_BYTES),
+        GemmKernel::CudaCores => Ok(()),
+    }
+}
+
 /// The GEMM launch on raw device pointers.
 ///
 /// # Safety
-/// The matrices lie inside live allocations of `gpu`'s device; `C` overlaps neither
-/// `A` nor `B`.
+/// [`prepare_gemm`] ran for `kernel` on this device; the matrices lie inside live
+/// allocations of `gpu`'s device; `C` overlaps neither `A` nor `B`.
 #[allow(clippy::too_many_arguments)]
 unsafe fn gemm_raw<T: LuScalar>(
     gpu: &Gpu,
@@ -1158,29 +1184,15 @@ unsafe fn gemm_raw<T: LuScalar>(
 ) -> Result<()> {
     let name = kernel.name::<T>()?;
     let (launcher, cfg) = match kernel {
-        GemmKernel::Sm90 { .. } => {
-            if gpu.compute_capability()?.0 < 9 {
-                return Err(Error::InvalidArgument {
-                    op: "dense::gpu::gemm",
-                    reason: format!("{name} needs compute capability 9.0 or newer"),
-                });
-            }
-            let hopper = gpu.with_module(crate::kernels::PTX_SM90);
-            allow_shared(&hopper, name, HOPPER_SHARED_BYTES)?;
-            (
-                hopper,
-                grid_2d(m, n, HOPPER_TILE, HOPPER_THREADS as u32)
-                    .with_shared_bytes(HOPPER_SHARED_BYTES as u32),
-            )
-        }
-        GemmKernel::Dmma884 => {
-            // The pipeline needs more than the default 48 KiB of dynamic shared memory.
-            allow_shared(gpu, name, DMMA_SHARED_BYTES)?;
-            (
-                gpu.clone(),
-                grid_2d(m, n, DMMA_TILE, 256).with_shared_bytes(DMMA_SHARED_BYTES as u32),
-            )
-        }
+        GemmKernel::Sm90 { .. } => (
+            gpu.with_module(crate::kernels::PTX_SM90),
+            grid_2d(m, n, HOPPER_TILE, HOPPER_THREADS as u32)
+                .with_shared_bytes(HOPPER_SHARED_BYTES as u32),
+        ),
+        GemmKernel::Dmma884 => (
+            gpu.clone(),
+            grid_2d(m, n, DMMA_TILE, 256).with_shared_bytes(DMMA_SHARED_BYTES as u32),
+        ),
         GemmKernel::CudaCores => (
             gpu.clone(),
             grid_2d(m, n, GEMM_TILE, 256)

@@ -316,17 +316,26 @@ pub fn run_on_threads<T: Send>(
             .into_iter()
             .map(|c| s.spawn(move || f(&c)))
             .collect();
-        handles
-            .into_iter()
-            .enumerate()
-            .map(|(rank, h)| {
-                h.join().unwrap_or_else(|_| {
-                    Err(Error::InvalidArgument {
-                        op: "run_on_threads",
-                        reason: format!("rank {rank} panicked"),
-                    })
+        join_ranks("run_on_threads", handles)
+    })
+}
+
+/// Joins one thread per rank and returns their results in rank order; a rank that
+/// panicked becomes an error of `op`.
+pub(crate) fn join_ranks<T>(
+    op: &'static str,
+    handles: Vec<std::thread::ScopedJoinHandle<'_, Result<T>>>,
+) -> Result<Vec<T>> {
+    handles
+        .into_iter()
+        .enumerate()
+        .map(|(rank, h)| {
+            h.join().unwrap_or_else(|_| {
+                Err(Error::InvalidArgument {
+                    op,
+                    reason: format!("rank {rank} panicked"),
                 })
             })
-            .collect()
-    })
+        })
+        .collect()
 }

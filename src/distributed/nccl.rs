@@ -179,17 +179,6 @@ pub fn run_on_gpus<T: Send>(
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .enumerate()
-            .map(|(rank, h)| {
-                h.join().unwrap_or_else(|_| {
-                    Err(Error::InvalidArgument {
-                        op: "run_on_gpus",
-                        reason: format!("rank {rank} panicked"),
-                    })
-                })
-            })
-            .collect()
+        super::comm::join_ranks("run_on_gpus", handles)
     })
 }
