@@ -72,6 +72,22 @@ pub enum Error {
         /// Columns.
         cols: usize,
     },
+    /// A host allocation larger than this process may make (a size from a user or a
+    /// file); see [`crate::alloc`].
+    #[error("{what} needs {requested} bytes, {}", match limit {
+        Some(l) => format!("more than the {l} bytes this process may still allocate ({bound})"),
+        None => format!("more than {bound}"),
+    })]
+    OutOfHostMemory {
+        /// What was to be allocated, with its dimensions.
+        what: String,
+        /// Bytes requested (exact, also beyond `usize`).
+        requested: u128,
+        /// Bytes the binding limit allows, where known.
+        limit: Option<u64>,
+        /// Which limit binds.
+        bound: &'static str,
+    },
     /// An argument outside its valid range.
     #[error("{op}: {reason}")]
     InvalidArgument {

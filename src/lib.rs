@@ -21,6 +21,7 @@
 //! returns an error for which [`Error::is_no_device`] is true.
 #![deny(missing_docs)]
 
+pub mod alloc;
 pub mod bench;
 pub mod blas1;
 pub mod cli;
