@@ -7,7 +7,17 @@ pub use ferrocuda_host::{
 };
 
 use crate::error::Result;
-use crate::kernels::PTX;
+use crate::kernels::{PTX, PTX_SM90};
+
+/// Registers the embedded PTX modules with the runtime (once): kernels declared in
+/// `ferrocuda_kernels` load from [`PTX`], the Hopper-only ones from [`PTX_SM90`].
+pub fn register_modules() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        ferrocuda_host::register_ptx("ferrocuda_kernels", PTX);
+        ferrocuda_host::register_ptx("ferrocuda_kernels::hopper", PTX_SM90);
+    });
+}
 
 /// Opens device `ordinal` with ferrocuda's embedded kernels.
 ///
@@ -19,7 +29,8 @@ use crate::kernels::PTX;
 /// }
 /// ```
 pub fn open(ordinal: usize) -> Result<Gpu> {
-    Ok(Gpu::new(ordinal, PTX)?)
+    register_modules();
+    Ok(Gpu::new(ordinal)?)
 }
 
 /// Device count, 0 where there is no CUDA driver.

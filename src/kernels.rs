@@ -41,3 +41,59 @@ fn entries_of(ptx: &'static str) -> impl Iterator<Item = &'static str> {
         .filter_map(|line| line.trim_start().strip_prefix(".visible .entry "))
         .filter_map(|rest| rest.split('(').next())
 }
+
+/// Byte sizes of the parameters of entry `name` in `ptx`, in order (`None` where there
+/// is no such entry): what the PTX says a launch must pass, to compare with a kernel's
+/// declaration on the host.
+pub fn entry_param_sizes(ptx: &str, name: &str) -> Option<Vec<usize>> {
+    let head = format!(".entry {name}(");
+    let mut lines = ptx.lines().skip_while(|l| !l.trim_start().contains(&head));
+    let first = lines.next()?;
+    let mut sizes = Vec::new();
+    let mut parse = |line: &str| {
+        let line = line.trim();
+        if let Some(decl) = line.strip_prefix(".param") {
+            sizes.push(param_size(decl));
+        }
+    };
+    // `.entry name(` may carry no parameter on the same line; parameters follow, one a
+    // line, until the closing parenthesis.
+    if let Some(rest) = first.split_once('(').map(|(_, r)| r)
+        && !rest.trim().is_empty()
+        && rest.trim() != ")"
+    {
+        parse(rest);
+    }
+    if !first.trim_end().ends_with(')') {
+        for line in lines {
+            if line.trim_start().starts_with(')') {
+                break;
+            }
+            parse(line);
+        }
+    }
+    Some(sizes)
+}
+
+/// Bytes of one `.param` declaration: `.u64 .ptr .align 1 p` or `.align 8 .b8 p[16]`.
+fn param_size(decl: &str) -> usize {
+    if let Some(open) = decl.rfind('[') {
+        return decl[open + 1..]
+            .trim_end_matches([',', ']'])
+            .trim_end_matches(']')
+            .parse()
+            .unwrap_or(0);
+    }
+    decl.split_whitespace()
+        .find_map(|t| {
+            let bits: usize = t
+                .strip_prefix(".u")
+                .or_else(|| t.strip_prefix(".s"))
+                .or_else(|| t.strip_prefix(".b"))
+                .or_else(|| t.strip_prefix(".f"))?
+                .parse()
+                .ok()?;
+            Some(bits / 8)
+        })
+        .unwrap_or(0)
+}

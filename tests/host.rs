@@ -376,7 +376,12 @@ fn unknown_kernel_is_kernel_not_found_and_every_known_kernel_loads() {
     else {
         return;
     };
-    match gpu.function("no_such_kernel") {
+    let missing = ferrocuda_kernels::abi::KernelInfo {
+        name: "no_such_kernel",
+        module: "ferrocuda_kernels::blas1",
+        params: &[],
+    };
+    match gpu.load_declared(&missing) {
         Err(
             e @ HostError::KernelNotFound {
                 kernel: "no_such_kernel",
@@ -388,11 +393,20 @@ fn unknown_kernel_is_kernel_not_found_and_every_known_kernel_loads() {
                 "KernelNotFound message: {e}"
             );
         }
-        Err(e) => panic!("gpu.function(\"no_such_kernel\"): expected KernelNotFound, got {e:?}"),
-        Ok(_) => panic!("gpu.function(\"no_such_kernel\") found a kernel"),
+        Err(e) => panic!("load_declared(no_such_kernel): expected KernelNotFound, got {e:?}"),
+        Ok(()) => panic!("load_declared(no_such_kernel) found a kernel"),
     }
+    for k in ferrocuda_kernels::abi::KERNELS.iter() {
+        if let Err(e) = gpu.load_declared(k) {
+            panic!(
+                "declared kernel {} ({}) does not load: {e}",
+                k.name, k.module
+            );
+        }
+    }
+    // TRANSITIONAL: kernels still launched by name.
     for name in ferrocuda_kernels::names::ALL.iter().flat_map(|g| g.iter()) {
-        if let Err(e) = gpu.function(name) {
+        if let Err(e) = gpu.function_untyped(name) {
             panic!("kernel {name} of names::ALL does not load from the embedded PTX: {e}");
         }
     }

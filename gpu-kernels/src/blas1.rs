@@ -66,304 +66,247 @@ pub fn nrm2_step<T: Scalar>(acc: T::Real, x: T) -> T::Real {
     x.abs2_add(acc)
 }
 
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::abi::Kernel;
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    //! Generic kernel bodies; the `extern "ptx-kernel"` entry points below instantiate
-    //! them per scalar type.
-    use super::*;
-    use crate::device::{
-        WARP_SIZE, block_dim, block_idx, block_idx_y, block_sum, dynamic_shared, global_index,
-        grid_stride, lane, sync_threads, thread_idx, warp, warp_sum,
+use crate::device::{
+    WARP_SIZE, block_dim, block_idx, block_idx_y, block_sum, dynamic_shared, for_each_index,
+    global_index, grid_stride, lane, sync_threads, thread_idx, warp, warp_sum,
+};
+use crate::scalar::RealScalar;
+use crate::{instances, kernel};
+
+/// `x_i <- value` for `i < n`.
+#[kernel]
+pub unsafe fn fill<T: Scalar>(n: usize, value: T, x: *mut T) {
+    for_each_index(n, |i| unsafe { *x.add(i) = value });
+}
+
+/// `x_i <- alpha x_i` for `i < n`.
+#[kernel(args = Scal)]
+pub unsafe fn scal_kernel<T: Scalar>(n: usize, alpha: T, x: *mut T) {
+    for_each_index(n, |i| unsafe { *x.add(i) = scal(alpha, *x.add(i)) });
+}
+
+/// `y_i <- alpha x_i + y_i` for `i < n`.
+#[kernel(args = Axpy)]
+pub unsafe fn axpy_kernel<T: Scalar>(n: usize, alpha: T, x: *const T, y: *mut T) {
+    for_each_index(n, |i| unsafe {
+        *y.add(i) = axpy(alpha, *x.add(i), *y.add(i))
+    });
+}
+
+/// `y_i <- alpha x_i + beta y_i` for `i < n`.
+#[kernel(args = Axpby)]
+pub unsafe fn axpby_kernel<T: Scalar>(n: usize, alpha: T, x: *const T, beta: T, y: *mut T) {
+    for_each_index(n, |i| unsafe {
+        *y.add(i) = axpby(alpha, *x.add(i), beta, *y.add(i))
+    });
+}
+
+/// `y_i <- x_i` for `i < n`.
+#[kernel(args = CopyVec)]
+pub unsafe fn copy_kernel<T: Scalar>(n: usize, x: *const T, y: *mut T) {
+    for_each_index(n, |i| unsafe { *y.add(i) = *x.add(i) });
+}
+
+/// Stage one of `dot`: block `b` writes its partial sum of `conj(x_i) y_i` to
+/// `partials[b]`. Four independent accumulators keep four loads per operand in flight;
+/// their order is fixed, so the result stays deterministic.
+#[kernel]
+pub unsafe fn dot_partial<T: Scalar>(n: usize, x: *const T, y: *const T, partials: *mut T) {
+    let stride = grid_stride();
+    let mut i = global_index();
+    let mut acc = [T::ZERO; 4];
+    while i + 3 * stride < n {
+        for (u, a) in acc.iter_mut().enumerate() {
+            let j = i + u * stride;
+            *a = unsafe { dot_step(*a, *x.add(j), *y.add(j)) };
+        }
+        i += 4 * stride;
+    }
+    while i < n {
+        acc[0] = unsafe { dot_step(acc[0], *x.add(i), *y.add(i)) };
+        i += stride;
+    }
+    let total = block_sum((acc[0] + acc[1]) + (acc[2] + acc[3]));
+    if thread_idx() == 0 {
+        unsafe { *partials.add(block_idx()) = total };
+    }
+}
+
+/// Stage one of `nrm2`: partial sums of `|x_i|^2` in the real type.
+#[kernel]
+pub unsafe fn nrm2_partial<T: Scalar>(n: usize, x: *const T, partials: *mut T::Real) {
+    let stride = grid_stride();
+    let mut i = global_index();
+    let mut acc = [<T::Real as Scalar>::ZERO; 4];
+    while i + 3 * stride < n {
+        for (u, a) in acc.iter_mut().enumerate() {
+            *a = unsafe { nrm2_step(*a, *x.add(i + u * stride)) };
+        }
+        i += 4 * stride;
+    }
+    while i < n {
+        acc[0] = unsafe { nrm2_step(acc[0], *x.add(i)) };
+        i += stride;
+    }
+    let total = block_sum((acc[0] + acc[1]) + (acc[2] + acc[3]));
+    if thread_idx() == 0 {
+        unsafe { *partials.add(block_idx()) = total };
+    }
+}
+
+/// Stage one of `multi_dot`: block row `block_idx_y` handles vectors
+/// `[y * CHUNK, y * CHUNK + CHUNK)` of `ys` (column `j` starts at `j * ld`), reading
+/// `x` once for all of them. Partial of vector `j`, block `b`: `partials[j * grid + b]`.
+/// Needs `MULTI_DOT_CHUNK * block_dim / 32 * size_of::<T>()` bytes of dynamic shared memory.
+#[kernel]
+pub unsafe fn multi_dot_partial<T: Scalar>(
+    n: usize,
+    k: usize,
+    x: *const T,
+    ys: *const T,
+    ld: usize,
+    partials: *mut T,
+) {
+    let first = block_idx_y() * MULTI_DOT_CHUNK;
+    let count = if k - first < MULTI_DOT_CHUNK {
+        k - first
+    } else {
+        MULTI_DOT_CHUNK
     };
-    use crate::scalar::RealScalar;
-
-    #[inline(always)]
-    pub unsafe fn fill<T: Scalar>(n: usize, value: T, x: *mut T) {
-        let mut i = global_index();
-        while i < n {
-            unsafe { *x.add(i) = value };
-            i += grid_stride();
-        }
-    }
-
-    #[inline(always)]
-    pub unsafe fn scal<T: Scalar>(n: usize, alpha: T, x: *mut T) {
-        let mut i = global_index();
-        while i < n {
-            unsafe { *x.add(i) = super::scal(alpha, *x.add(i)) };
-            i += grid_stride();
-        }
-    }
-
-    #[inline(always)]
-    pub unsafe fn axpy<T: Scalar>(n: usize, alpha: T, x: *const T, y: *mut T) {
-        let mut i = global_index();
-        while i < n {
-            unsafe { *y.add(i) = super::axpy(alpha, *x.add(i), *y.add(i)) };
-            i += grid_stride();
-        }
-    }
-
-    #[inline(always)]
-    pub unsafe fn axpby<T: Scalar>(n: usize, alpha: T, x: *const T, beta: T, y: *mut T) {
-        let mut i = global_index();
-        while i < n {
-            unsafe { *y.add(i) = super::axpby(alpha, *x.add(i), beta, *y.add(i)) };
-            i += grid_stride();
-        }
-    }
-
-    #[inline(always)]
-    pub unsafe fn copy<T: Scalar>(n: usize, x: *const T, y: *mut T) {
-        let mut i = global_index();
-        while i < n {
-            unsafe { *y.add(i) = *x.add(i) };
-            i += grid_stride();
-        }
-    }
-
-    /// Stage one of `dot`: four independent accumulators keep four loads per operand
-    /// in flight; their order is fixed, so the result stays deterministic.
-    #[inline(always)]
-    pub unsafe fn dot_partial<T: Scalar>(n: usize, x: *const T, y: *const T, partials: *mut T) {
-        let stride = grid_stride();
-        let mut i = global_index();
-        let mut acc = [T::ZERO; 4];
-        while i + 3 * stride < n {
-            for (u, a) in acc.iter_mut().enumerate() {
-                let j = i + u * stride;
-                *a = unsafe { dot_step(*a, *x.add(j), *y.add(j)) };
+    let stride = grid_stride();
+    let mut acc = [T::ZERO; MULTI_DOT_CHUNK];
+    let mut i = global_index();
+    while i < n {
+        let xi = unsafe { *x.add(i) };
+        for (j, a) in acc.iter_mut().enumerate() {
+            if j < count {
+                *a = unsafe { dot_step(*a, xi, *ys.add((first + j) * ld + i)) };
             }
-            i += 4 * stride;
         }
-        while i < n {
-            acc[0] = unsafe { dot_step(acc[0], *x.add(i), *y.add(i)) };
-            i += stride;
-        }
-        let total = block_sum((acc[0] + acc[1]) + (acc[2] + acc[3]));
-        if thread_idx() == 0 {
-            unsafe { *partials.add(block_idx()) = total };
+        i += stride;
+    }
+    // Reduce all accumulators with constant indices only (a run-time index would
+    // put `acc` in local memory): warp sums to shared memory, one barrier, then
+    // warp `w` finishes vectors w, w + warps, ...
+    let shared = dynamic_shared::<T>();
+    let warps = block_dim() / WARP_SIZE;
+    for (j, a) in acc.iter().enumerate() {
+        let s = warp_sum(*a);
+        if lane() == 0 && j < count {
+            unsafe { *shared.add(j * warps + warp()) = s };
         }
     }
-
-    /// Stage one of `nrm2`: partial sums of `|x_i|^2` in the real type.
-    #[inline(always)]
-    pub unsafe fn nrm2_partial<T: Scalar>(n: usize, x: *const T, partials: *mut T::Real) {
-        let stride = grid_stride();
-        let mut i = global_index();
-        let mut acc = [<T::Real as Scalar>::ZERO; 4];
-        while i + 3 * stride < n {
-            for (u, a) in acc.iter_mut().enumerate() {
-                *a = unsafe { nrm2_step(*a, *x.add(i + u * stride)) };
-            }
-            i += 4 * stride;
-        }
-        while i < n {
-            acc[0] = unsafe { nrm2_step(acc[0], *x.add(i)) };
-            i += stride;
-        }
-        let total = block_sum((acc[0] + acc[1]) + (acc[2] + acc[3]));
-        if thread_idx() == 0 {
-            unsafe { *partials.add(block_idx()) = total };
-        }
-    }
-
-    /// Stage one of `multi_dot`: block row `block_idx_y` handles vectors
-    /// `[y * CHUNK, y * CHUNK + CHUNK)` of `ys` (column `j` starts at `j * ld`), reading
-    /// `x` once for all of them. Partial of vector `j`, block `b`: `partials[j * grid + b]`.
-    /// Needs `MULTI_DOT_CHUNK * block_dim / 32 * size_of::<T>()` bytes of dynamic shared memory.
-    #[inline(always)]
-    pub unsafe fn multi_dot_partial<T: Scalar>(
-        n: usize,
-        k: usize,
-        x: *const T,
-        ys: *const T,
-        ld: usize,
-        partials: *mut T,
-    ) {
-        let first = block_idx_y() * MULTI_DOT_CHUNK;
-        let count = if k - first < MULTI_DOT_CHUNK {
-            k - first
+    sync_threads();
+    let blocks = stride / block_dim();
+    let mut j = warp();
+    while j < count {
+        let v = if lane() < warps {
+            unsafe { *shared.add(j * warps + lane()) }
         } else {
-            MULTI_DOT_CHUNK
+            T::ZERO
         };
-        let stride = grid_stride();
-        let mut acc = [T::ZERO; MULTI_DOT_CHUNK];
-        let mut i = global_index();
-        while i < n {
-            let xi = unsafe { *x.add(i) };
-            for (j, a) in acc.iter_mut().enumerate() {
-                if j < count {
-                    *a = unsafe { dot_step(*a, xi, *ys.add((first + j) * ld + i)) };
-                }
-            }
-            i += stride;
+        let total = warp_sum(v);
+        if lane() == 0 {
+            unsafe { *partials.add((first + j) * blocks + block_idx()) = total };
         }
-        // Reduce all accumulators with constant indices only (a run-time index would
-        // put `acc` in local memory): warp sums to shared memory, one barrier, then
-        // warp `w` finishes vectors w, w + warps, ...
-        let shared = dynamic_shared::<T>();
-        let warps = block_dim() / WARP_SIZE;
-        for (j, a) in acc.iter().enumerate() {
-            let s = warp_sum(*a);
-            if lane() == 0 && j < count {
-                unsafe { *shared.add(j * warps + warp()) = s };
-            }
-        }
-        sync_threads();
-        let blocks = stride / block_dim();
-        let mut j = warp();
-        while j < count {
-            let v = if lane() < warps {
-                unsafe { *shared.add(j * warps + lane()) }
-            } else {
-                T::ZERO
-            };
-            let total = warp_sum(v);
-            if lane() == 0 {
-                unsafe { *partials.add((first + j) * blocks + block_idx()) = total };
-            }
-            j += warps;
-        }
-    }
-
-    /// Stage two: block `s` sums `partials[s * count .. (s + 1) * count]` into `out[s]`.
-    #[inline(always)]
-    pub unsafe fn sum_partials<T: Scalar>(count: usize, partials: *const T) -> T {
-        let set = block_idx();
-        let mut acc = T::ZERO;
-        let mut i = thread_idx();
-        while i < count {
-            acc = acc + unsafe { *partials.add(set * count + i) };
-            i += block_dim();
-        }
-        block_sum(acc)
-    }
-
-    #[inline(always)]
-    pub unsafe fn sum_partials_into<T: Scalar>(count: usize, partials: *const T, out: *mut T) {
-        let total = unsafe { sum_partials(count, partials) };
-        if thread_idx() == 0 {
-            unsafe { *out.add(block_idx()) = total };
-        }
-    }
-
-    #[inline(always)]
-    pub unsafe fn sqrt_sum_partials_into<R: RealScalar>(
-        count: usize,
-        partials: *const R,
-        out: *mut R,
-    ) {
-        let total = unsafe { sum_partials(count, partials) };
-        if thread_idx() == 0 {
-            unsafe { *out.add(block_idx()) = total.sqrt() };
-        }
+        j += warps;
     }
 }
 
-/// Instantiates the BLAS-1 entry points of one scalar type. The exported names are the
-/// ones [`crate::names::Blas1Names`] lists for that type.
+/// Block `s` sums `partials[s * count .. (s + 1) * count]` (thread 0 holds the result).
 #[cfg(target_arch = "nvptx64")]
-macro_rules! blas1_entries {
-    ($module:ident, $t:ty, $sfx:literal, $real:ty) => {
-        mod $module {
-            use super::kernels;
-            #[allow(unused_imports)]
-            use num_complex::Complex;
+#[inline(always)]
+unsafe fn sum_partials_of<T: Scalar>(count: usize, partials: *const T) -> T {
+    let set = block_idx();
+    let mut acc = T::ZERO;
+    let mut i = thread_idx();
+    while i < count {
+        acc = acc + unsafe { *partials.add(set * count + i) };
+        i += block_dim();
+    }
+    block_sum(acc)
+}
 
-            #[unsafe(export_name = concat!("fill_", $sfx))]
-            pub unsafe extern "ptx-kernel" fn fill(n: usize, value: $t, x: *mut $t) {
-                unsafe { kernels::fill(n, value, x) }
-            }
-            #[unsafe(export_name = concat!("scal_", $sfx))]
-            pub unsafe extern "ptx-kernel" fn scal(n: usize, alpha: $t, x: *mut $t) {
-                unsafe { kernels::scal(n, alpha, x) }
-            }
-            #[unsafe(export_name = concat!("axpy_", $sfx))]
-            pub unsafe extern "ptx-kernel" fn axpy(n: usize, alpha: $t, x: *const $t, y: *mut $t) {
-                unsafe { kernels::axpy(n, alpha, x, y) }
-            }
-            #[unsafe(export_name = concat!("axpby_", $sfx))]
-            pub unsafe extern "ptx-kernel" fn axpby(
-                n: usize,
-                alpha: $t,
-                x: *const $t,
-                beta: $t,
-                y: *mut $t,
-            ) {
-                unsafe { kernels::axpby(n, alpha, x, beta, y) }
-            }
-            #[unsafe(export_name = concat!("copy_", $sfx))]
-            pub unsafe extern "ptx-kernel" fn copy(n: usize, x: *const $t, y: *mut $t) {
-                unsafe { kernels::copy(n, x, y) }
-            }
-            #[unsafe(export_name = concat!("dot_partial_", $sfx))]
-            pub unsafe extern "ptx-kernel" fn dot_partial(
-                n: usize,
-                x: *const $t,
-                y: *const $t,
-                partials: *mut $t,
-            ) {
-                unsafe { kernels::dot_partial(n, x, y, partials) }
-            }
-            #[unsafe(export_name = concat!("nrm2_partial_", $sfx))]
-            pub unsafe extern "ptx-kernel" fn nrm2_partial(
-                n: usize,
-                x: *const $t,
-                partials: *mut $real,
-            ) {
-                unsafe { kernels::nrm2_partial(n, x, partials) }
-            }
-            #[unsafe(export_name = concat!("multi_dot_partial_", $sfx))]
-            pub unsafe extern "ptx-kernel" fn multi_dot_partial(
-                n: usize,
-                k: usize,
-                x: *const $t,
-                ys: *const $t,
-                ld: usize,
-                partials: *mut $t,
-            ) {
-                unsafe { kernels::multi_dot_partial(n, k, x, ys, ld, partials) }
-            }
-            #[unsafe(export_name = concat!("sum_partials_", $sfx))]
-            pub unsafe extern "ptx-kernel" fn sum_partials(
-                count: usize,
-                partials: *const $t,
-                out: *mut $t,
-            ) {
-                unsafe { kernels::sum_partials_into(count, partials, out) }
+/// Stage two of a reduction: block `s` writes the sum of
+/// `partials[s * count .. (s + 1) * count]` to `out[s]`.
+#[kernel]
+pub unsafe fn sum_partials<T: Scalar>(count: usize, partials: *const T, out: *mut T) {
+    let total = unsafe { sum_partials_of(count, partials) };
+    if thread_idx() == 0 {
+        unsafe { *out.add(block_idx()) = total };
+    }
+}
+
+/// Stage two of `nrm2`: as [`sum_partials`], then the square root.
+#[kernel]
+pub unsafe fn sqrt_sum_partials<R: RealScalar>(count: usize, partials: *const R, out: *mut R) {
+    let total = unsafe { sum_partials_of(count, partials) };
+    if thread_idx() == 0 {
+        unsafe { *out.add(block_idx()) = total.sqrt() };
+    }
+}
+
+/// The BLAS-1 kernels of one scalar type.
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait Blas1Kernels: Scalar<Real: RealBlas1Kernels> {
+    /// `fill_<t>`
+    const FILL: Kernel<Fill<'static, Self>>;
+    /// `scal_<t>`
+    const SCAL: Kernel<Scal<'static, Self>>;
+    /// `axpy_<t>`
+    const AXPY: Kernel<Axpy<'static, Self>>;
+    /// `axpby_<t>`
+    const AXPBY: Kernel<Axpby<'static, Self>>;
+    /// `copy_<t>`
+    const COPY: Kernel<CopyVec<'static, Self>>;
+    /// `dot_partial_<t>`
+    const DOT_PARTIAL: Kernel<DotPartial<'static, Self>>;
+    /// `nrm2_partial_<t>`
+    const NRM2_PARTIAL: Kernel<Nrm2Partial<'static, Self>>;
+    /// `multi_dot_partial_<t>`
+    const MULTI_DOT_PARTIAL: Kernel<MultiDotPartial<'static, Self>>;
+    /// `sum_partials_<t>`
+    const SUM_PARTIALS: Kernel<SumPartials<'static, Self>>;
+}
+
+/// The BLAS-1 kernels that exist per real type only (the second stage of `nrm2`).
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait RealBlas1Kernels: RealScalar {
+    /// `sqrt_sum_partials_<real>`
+    const SQRT_SUM_PARTIALS: Kernel<SqrtSumPartials<'static, Self>>;
+}
+
+macro_rules! blas1_instances {
+    ($t:ty, $sfx:literal) => {
+        instances! {
+            impl Blas1Kernels for $t {
+                FILL = fill::<$t>(concat!("fill_", $sfx));
+                SCAL = scal_kernel::<$t>(concat!("scal_", $sfx));
+                AXPY = axpy_kernel::<$t>(concat!("axpy_", $sfx));
+                AXPBY = axpby_kernel::<$t>(concat!("axpby_", $sfx));
+                COPY = copy_kernel::<$t>(concat!("copy_", $sfx));
+                DOT_PARTIAL = dot_partial::<$t>(concat!("dot_partial_", $sfx));
+                NRM2_PARTIAL = nrm2_partial::<$t>(concat!("nrm2_partial_", $sfx));
+                MULTI_DOT_PARTIAL = multi_dot_partial::<$t>(concat!("multi_dot_partial_", $sfx));
+                SUM_PARTIALS = sum_partials::<$t>(concat!("sum_partials_", $sfx));
             }
         }
     };
 }
 
-#[cfg(target_arch = "nvptx64")]
-blas1_entries!(entries_f32, f32, "f32", f32);
-#[cfg(target_arch = "nvptx64")]
-blas1_entries!(entries_f64, f64, "f64", f64);
-#[cfg(target_arch = "nvptx64")]
-blas1_entries!(entries_c32, Complex<f32>, "c32", f32);
-#[cfg(target_arch = "nvptx64")]
-blas1_entries!(entries_c64, Complex<f64>, "c64", f64);
+blas1_instances!(f32, "f32");
+blas1_instances!(f64, "f64");
+blas1_instances!(num_complex::Complex<f32>, "c32");
+blas1_instances!(num_complex::Complex<f64>, "c64");
 
-#[cfg(target_arch = "nvptx64")]
-mod sqrt_entries {
-    use super::kernels;
-
-    #[unsafe(export_name = "sqrt_sum_partials_f32")]
-    pub unsafe extern "ptx-kernel" fn sqrt_sum_partials_f32(
-        count: usize,
-        partials: *const f32,
-        out: *mut f32,
-    ) {
-        unsafe { kernels::sqrt_sum_partials_into(count, partials, out) }
+instances! {
+    impl RealBlas1Kernels for f32 {
+        SQRT_SUM_PARTIALS = sqrt_sum_partials::<f32>("sqrt_sum_partials_f32");
     }
-    #[unsafe(export_name = "sqrt_sum_partials_f64")]
-    pub unsafe extern "ptx-kernel" fn sqrt_sum_partials_f64(
-        count: usize,
-        partials: *const f64,
-        out: *mut f64,
-    ) {
-        unsafe { kernels::sqrt_sum_partials_into(count, partials, out) }
+    impl RealBlas1Kernels for f64 {
+        SQRT_SUM_PARTIALS = sqrt_sum_partials::<f64>("sqrt_sum_partials_f64");
     }
 }

@@ -58,6 +58,18 @@ pub fn global_index() -> usize {
 pub fn grid_stride() -> usize {
     grid_dim() * block_dim()
 }
+/// Calls `f(i)` for every `i < n` this thread owns in a grid-stride loop (`i` from
+/// [`global_index`] in steps of [`grid_stride`]): the one loop every element-wise
+/// kernel runs.
+#[inline(always)]
+pub fn for_each_index(n: usize, mut f: impl FnMut(usize)) {
+    let stride = grid_stride();
+    let mut i = global_index();
+    while i < n {
+        f(i);
+        i += stride;
+    }
+}
 /// Lane of this thread within its warp.
 #[inline(always)]
 pub fn lane() -> usize {

@@ -6,12 +6,43 @@
 //! pinned nightly) the same functions are called from the `extern "ptx-kernel"` entry
 //! points, which only exist on that target.
 //!
-//! # Kernel ABI
-//! Arguments follow BLAS order: the length first, then scalars and pointers in the
-//! order of the BLAS routine (`axpy(n, alpha, x, y)`), then outputs. Lengths are
-//! `usize` (64-bit on both sides), pointers are raw device pointers, scalars are
-//! passed by value (`Complex<T>` is `#[repr(C)]`). Every kernel name is a constant in
-//! [`names`], and the host checks each against the embedded PTX.
+//! # Declaring a kernel (once)
+//! A kernel's parameter list is written once, on its body function, with
+//! [`macro@kernel`]. On `nvptx64` the body is compiled; on the host it is replaced by
+//! a launch-arguments struct with one public field per parameter (`*const T` becomes
+//! [`abi::In`]`<'a, T>`, `*mut T` becomes [`abi::Out`]`<'a, T>`), which `ferrocuda-host`'s
+//! `Gpu::launch(&handle, config, args)` takes, so a missing, extra, mistyped or
+//! misordered argument does not compile, and whether a buffer is read or written is in
+//! its type.
+//!
+//! ```ignore
+//! /// `y_i <- alpha x_i + y_i` for `i < n`.
+//! #[kernel(args = Axpy)]
+//! pub unsafe fn axpy_kernel<T: Scalar>(n: usize, alpha: T, x: *const T, y: *mut T) {
+//!     for_each_index(n, |i| unsafe { *y.add(i) = axpy(alpha, *x.add(i), *y.add(i)) });
+//! }
+//! instances! {
+//!     impl Blas1Kernels for f64 {
+//!         AXPY = axpy_kernel::<f64>("axpy_f64");
+//!     }
+//! }
+//! // host: unsafe { gpu.launch(&f64::AXPY, cfg, Axpy { n, alpha, x: x.as_in(), y: y.as_out() }) }
+//! ```
+//!
+//! * A non-generic body is itself the entry point (PTX name = function name); its handle
+//!   is the constant `FUNCTION_NAME`.
+//! * A generic body (type and const parameters) gets its entry points from
+//!   [`instances!`]: one line per instance names the PTX entry and gives the generic
+//!   arguments in order; the host handle is an associated constant of a trait the host
+//!   code dispatches on (`T::AXPY`), or a free `pub const`.
+//! * More than about six parameters: pass one `#[repr(C)]` parameter struct, defined
+//!   here and shared by both sides, with device pointers as `In`/`Out` fields.
+//! * Lengths are `usize`, scalars by value (`Complex<T>` is `#[repr(C)]`); BLAS order
+//!   (length, scalars and inputs, then outputs).
+//! * Every declaration lands in [`abi::KERNELS`]; a test compares each with the `.entry`
+//!   `.param` list of the PTX it is loaded from, and finds PTX entries nobody declared.
+//! * The handle names the Rust module that declared it; the library registers which
+//!   PTX module holds which Rust module (`ferrocuda_host::register_ptx`).
 //!
 //! # Two PTX modules
 //! build.rs compiles this crate twice: for `sm_80` (every kernel; the driver JIT-compiles
@@ -32,6 +63,11 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
+// The code `#[kernel]` generates names this crate by its path, here as in other kernel crates.
+extern crate self as ferrocuda_kernels;
+
+pub use ferrocuda_kernel_macros::{instances, kernel};
+
 /// Repeats a block for each listed value of an index (a loop the compiler must unroll,
 /// so that register arrays indexed by it stay in registers).
 #[cfg(target_arch = "nvptx64")]
@@ -41,6 +77,7 @@ macro_rules! unroll {
     };
 }
 
+pub mod abi;
 #[cfg(not(ferrocuda_sm90))]
 pub mod blas1;
 #[cfg(not(ferrocuda_sm90))]

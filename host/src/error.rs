@@ -154,6 +154,14 @@ pub enum Error {
         /// What the driver returned.
         status: DriverStatus,
     },
+    /// No PTX is registered for the Rust module that declared a kernel.
+    #[error(
+        "no PTX is registered for the kernels of `{module}` (open the device through the library that embeds them, e.g. `ferrocuda::gpu::open`, or call `register_ptx`)"
+    )]
+    NoModule {
+        /// The declaring module's path.
+        module: &'static str,
+    },
     /// An NCCL call failed, or the NCCL library could not be loaded.
     #[error("{call}: {reason}")]
     Nccl {

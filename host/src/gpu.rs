@@ -8,9 +8,12 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, result, sys};
 
+use ferrocuda_kernels::abi::{Kernel, KernelArgs, Signature};
+
 use crate::error::{DriverStatus, Error, Result, check};
 use crate::launch::LaunchConfig;
 use crate::memory::Allocation;
+use crate::modules::registered_ptx;
 
 /// `cuLaunchKernel` or `cuLaunchCooperativeKernel` as cudarc wraps them.
 type LaunchFn = unsafe fn(
@@ -55,8 +58,8 @@ pub(crate) struct Device {
     pub(crate) ctx: Arc<CudaContext>,
     /// Loaded modules by the address of their PTX text.
     modules: Mutex<HashMap<usize, Arc<CudaModule>>>,
-    /// Kernels by (PTX address, name).
-    functions: Mutex<HashMap<(usize, &'static str), CudaFunction>>,
+    /// Kernels by (declaring Rust module, name).
+    functions: Mutex<HashMap<(&'static str, &'static str), CudaFunction>>,
     /// Set once a second stream exists: from then on, a free is ordered after the work
     /// issued so far on every other stream (a buffer may still be read there).
     pub(crate) multi_stream: AtomicBool,
@@ -124,14 +127,12 @@ static DEVICES: Registry = Mutex::new(Vec::new());
 /// Everything issued through one `Gpu` runs in order on its stream. `Clone` and
 /// another [`Gpu::new`] of the same ordinal give handles to the same (main) stream;
 /// [`Gpu::new_stream`] gives one to a new stream of the same device (order work across
-/// streams with [`Gpu::wait_for`]). Kernels come from the PTX given at creation, loaded
-/// on first use and cached by name.
+/// streams with [`Gpu::wait_for`]). Kernels come from the PTX registered for the module
+/// that declared them ([`crate::register_ptx`]), loaded on first use and cached.
 #[derive(Clone)]
 pub struct Gpu {
     device: Arc<Device>,
     state: Arc<StreamState>,
-    /// The module this handle launches kernels from.
-    ptx: &'static str,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -147,11 +148,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Gpu {
-    /// Opens device `ordinal` with the kernels in `ptx`.
+    /// Opens device `ordinal`.
     ///
     /// Errors: [`Error::NoDevice`] without a driver or device, [`Error::InvalidOrdinal`]
     /// for an ordinal past the device count.
-    pub fn new(ordinal: usize, ptx: &'static str) -> Result<Self> {
+    pub fn new(ordinal: usize) -> Result<Self> {
         let count = device_count()?;
         if count == 0 {
             return Err(Error::NoDevice {
@@ -198,7 +199,7 @@ impl Gpu {
             }
         };
         drop(main);
-        Ok(Gpu { device, state, ptx })
+        Ok(Gpu { device, state })
     }
 
     /// A handle to a new stream of the same device (same module cache).
@@ -212,7 +213,6 @@ impl Gpu {
         Ok(Gpu {
             device: self.device.clone(),
             state,
-            ptx: self.ptx,
         })
     }
 
@@ -230,18 +230,7 @@ impl Gpu {
         Ok(Gpu {
             device: self.device.clone(),
             state,
-            ptx: self.ptx,
         })
-    }
-
-    /// A handle to the same device and stream that launches kernels from another PTX
-    /// module (loaded on first use, cached with the device like the first).
-    pub fn with_module(&self, ptx: &'static str) -> Gpu {
-        Gpu {
-            device: self.device.clone(),
-            state: self.state.clone(),
-            ptx,
-        }
     }
 
     /// Makes this handle's stream wait for all work issued so far on `other`'s stream.
@@ -339,59 +328,91 @@ impl Gpu {
         }
     }
 
-    fn module(&self) -> Result<Arc<CudaModule>> {
-        let key = self.ptx.as_ptr() as usize;
+    /// The loaded module that holds the kernels declared in Rust module `module`.
+    fn module(&self, module: &'static str) -> Result<Arc<CudaModule>> {
+        let ptx = registered_ptx(module).ok_or(Error::NoModule { module })?;
+        let key = ptx.as_ptr() as usize;
         let mut modules = lock(&self.device.modules);
         if let Some(m) = modules.get(&key) {
             return Ok(m.clone());
         }
-        let ptx = cudarc::nvrtc::Ptx::from_src(self.ptx);
-        let module = check(self.device.ctx.load_module(ptx), || {
-            "cuModuleLoadData(embedded PTX)".into()
-        })?;
-        modules.insert(key, module.clone());
-        Ok(module)
+        let loaded = check(
+            self.device
+                .ctx
+                .load_module(cudarc::nvrtc::Ptx::from_src(ptx)),
+            || format!("cuModuleLoadData(PTX of {module})"),
+        )?;
+        modules.insert(key, loaded.clone());
+        Ok(loaded)
     }
 
     /// Looks up a kernel (cached after the first call).
-    pub fn function(&self, kernel: &'static str) -> Result<CudaFunction> {
-        let key = (self.ptx.as_ptr() as usize, kernel);
-        if let Some(f) = lock(&self.device.functions).get(&key) {
+    fn function<S: Signature>(&self, kernel: &Kernel<S>) -> Result<CudaFunction> {
+        self.function_in(kernel.module(), kernel.name())
+    }
+
+    /// Looks up kernel `name` declared in Rust module `module` (cached).
+    pub(crate) fn function_in(
+        &self,
+        module: &'static str,
+        name: &'static str,
+    ) -> Result<CudaFunction> {
+        if let Some(f) = lock(&self.device.functions).get(&(module, name)) {
             return Ok(f.clone());
         }
-        let module = self.module()?;
-        let f = module.load_function(kernel).map_err(|e| {
+        let f = self.module(module)?.load_function(name).map_err(|e| {
             if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND {
                 Error::KernelNotFound {
-                    kernel,
+                    kernel: name,
                     status: DriverStatus(e),
                 }
             } else {
                 Error::Driver {
-                    call: format!("cuModuleGetFunction({kernel})"),
+                    call: format!("cuModuleGetFunction({name})"),
                     status: DriverStatus(e),
                 }
             }
         })?;
-        lock(&self.device.functions).insert(key, f.clone());
+        lock(&self.device.functions).insert((module, name), f.clone());
         Ok(f)
     }
 
-    /// Launches `kernel` on this stream.
+    /// Records the kernel a later synchronisation names if a fault surfaces.
+    pub(crate) fn set_last_kernel(&self, name: &'static str) {
+        *lock(&self.state.last_kernel) = name;
+    }
+
+    /// Loads a declared kernel (an entry of `ferrocuda_kernels::abi::KERNELS`) now: its
+    /// module is registered and the PTX holds it, or the error says which is missing.
+    pub fn load_declared(&self, info: &ferrocuda_kernels::abi::KernelInfo) -> Result<()> {
+        self.function_in(info.module, info.name).map(drop)
+    }
+
+    /// Loads the module of `kernel` and looks the kernel up now, so that a later launch
+    /// (or a timed region) does not pay for it.
+    pub fn preload<S: Signature>(&self, kernel: &Kernel<S>) -> Result<()> {
+        self.function(kernel).map(drop)
+    }
+
+    /// Launches `kernel` with `args` on this stream. The arguments are the kernel's
+    /// declared parameters by name, so their number, types and order are checked by the
+    /// compiler; device memory enters as [`ferrocuda_kernels::abi::In`] (read) or
+    /// [`ferrocuda_kernels::abi::Out`] (written), borrowed from buffers.
     ///
     /// # Safety
-    /// `params` must point to values whose types and order match the kernel's
-    /// parameters, and every device pointer among them must be valid for what the kernel
-    /// reads and writes. Each kernel gets one safe, typed wrapper that checks this; it
-    /// is the only caller.
-    pub unsafe fn launch(
+    /// The launch is only as safe as what the kernel does with its arguments: every
+    /// index it derives from them (lengths, strides, offsets, the grid) must stay inside
+    /// the buffers it was given, and buffers it writes must not be read or written by
+    /// other work while it runs. Each kernel has one safe wrapper in the library that
+    /// checks this; it is the only caller.
+    pub unsafe fn launch<S: Signature>(
         &self,
-        kernel: &'static str,
+        kernel: &Kernel<S>,
         cfg: LaunchConfig,
-        params: &mut [*mut c_void],
+        args: S::Args<'_>,
     ) -> Result<()> {
         // SAFETY: forwarded from the caller.
-        unsafe { self.launch_via(kernel, cfg, params, result::launch_kernel) }
+        unsafe { self.launch_via(kernel, cfg, args, result::launch_kernel) }
     }
 
     /// The body of [`Gpu::launch`] and [`Gpu::launch_cooperative`]: validates, looks the
@@ -399,18 +420,20 @@ impl Gpu {
     ///
     /// # Safety
     /// As [`Gpu::launch`].
-    unsafe fn launch_via(
+    unsafe fn launch_via<S: Signature>(
         &self,
-        kernel: &'static str,
+        kernel: &Kernel<S>,
         cfg: LaunchConfig,
-        params: &mut [*mut c_void],
+        args: S::Args<'_>,
         how: LaunchFn,
     ) -> Result<()> {
-        cfg.validate(kernel)?;
+        let name = kernel.name();
+        cfg.validate(name)?;
         let f = self.function(kernel)?;
         self.bind()?;
-        // SAFETY: forwarded from the caller.
-        unsafe {
+        // SAFETY: the parameter pointers come from the declaration's own field list
+        // (`KernelArgs`); the rest is forwarded from the caller.
+        args.with_params(|params| unsafe {
             how(
                 f.cu_function(),
                 cfg.grid,
@@ -419,12 +442,12 @@ impl Gpu {
                 self.state.stream.cu_stream(),
                 params,
             )
-        }
+        })
         .map_err(|e| Error::Launch {
-            kernel,
+            kernel: name,
             status: DriverStatus(e),
         })?;
-        *lock(&self.state.last_kernel) = kernel;
+        self.set_last_kernel(name);
         Ok(())
     }
 
@@ -434,37 +457,61 @@ impl Gpu {
     ///
     /// # Safety
     /// As [`Gpu::launch`].
-    pub unsafe fn launch_cooperative(
+    pub unsafe fn launch_cooperative<S: Signature>(
         &self,
-        kernel: &'static str,
+        kernel: &Kernel<S>,
         cfg: LaunchConfig,
-        params: &mut [*mut c_void],
+        args: S::Args<'_>,
     ) -> Result<()> {
         // SAFETY: forwarded from the caller.
-        unsafe { self.launch_via(kernel, cfg, params, result::launch_cooperative_kernel) }
+        unsafe { self.launch_via(kernel, cfg, args, result::launch_cooperative_kernel) }
+    }
+
+    /// Lets `kernel` use up to `bytes` of dynamic shared memory per block
+    /// (`cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)`): above 48 KiB the driver
+    /// wants this opt-in before the launch.
+    pub fn allow_dynamic_shared<S: Signature>(
+        &self,
+        kernel: &Kernel<S>,
+        bytes: usize,
+    ) -> Result<()> {
+        let f = self.function(kernel)?;
+        self.bind()?;
+        let value = i32::try_from(bytes).map_err(|_| Error::InvalidLaunch {
+            kernel: kernel.name(),
+            reason: format!("{bytes} bytes of dynamic shared memory"),
+        })?;
+        check(
+            f.set_attribute(
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                value,
+            ),
+            || {
+                format!(
+                    "cuFuncSetAttribute({}, MAX_DYNAMIC_SHARED_SIZE_BYTES, {bytes})",
+                    kernel.name()
+                )
+            },
+        )
     }
 
     /// How many blocks of `threads` threads and `shared_bytes` bytes of dynamic shared
     /// memory of `kernel` can be resident on the whole device at once (multiprocessors x
     /// the occupancy calculator's blocks per multiprocessor): the largest cooperative grid.
-    pub fn resident_blocks(
+    pub fn resident_blocks<S: Signature>(
         &self,
-        kernel: &'static str,
+        kernel: &Kernel<S>,
         threads: u32,
         shared_bytes: usize,
     ) -> Result<usize> {
         let f = self.function(kernel)?;
+        let kernel = kernel.name();
         self.bind()?;
         let per_sm = check(
             f.occupancy_max_active_blocks_per_multiprocessor(threads, shared_bytes, None),
             || format!("cuOccupancyMaxActiveBlocksPerMultiprocessor({kernel})"),
         )?;
-        let sms = check(
-            self.context()
-                .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
-            || "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)".into(),
-        )?;
-        Ok(per_sm as usize * sms.max(0) as usize)
+        Ok(per_sm as usize * self.multiprocessors()?)
     }
 
     /// Runs `f` with a device scratch area of at least `bytes` bytes, reused across
@@ -491,6 +538,27 @@ impl Gpu {
         }
         let ptr = slot.as_ref().map_or(0, |a| a.ptr());
         f(ptr)
+    }
+
+    /// [`Gpu::with_scratch`] as a typed view of `len` elements of `T` (contents
+    /// unspecified).
+    pub fn with_scratch_of<T: bytemuck::Pod, R, E: From<Error>>(
+        &self,
+        len: usize,
+        f: impl FnOnce(&mut crate::DeviceViewMut<'_, T>) -> std::result::Result<R, E>,
+    ) -> std::result::Result<R, E> {
+        let bytes = len.checked_mul(size_of::<T>()).ok_or(Error::OutOfMemory {
+            ordinal: self.ordinal(),
+            requested: usize::MAX,
+            free: 0,
+            total: 0,
+        })?;
+        self.with_scratch(bytes, |ptr| {
+            // SAFETY: the scratch area holds at least `bytes` bytes, is this stream's
+            // alone and stays allocated while `f` runs (stream order covers its work).
+            let mut view = unsafe { crate::memory::DeviceViewMut::from_raw(self, ptr, len) };
+            f(&mut view)
+        })
     }
 
     /// The scratch area as it is now (graphs keep it alive).

@@ -1,7 +1,5 @@
 //! Launch configurations and kernel arguments.
 
-use std::ffi::c_void;
-
 use crate::error::{Error, Result};
 
 /// Grid, block and dynamic shared memory of one launch.
@@ -85,10 +83,4 @@ impl LaunchConfig {
             None => Ok(()),
         }
     }
-}
-
-/// Pointer to one kernel argument, for [`crate::Gpu::launch`]'s parameter array. The
-/// value must stay alive until the launch call returns.
-pub fn arg<T>(value: &T) -> *mut c_void {
-    value as *const T as *mut c_void
 }

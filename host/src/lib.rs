@@ -1,7 +1,10 @@
 //! The GPU runtime of ferrocuda: a small, typed, safe layer over cudarc's driver API.
 //!
 //! It knows nothing of numerics: a [`Gpu`] (device context, stream, module cache),
-//! typed [`DeviceBuffer`]s and views, page-locked host memory ([`PinnedBuffer`]), [`LaunchConfig`] and the one `unsafe` launch path,
+//! typed [`DeviceBuffer`]s and views, page-locked host memory ([`PinnedBuffer`]),
+//! [`LaunchConfig`] and the one `unsafe` launch path, which takes a kernel's typed
+//! handle and its arguments by name ([`Gpu::launch`], handles from `ferrocuda-kernels`;
+//! PTX modules registered with [`register_ptx`] and loaded lazily),
 //! [`EventTimer`], CUDA-graph capture ([`Graph`]), device queries ([`DeviceInfo`]), NCCL
 //! communicators on their own streams ([`NcclComm`]) and
 //! one [`Error`] type whose messages name the failing driver call or kernel.
@@ -16,23 +19,29 @@ mod graph;
 mod info;
 mod launch;
 mod memory;
+mod modules;
 mod nccl;
 mod pinned;
 mod timing;
+mod untyped;
 
 pub use bytemuck::Pod;
 pub use error::{DriverStatus, Error, Result};
+pub use ferrocuda_kernels::abi::{In, Kernel, Out};
 pub use gpu::{Gpu, device_count, driver_present};
 pub use graph::Graph;
 pub use info::{DeviceInfo, PcieLink, driver_cuda_version};
-pub use launch::{LaunchConfig, MAX_BLOCK_THREADS, MAX_GRID_X, MAX_GRID_YZ, arg};
+pub use launch::{LaunchConfig, MAX_BLOCK_THREADS, MAX_GRID_X, MAX_GRID_YZ};
 pub use memory::{
     DeviceBuffer, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, copy_device,
     copy_host_to_window, copy_window_to_host,
 };
+pub use modules::{register_ptx, registered_ptx};
 pub use nccl::{NcclComm, NcclId, NcclScalar, nccl_available, nccl_version};
 pub use pinned::PinnedBuffer;
 pub use timing::EventTimer;
+#[doc(hidden)]
+pub use untyped::arg;
 
 /// Version of the CUDA driver API these bindings were generated for.
 pub const CUDA_BINDINGS_VERSION: &str = "12.8";

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 
 use bytemuck::Pod;
 use cudarc::driver::{CudaStream, result, sys};
+use ferrocuda_kernels::abi::{In, Out};
 
 use crate::error::{DriverStatus, Error, Result};
 use crate::gpu::{Device, Gpu};
@@ -85,23 +86,47 @@ impl Drop for Allocation {
     }
 }
 
-/// Anything the GPU can read: a buffer or a view of one.
-pub trait DeviceSlice<T> {
+mod sealed {
+    /// Only this crate's buffers and views are device slices: the launch path trusts
+    /// their address and length, so user code must not be able to make up one.
+    pub trait Sealed {}
+}
+
+/// Anything the GPU can read: a buffer or a view of one. Sealed: implemented only by
+/// [`DeviceBuffer`], [`DeviceView`] and [`DeviceViewMut`], whose address and length
+/// always describe memory they own or borrow.
+pub trait DeviceSlice<T>: sealed::Sealed {
     /// Elements.
     fn len(&self) -> usize;
     /// Whether it holds no element.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Device address of the first element (0 when empty).
+    /// Device address of the first element (0 when empty). Reading it is harmless;
+    /// kernels get pointers through [`DeviceSlice::as_in`] and
+    /// [`DeviceSliceMut::as_out`].
     fn device_ptr(&self) -> u64;
     /// The device (and stream) it belongs to.
     fn gpu(&self) -> &Gpu;
+    /// A read-only kernel argument pointing at the first element, borrowing `self`.
+    fn as_in(&self) -> In<'_, T> {
+        // SAFETY: the address is this slice's own memory (sealed trait), which stays
+        // allocated and unwritten (shared borrow) while the pointer lives.
+        unsafe { In::from_addr(self.device_ptr()) }
+    }
 }
 
 /// Anything the GPU may write: a buffer or a mutable view. Having `&mut` of it is the
 /// proof that no other operand aliases it.
-pub trait DeviceSliceMut<T>: DeviceSlice<T> {}
+pub trait DeviceSliceMut<T>: DeviceSlice<T> {
+    /// A writable kernel argument pointing at the first element, borrowing `self`
+    /// exclusively.
+    fn as_out(&mut self) -> Out<'_, T> {
+        // SAFETY: the address is this slice's own memory (sealed trait); the exclusive
+        // borrow keeps every other handle to it away while the pointer lives.
+        unsafe { Out::from_addr(self.device_ptr()) }
+    }
+}
 
 /// A typed array in device memory. Its contents after [`Gpu::alloc`] are unspecified
 /// (any bit pattern is a valid `T`, since `T: Pod`).
@@ -330,6 +355,10 @@ pub fn copy_device<T: Pod>(
     })
 }
 
+impl<T> sealed::Sealed for DeviceBuffer<T> {}
+impl<T> sealed::Sealed for DeviceView<'_, T> {}
+impl<T> sealed::Sealed for DeviceViewMut<'_, T> {}
+
 impl<T> DeviceSlice<T> for DeviceBuffer<T> {
     fn len(&self) -> usize {
         self.len
@@ -359,6 +388,22 @@ pub struct DeviceViewMut<'a, T> {
     ptr: u64,
     len: usize,
     _t: PhantomData<&'a mut T>,
+}
+
+impl<'a, T> DeviceViewMut<'a, T> {
+    /// A view of `len` elements at `ptr` on `gpu`.
+    ///
+    /// # Safety
+    /// `ptr` must address `len` elements of `T` on `gpu`'s device that nobody else
+    /// accesses for `'a`.
+    pub(crate) unsafe fn from_raw(gpu: &'a Gpu, ptr: u64, len: usize) -> Self {
+        DeviceViewMut {
+            gpu,
+            ptr,
+            len,
+            _t: PhantomData,
+        }
+    }
 }
 
 impl<'a, T: Pod> DeviceViewMut<'a, T> {

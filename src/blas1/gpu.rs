@@ -4,8 +4,12 @@
 //! written on another stream of the same device must be ordered first with
 //! [`ferrocuda_host::Gpu::wait_for`].
 
-use ferrocuda_host::{DeviceSlice, DeviceSliceMut, Gpu, LaunchConfig, arg};
-use ferrocuda_kernels::blas1::{BLOCK, MULTI_DOT_CHUNK, reduction_blocks};
+use ferrocuda_host::{DeviceSlice, DeviceSliceMut, DeviceViewMut, Gpu, LaunchConfig, Out};
+use ferrocuda_kernels::blas1::{
+    Axpby, Axpy, CopyVec, DotPartial, Fill, MULTI_DOT_CHUNK, MultiDotPartial, Nrm2Partial, Scal,
+    SumPartials, reduction_blocks,
+};
+use ferrocuda_kernels::blas1::{BLOCK, RealBlas1Kernels, SqrtSumPartials};
 
 use super::Element;
 use crate::error::{Error, Result, check_device, check_len};
@@ -21,49 +25,39 @@ fn check_pair<T>(op: &'static str, x: &impl DeviceSlice<T>, y: &impl DeviceSlice
     check_device(op, "x", y.gpu(), x.gpu())
 }
 
-/// Launches a grid-stride element-wise kernel over `n` elements; nothing when `n == 0`.
-///
-/// # Safety
-/// `params` match `kernel`'s parameters, and its pointers are valid for `n` elements.
-unsafe fn launch_elementwise(
-    gpu: &Gpu,
-    kernel: &'static str,
-    n: usize,
-    params: &mut [*mut std::ffi::c_void],
-) -> Result<()> {
-    if n > 0 {
-        // SAFETY: forwarded.
-        unsafe { gpu.launch(kernel, LaunchConfig::for_elements(n, BLOCK as u32), params)? };
-    }
-    Ok(())
+/// The grid of an element-wise kernel over `n > 0` elements.
+fn elementwise(n: usize) -> LaunchConfig {
+    LaunchConfig::for_elements(n, BLOCK as u32)
 }
 
 /// `x_i <- value`.
 pub fn fill<T: Element>(x: &mut impl DeviceSliceMut<T>, value: T) -> Result<()> {
-    let (n, xp) = (x.len(), x.device_ptr());
-    // SAFETY: fill_<t>(n, value, x) writes x[0..n]; x has n elements.
-    unsafe {
-        launch_elementwise(
-            x.gpu(),
-            T::BLAS1.fill,
-            n,
-            &mut [arg(&n), arg(&value), arg(&xp)],
-        )
+    let (n, gpu) = (x.len(), x.gpu().clone());
+    if n == 0 {
+        return Ok(());
     }
+    let args = Fill {
+        n,
+        value,
+        x: x.as_out(),
+    };
+    // SAFETY: fill writes x[0..n]; x has n elements.
+    unsafe { gpu.launch(&T::FILL, elementwise(n), args) }.map_err(Into::into)
 }
 
 /// `x <- alpha x`.
 pub fn scal<T: Element>(alpha: T, x: &mut impl DeviceSliceMut<T>) -> Result<()> {
-    let (n, xp) = (x.len(), x.device_ptr());
-    // SAFETY: scal_<t>(n, alpha, x) updates x[0..n].
-    unsafe {
-        launch_elementwise(
-            x.gpu(),
-            T::BLAS1.scal,
-            n,
-            &mut [arg(&n), arg(&alpha), arg(&xp)],
-        )
+    let (n, gpu) = (x.len(), x.gpu().clone());
+    if n == 0 {
+        return Ok(());
     }
+    let args = Scal {
+        n,
+        alpha,
+        x: x.as_out(),
+    };
+    // SAFETY: scal updates x[0..n]; x has n elements.
+    unsafe { gpu.launch(&T::SCAL, elementwise(n), args) }.map_err(Into::into)
 }
 
 /// `y <- alpha x + y`. Errors: lengths differ, devices differ.
@@ -73,10 +67,19 @@ pub fn axpy<T: Element>(
     y: &mut impl DeviceSliceMut<T>,
 ) -> Result<()> {
     check_pair("axpy", x, y)?;
-    let (n, xp, yp) = (y.len(), x.device_ptr(), y.device_ptr());
-    let params = &mut [arg(&n), arg(&alpha), arg(&xp), arg(&yp)];
-    // SAFETY: axpy_<t>(n, alpha, x, y) reads x[0..n], updates y[0..n]; &mut y excludes aliasing.
-    unsafe { launch_elementwise(y.gpu(), T::BLAS1.axpy, n, params) }
+    let (n, gpu) = (y.len(), y.gpu().clone());
+    if n == 0 {
+        return Ok(());
+    }
+    let args = Axpy {
+        n,
+        alpha,
+        x: x.as_in(),
+        y: y.as_out(),
+    };
+    // SAFETY: axpy reads x[0..n] and updates y[0..n]; both have n elements (checked),
+    // and `&mut y` excludes aliasing.
+    unsafe { gpu.launch(&T::AXPY, elementwise(n), args) }.map_err(Into::into)
 }
 
 /// `y <- alpha x + beta y`. Errors: lengths differ, devices differ.
@@ -87,30 +90,66 @@ pub fn axpby<T: Element>(
     y: &mut impl DeviceSliceMut<T>,
 ) -> Result<()> {
     check_pair("axpby", x, y)?;
-    let (n, xp, yp) = (y.len(), x.device_ptr(), y.device_ptr());
-    let params = &mut [arg(&n), arg(&alpha), arg(&xp), arg(&beta), arg(&yp)];
-    // SAFETY: axpby_<t>(n, alpha, x, beta, y) reads x[0..n], updates y[0..n].
-    unsafe { launch_elementwise(y.gpu(), T::BLAS1.axpby, n, params) }
+    let (n, gpu) = (y.len(), y.gpu().clone());
+    if n == 0 {
+        return Ok(());
+    }
+    let args = Axpby {
+        n,
+        alpha,
+        x: x.as_in(),
+        beta,
+        y: y.as_out(),
+    };
+    // SAFETY: axpby reads x[0..n] and updates y[0..n]; both have n elements (checked).
+    unsafe { gpu.launch(&T::AXPBY, elementwise(n), args) }.map_err(Into::into)
 }
 
 /// `y <- x` with a kernel (see [`ferrocuda_host::copy_device`] for the copy engine).
 /// Errors: lengths differ, devices differ.
 pub fn copy<T: Element>(x: &impl DeviceSlice<T>, y: &mut impl DeviceSliceMut<T>) -> Result<()> {
     check_pair("copy", x, y)?;
-    let (n, xp, yp) = (y.len(), x.device_ptr(), y.device_ptr());
-    // SAFETY: copy_<t>(n, x, y) reads x[0..n], writes y[0..n].
-    unsafe {
-        launch_elementwise(
-            y.gpu(),
-            T::BLAS1.copy,
-            n,
-            &mut [arg(&n), arg(&xp), arg(&yp)],
-        )
+    let (n, gpu) = (y.len(), y.gpu().clone());
+    if n == 0 {
+        return Ok(());
     }
+    let args = CopyVec {
+        n,
+        x: x.as_in(),
+        y: y.as_out(),
+    };
+    // SAFETY: copy reads x[0..n] and writes y[0..n]; both have n elements (checked).
+    unsafe { gpu.launch(&T::COPY, elementwise(n), args) }.map_err(Into::into)
 }
 
-/// Stage two of a reduction: `out[s] = finish(sum of partials[s*count..(s+1)*count])`
-/// for `s < sets`.
+/// The launch of a reduction's stage two: one block per set of partials.
+fn finish_config<R>(sets: usize) -> LaunchConfig {
+    LaunchConfig::blocks(sets as u32, BLOCK as u32).with_shared_bytes(reduce_shared::<R>())
+}
+
+/// Stage two of a reduction: `out[s] = sum of partials[s*count..(s+1)*count]` for
+/// `s < out.len()`.
+///
+/// # Safety
+/// `partials` holds `out.len() * count` values.
+unsafe fn finish_sum<T: Element>(
+    gpu: &Gpu,
+    count: usize,
+    partials: &DeviceViewMut<'_, T>,
+    out: Out<'_, T>,
+    sets: usize,
+) -> Result<()> {
+    let args = SumPartials {
+        count,
+        partials: partials.as_in(),
+        out,
+    };
+    // SAFETY: block s reads partials[s count..(s+1) count] and writes out[s], s < sets.
+    unsafe { gpu.launch(&T::SUM_PARTIALS, finish_config::<T>(sets), args) }.map_err(Into::into)
+}
+
+/// TRANSITIONAL (modules with untyped launches): stage two of a reduction,
+/// `out[s] = finish(sum of partials[s*count..(s+1)*count])` for `s < sets`.
 ///
 /// # Safety
 /// `partials` holds `sets * count` values of `R`, `out` has room for `sets`.
@@ -122,10 +161,15 @@ pub(crate) unsafe fn finish_reduction<R: Element>(
     partials: u64,
     out: u64,
 ) -> Result<()> {
-    let cfg =
-        LaunchConfig::blocks(sets as u32, BLOCK as u32).with_shared_bytes(reduce_shared::<R>());
+    use ferrocuda_host::arg;
     // SAFETY: forwarded.
-    unsafe { gpu.launch(kernel, cfg, &mut [arg(&count), arg(&partials), arg(&out)])? };
+    unsafe {
+        gpu.launch_untyped(
+            kernel,
+            finish_config::<R>(sets),
+            &mut [arg(&count), arg(&partials), arg(&out)],
+        )?
+    };
     Ok(())
 }
 
@@ -140,23 +184,23 @@ pub fn dot_into<T: Element>(
     check_len("dot", "out", 1, out.len())?;
     check_device("dot", "y", x.gpu(), y.gpu())?;
     check_device("dot", "out", x.gpu(), out.gpu())?;
-    let gpu = out.gpu();
+    let gpu = out.gpu().clone();
     let n = x.len();
     let blocks = reduction_blocks(n);
-    let (xp, yp, op) = (x.device_ptr(), y.device_ptr(), out.device_ptr());
-    gpu.with_scratch(blocks * size_of::<T>(), |partials| {
+    gpu.with_scratch_of::<T, _, Error>(blocks, |partials| {
         let cfg = LaunchConfig::blocks(blocks as u32, BLOCK as u32)
             .with_shared_bytes(reduce_shared::<T>());
-        // SAFETY: dot_partial_<t>(n, x, y, partials) reads x, y [0..n] and writes
-        // partials[0..blocks]; the scratch holds `blocks` values; then one set of
-        // `blocks` partials is reduced into out[0].
+        let args = DotPartial {
+            n,
+            x: x.as_in(),
+            y: y.as_in(),
+            partials: partials.as_out(),
+        };
+        // SAFETY: dot_partial reads x, y [0..n] and writes partials[0..blocks] (the grid
+        // has `blocks` blocks); then that one set of partials is reduced into out[0].
         unsafe {
-            gpu.launch(
-                T::BLAS1.dot_partial,
-                cfg,
-                &mut [arg(&n), arg(&xp), arg(&yp), arg(&partials)],
-            )?;
-            finish_reduction::<T>(gpu, T::BLAS1.sum_partials, 1, blocks, partials, op)
+            gpu.launch(&T::DOT_PARTIAL, cfg, args)?;
+            finish_sum(&gpu, blocks, partials, out.as_out(), 1)
         }
     })
 }
@@ -179,22 +223,27 @@ where
 {
     check_len("nrm2", "out", 1, out.len())?;
     check_device("nrm2", "out", x.gpu(), out.gpu())?;
-    let gpu = out.gpu();
+    let gpu = out.gpu().clone();
     let n = x.len();
     let blocks = reduction_blocks(n);
-    let (xp, op) = (x.device_ptr(), out.device_ptr());
-    gpu.with_scratch(blocks * size_of::<T::Real>(), |partials| {
+    gpu.with_scratch_of::<T::Real, _, Error>(blocks, |partials| {
         let cfg = LaunchConfig::blocks(blocks as u32, BLOCK as u32)
             .with_shared_bytes(reduce_shared::<T::Real>());
-        // SAFETY: nrm2_partial_<t>(n, x, partials) reads x[0..n], writes `blocks` reals.
-        unsafe {
-            gpu.launch(
-                T::BLAS1.nrm2_partial,
-                cfg,
-                &mut [arg(&n), arg(&xp), arg(&partials)],
-            )?;
-            finish_reduction::<T::Real>(gpu, T::BLAS1.sqrt_sum_partials, 1, blocks, partials, op)
-        }
+        let args = Nrm2Partial {
+            n,
+            x: x.as_in(),
+            partials: partials.as_out(),
+        };
+        // SAFETY: nrm2_partial reads x[0..n] and writes partials[0..blocks].
+        unsafe { gpu.launch(&T::NRM2_PARTIAL, cfg, args)? };
+        let finish = SqrtSumPartials {
+            count: blocks,
+            partials: partials.as_in(),
+            out: out.as_out(),
+        };
+        let sqrt_sum = <T::Real as RealBlas1Kernels>::SQRT_SUM_PARTIALS;
+        // SAFETY: the one block reduces partials[0..blocks] into out[0].
+        unsafe { gpu.launch(&sqrt_sum, finish_config::<T::Real>(1), finish) }.map_err(Into::into)
     })
 }
 
@@ -231,31 +280,26 @@ pub fn multi_dot<T: Element>(
             ),
         });
     }
-    let gpu = out.gpu();
+    let gpu = out.gpu().clone();
     let blocks = reduction_blocks(n);
-    let (xp, yp, op) = (x.device_ptr(), ys.device_ptr(), out.device_ptr());
-    gpu.with_scratch(k * blocks * size_of::<T>(), |partials| {
+    gpu.with_scratch_of::<T, _, Error>(k * blocks, |partials| {
         let shared = (MULTI_DOT_CHUNK * BLOCK / 32 * size_of::<T>()) as u32;
         let cfg = LaunchConfig::blocks(blocks as u32, BLOCK as u32)
             .with_grid_y(groups as u32)
             .with_shared_bytes(shared);
-        // SAFETY: multi_dot_partial_<t>(n, k, x, ys, ld = n, partials) reads x[0..n] and
-        // ys[0..k n], writes partials[0..k blocks]; then k sets of `blocks` are reduced
-        // into out[0..k].
+        let args = MultiDotPartial {
+            n,
+            k,
+            x: x.as_in(),
+            ys: ys.as_in(),
+            ld: n,
+            partials: partials.as_out(),
+        };
+        // SAFETY: multi_dot_partial reads x[0..n] and ys[0..k n] (ld = n, checked), and
+        // writes partials[0..k blocks]; then k sets of `blocks` are reduced into out[0..k].
         unsafe {
-            gpu.launch(
-                T::BLAS1.multi_dot_partial,
-                cfg,
-                &mut [
-                    arg(&n),
-                    arg(&k),
-                    arg(&xp),
-                    arg(&yp),
-                    arg(&n),
-                    arg(&partials),
-                ],
-            )?;
-            finish_reduction::<T>(gpu, T::BLAS1.sum_partials, k, blocks, partials, op)
+            gpu.launch(&T::MULTI_DOT_PARTIAL, cfg, args)?;
+            finish_sum(&gpu, blocks, partials, out.as_out(), k)
         }
     })
 }

@@ -447,7 +447,7 @@ impl<T: LuScalar> Run<T> {
                 // ipiv[c0..c1], `blocks <= LEAF_MAX_BLOCKS` partials and candidate
                 // rows, and the barrier counter; the caller's promise.
                 unsafe {
-                    g.launch_cooperative(
+                    g.launch_cooperative_untyped(
                         T::DENSE.leaf_coop,
                         cfg,
                         &mut [
@@ -485,7 +485,7 @@ impl<T: LuScalar> Run<T> {
                 // part_val, part_idx, counter) touches rows j-1..n of columns c0..c1,
                 // ipiv[j], info, `blocks <= PANEL_MAX_BLOCKS` partials and the counter.
                 unsafe {
-                    g.launch(
+                    g.launch_untyped(
                         T::DENSE.panel_step,
                         cfg,
                         &mut [
@@ -599,7 +599,7 @@ impl<T: LuScalar> Run<T> {
         self.phases.time(g, phase, || {
             // SAFETY: lu_copy(rows, cols, eye, s, lds, d, ldd); the caller's promise.
             unsafe {
-                g.launch(
+                g.launch_untyped(
                     T::DENSE.copy,
                     cfg,
                     &mut [
@@ -877,7 +877,7 @@ unsafe fn swap_plan_raw(gpu: &Gpu, (k0, k1): (usize, usize), ipiv: u64, plan: u6
     // SAFETY: lu_swap_plan(k0, w, ipiv, plan) reads ipiv[k0..k1] and writes 3 w entries
     // of the plan; the caller's promise.
     unsafe {
-        gpu.launch(
+        gpu.launch_untyped(
             DENSE_SPECIAL.swap_plan,
             cfg,
             &mut [arg(&k0), arg(&w), arg(&ipiv), arg(&plan)],
@@ -903,7 +903,7 @@ unsafe fn laswp_raw<T: LuScalar>(
     let cfg = LaunchConfig::blocks(ncols.div_ceil(LASWP_COLS) as u32, LASWP_THREADS as u32);
     // SAFETY: lu_laswp(ncols, lda, k0, w, skip0, skip1, a, plan); the caller's promise.
     unsafe {
-        gpu.launch(
+        gpu.launch_untyped(
             T::DENSE.laswp,
             cfg,
             &mut [
@@ -940,7 +940,7 @@ unsafe fn trsm<T: LuScalar>(
     // SAFETY: lu_trsm(ncols, kb, l, ldl, x, ldx) reads L11 and rewrites X; the caller's
     // promise.
     unsafe {
-        gpu.launch(
+        gpu.launch_untyped(
             T::DENSE.trsm,
             cfg,
             &mut [
@@ -1130,7 +1130,7 @@ pub fn gemm_with<T: LuScalar>(
 /// Raises `kernel`'s dynamic shared-memory limit to `bytes`.
 fn allow_shared(gpu: &Gpu, kernel: &'static str, bytes: usize) -> Result<()> {
     gpu.bind_to_thread()?;
-    gpu.function(kernel)?
+    gpu.function_untyped(kernel)?
         .set_attribute(
             cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             bytes as i32,
@@ -1208,7 +1208,7 @@ unsafe fn gemm_raw<T: LuScalar>(
     // SAFETY: the caller's promise; every GEMM kernel takes (m, n, k, alpha, a, lda, b,
     // ldb, beta, c, ldc).
     unsafe {
-        launcher.launch(
+        launcher.launch_untyped(
             name,
             cfg,
             &mut [

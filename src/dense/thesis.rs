@@ -71,13 +71,13 @@ pub fn unblocked_gpu(gpu: &Gpu, a: &Matrix<f64>) -> Result<(Matrix<f64>, ThesisT
         // SAFETY: thesis_lu_scale_f64(n, k, a) / thesis_lu_update_f64(n, k, a) touch
         // rows and columns k..n of the n x n matrix `d`.
         unsafe {
-            gpu.launch(
+            gpu.launch_untyped(
                 DENSE_SPECIAL.thesis_scale_f64,
                 LaunchConfig::for_elements(m, 256),
                 &mut [arg(&n), arg(&k), arg(&ap)],
             )?;
             let b = m.div_ceil(16) as u32;
-            gpu.launch(
+            gpu.launch_untyped(
                 DENSE_SPECIAL.thesis_update_f64,
                 LaunchConfig::blocks(b, 256).with_grid_y(b),
                 &mut [arg(&n), arg(&k), arg(&ap)],
@@ -128,19 +128,19 @@ pub fn blocked_gpu(gpu: &Gpu, a: &Matrix<f32>) -> Result<(Matrix<f32>, ThesisTim
         // SAFETY: the Rodinia kernels (n, offset, a) touch blocks at offsets >= i of the
         // n x n matrix `d` (n a multiple of 16).
         unsafe {
-            gpu.launch(
+            gpu.launch_untyped(
                 DENSE_SPECIAL.rodinia_diagonal_f32,
                 LaunchConfig::blocks(1, BS as u32).with_shared_bytes(bs2 * fsize),
                 &mut [arg(&n), arg(&i), arg(&ap)],
             )?;
             if i + BS < n {
                 let nb = ((n - i) / BS - 1) as u32;
-                gpu.launch(
+                gpu.launch_untyped(
                     DENSE_SPECIAL.rodinia_perimeter_f32,
                     LaunchConfig::blocks(nb, 2 * BS as u32).with_shared_bytes(3 * bs2 * fsize),
                     &mut [arg(&n), arg(&i), arg(&ap)],
                 )?;
-                gpu.launch(
+                gpu.launch_untyped(
                     DENSE_SPECIAL.rodinia_internal_f32,
                     LaunchConfig::blocks(nb, bs2)
                         .with_grid_y(nb)

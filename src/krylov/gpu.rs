@@ -327,7 +327,7 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         // writes 2 k1 eb <= 2 (restart + 1) eb partials; sum_partials_<t>(eb, partials, out)
         // reduces the 2 k1 sets into dots_out (2 (restart + 1) elements).
         unsafe {
-            self.gpu.launch(
+            self.gpu.launch_untyped(
                 V::KRYLOV.gs_dots_partial,
                 cfg,
                 &mut [
@@ -388,7 +388,7 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         // 0..=k, coef[0..k] and coef[m..m + k] (k <= m), w[0..n], and writes columns k
         // and k + 1 <= restart of the (restart + 1)-column basis.
         unsafe {
-            self.gpu.launch(
+            self.gpu.launch_untyped(
                 V::KRYLOV.gs_update,
                 self.grid(),
                 &mut [
@@ -422,7 +422,7 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
             // SAFETY: mgs_eliminate_<t>(n, h, j, x, w) reads h[j] (j <= k < restart + 2 = h.len()),
             // x = column j and updates w (n elements each).
             unsafe {
-                self.gpu.launch(
+                self.gpu.launch_untyped(
                     V::KRYLOV.mgs_eliminate,
                     self.grid(),
                     &mut [arg(&n), arg(&hp), arg(&j), arg(&vp), arg(&wp)],
@@ -438,7 +438,7 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         // SAFETY: mgs_normalize_<t>(n, h, k + 1, x = w, y = column k + 1) reads h[k + 1]
         // and w, writes column k + 1 <= restart of the basis.
         unsafe {
-            self.gpu.launch(
+            self.gpu.launch_untyped(
                 V::KRYLOV.mgs_normalize,
                 self.grid(),
                 &mut [arg(&n), arg(&hp), arg(&k1), arg(&wp), arg(&next)],
@@ -471,7 +471,7 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         // SAFETY: basis_combine_<t>(n, k, basis, ld = n, coef, z = w) reads columns 0..k
         // (k <= restart) and coef[0..k], writes w[0..n].
         unsafe {
-            self.gpu.launch(
+            self.gpu.launch_untyped(
                 V::KRYLOV.basis_combine,
                 self.grid(),
                 &mut [arg(&n), arg(&k), arg(&bp), arg(&n), arg(&cp), arg(&wp)],

@@ -464,7 +464,7 @@ fn block_jacobi_invert<A: Element + PrecondKernels<A>>(
     // blocks[0..n b b] and writes flags[0..n]; lengths checked above, 1 <= b <= 8; the two
     // buffers are distinct allocations (&mut of both).
     unsafe {
-        blocks.gpu().launch(
+        blocks.gpu().launch_untyped(
             <A as PrecondKernels<A>>::PRECOND.invert,
             cfg,
             &mut [arg(&n), arg(&b), arg(&bp), arg(&fp)],
@@ -514,7 +514,7 @@ where
     // x[0..n] and writes y[0..n]; lengths checked above, n a multiple of b >= 1; &mut y
     // excludes aliasing with x and inv.
     unsafe {
-        y.gpu().launch(
+        y.gpu().launch_untyped(
             <A as PrecondKernels<V>>::PRECOND.apply,
             cfg,
             &mut [arg(&n), arg(&b), arg(&ip), arg(&xp), arg(&yp)],

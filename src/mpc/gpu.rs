@@ -395,7 +395,7 @@ impl GpuEvaluator {
         // grad_* p n m 2, partials p blocks 2, out p 2; slices * chunk >= m and
         // p * slices <= 65535 (`pair_slices`); each kernel's documented argument order.
         unsafe {
-            gpu.launch(
+            gpu.launch_untyped(
                 MPC.pairs,
                 LaunchConfig::blocks(m.div_ceil(PAIR_BLOCK) as u32, PAIR_BLOCK as u32)
                     .with_grid_y(n as u32)
@@ -414,7 +414,7 @@ impl GpuEvaluator {
                     arg(&pg),
                 ],
             )?;
-            gpu.launch(
+            gpu.launch_untyped(
                 MPC.adjoint,
                 LaunchConfig::blocks(blocks as u32, BLOCK as u32)
                     .with_grid_y(p as u32)
@@ -434,7 +434,7 @@ impl GpuEvaluator {
                 ],
             )?;
             if blocks > 1 {
-                gpu.launch(
+                gpu.launch_untyped(
                     MPC.reduce,
                     LaunchConfig::blocks(p as u32, 32),
                     &mut [arg(&blocks), arg(&partials), arg(&out)],
@@ -460,7 +460,7 @@ impl GpuEvaluator {
         // memory is `fused_shared_doubles(m, n, per_block)` doubles, allowed in `new`;
         // the kernel's documented argument order.
         unsafe {
-            self.gpu.launch(
+            self.gpu.launch_untyped(
                 MPC.fused,
                 LaunchConfig::blocks(plan.blocks as u32, FUSED_BLOCK as u32)
                     .with_grid_y(p as u32)
@@ -499,7 +499,7 @@ impl GpuEvaluator {
         // in `new`), so one thread per object fits a block, and the shared memory holds
         // the reduction scratch and 2 m positions.
         unsafe {
-            gpu.launch(
+            gpu.launch_untyped(
                 MPC.fd_nominal,
                 LaunchConfig::blocks(p as u32, threads).with_shared_bytes(shared),
                 &mut [
@@ -514,7 +514,7 @@ impl GpuEvaluator {
                 ],
             )?;
             if gradient {
-                gpu.launch(
+                gpu.launch_untyped(
                     MPC.fd_gradient,
                     LaunchConfig::blocks((n * m * NU) as u32, threads)
                         .with_grid_y(p as u32)

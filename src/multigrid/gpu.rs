@@ -121,7 +121,7 @@ impl<T: MgReal> Solver<T> {
         let fp = s.levels.last().expect("a level").f.device_ptr();
         // SAFETY: mg_fill_rhs_<t>(n, amp, s, f) reads s[0..n], writes f[0..n^3].
         unsafe {
-            s.gpu.launch(
+            s.gpu.launch_untyped(
                 T::MULTIGRID.fill_rhs,
                 points_config(n),
                 &mut [arg(&n), arg(&amp), arg(&sp), arg(&fp)],
@@ -175,7 +175,7 @@ impl<T: MgReal> Solver<T> {
         // SAFETY: mg_residual_<t>(n, inv_h2, u, f, r) reads u, f and writes r, n^3 each;
         // r is the other buffer.
         unsafe {
-            self.gpu.launch(
+            self.gpu.launch_untyped(
                 T::MULTIGRID.residual,
                 points_config(n),
                 &mut [arg(&n), arg(&inv_h2), arg(&u), arg(&f), arg(&r)],
@@ -193,7 +193,7 @@ impl<T: MgReal> Solver<T> {
         // SAFETY: mg_restrict_<t>(nc, b, inv_b6, r, fc) reads the fine grid
         // (b (nc - 1) + 1)^3 and writes fc, nc^3.
         unsafe {
-            self.gpu.launch(
+            self.gpu.launch_untyped(
                 T::MULTIGRID.restrict,
                 points_config(nc),
                 &mut [arg(&nc), arg(&b), arg(&inv_b6), arg(&src), arg(&fc)],
@@ -255,7 +255,7 @@ impl<T: MgReal> Levels for Solver<T> {
         // one colour (the other colour's halo is not written) or the racy variant the
         // caller asked for.
         unsafe {
-            self.gpu.launch(
+            self.gpu.launch_untyped(
                 T::MULTIGRID.smooth[s - 1],
                 cfg,
                 &mut [
@@ -301,7 +301,7 @@ impl<T: MgReal> Levels for Solver<T> {
         // SAFETY: mg_interp_<t>(nf, b, inv_b3, add, uc, uf) reads uc ((nf-1)/b + 1)^3 and
         // updates the interior of uf, nf^3.
         unsafe {
-            self.gpu.launch(
+            self.gpu.launch_untyped(
                 T::MULTIGRID.interp,
                 points_config(nf),
                 &mut [
@@ -331,7 +331,7 @@ impl<T: MgReal> Levels for Solver<T> {
         // SAFETY: mg_coarse_solve_<t>(m, tab, w, fc, a, b, uc): tab m^2, w, a, b m^3,
         // fc, uc (m + 2)^3; one block runs the passes in order.
         unsafe {
-            self.gpu.launch(
+            self.gpu.launch_untyped(
                 T::MULTIGRID.coarse_solve,
                 LaunchConfig::blocks(1, NORM_THREADS as u32),
                 &mut [
@@ -367,7 +367,7 @@ impl<T: MgReal> Levels for Solver<T> {
         // u, f (n^3) and writes NORM_SETS sets of n partials; then each set is summed
         // into sums[set].
         unsafe {
-            self.gpu.launch(
+            self.gpu.launch_untyped(
                 T::MULTIGRID.norms_partial,
                 cfg,
                 &mut [

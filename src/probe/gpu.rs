@@ -106,7 +106,7 @@ pub fn peak<T: PeakFloat>(
     let (o, k) = (out.device_ptr(), clocks.device_ptr());
     // SAFETY: (iters: u32, b: T, c: T, out: *mut T, clocks: *mut u64); lengths checked.
     unsafe {
-        gpu.launch(
+        gpu.launch_untyped(
             peak_name::<T>(op, wide),
             cfg,
             &mut [arg(&iters), arg(&b), arg(&c), arg(&o), arg(&k)],
@@ -132,7 +132,7 @@ pub fn dmma(
     let (o, k) = (out.device_ptr(), clocks.device_ptr());
     // SAFETY: (iters, a, b, c0, out, clocks); lengths checked.
     unsafe {
-        gpu.launch(
+        gpu.launch_untyped(
             PROBE.dmma,
             cfg,
             &mut [arg(&iters), arg(&a), arg(&b), arg(&c0), arg(&o), arg(&k)],
@@ -170,7 +170,7 @@ pub fn read(
     let kernel = if cg { PROBE.read_cg } else { PROBE.read };
     // SAFETY: (n: usize, passes: u32, per_block: u32, src: n x 16 B, out); checked.
     unsafe {
-        gpu.launch(
+        gpu.launch_untyped(
             kernel,
             cfg,
             &mut [arg(&n), arg(&passes), arg(&pb), arg(&s), arg(&o)],
@@ -187,7 +187,7 @@ pub fn write(gpu: &Gpu, blocks: u32, value: u32, dst: &mut DeviceBuffer<u32>) ->
     let d = dst.device_ptr();
     // SAFETY: (n, value, dst: n x 16 B).
     unsafe {
-        gpu.launch(
+        gpu.launch_untyped(
             PROBE.write,
             LaunchConfig::blocks(blocks, BLOCK),
             &mut [arg(&n), arg(&value), arg(&d)],
@@ -212,7 +212,7 @@ pub fn copy(
     let (s, d) = (src.device_ptr(), dst.device_ptr());
     // SAFETY: (n, src, dst), both n x 16 B.
     unsafe {
-        gpu.launch(
+        gpu.launch_untyped(
             if stream {
                 PROBE.copy_stream
             } else {
@@ -246,7 +246,7 @@ pub fn gather(
         out.device_ptr(),
     );
     // SAFETY: (n, idx, src, out); indices below max_index < src.len() by the caller.
-    unsafe { gpu.launch(PROBE.gather, cfg, &mut [arg(&n), arg(&i), arg(&s), arg(&o)])? };
+    unsafe { gpu.launch_untyped(PROBE.gather, cfg, &mut [arg(&n), arg(&i), arg(&s), arg(&o)])? };
     Ok(())
 }
 
@@ -277,7 +277,7 @@ pub fn shared(
     let o = out.device_ptr();
     // SAFETY: (iters, stride, out) with SHARED_WORDS words of dynamic shared memory.
     unsafe {
-        gpu.launch(
+        gpu.launch_untyped(
             PROBE.shared,
             cfg.with_shared_bytes(SHARED_WORDS * 4),
             &mut [arg(&iters), arg(&stride), arg(&o)],
@@ -303,7 +303,7 @@ pub fn chase(
     let (n, o) = (next.device_ptr(), out.device_ptr());
     // SAFETY: (steps, start, next, out[2]); entries index `next` (checked by the caller).
     unsafe {
-        gpu.launch(
+        gpu.launch_untyped(
             PROBE.chase,
             LaunchConfig::blocks(1, 32),
             &mut [arg(&steps), arg(&start), arg(&n), arg(&o)],
@@ -378,14 +378,14 @@ pub fn latency(
     // SAFETY: (iters: u32, x: T, y: T, out: *mut u64[2]) with T the kernel's type.
     unsafe {
         match op {
-            LatencyOp::Dfma => gpu.launch(
+            LatencyOp::Dfma => gpu.launch_untyped(
                 op.kernel(),
                 cfg,
                 &mut [arg(&iters), arg(&x), arg(&y), arg(&o)],
             )?,
             LatencyOp::Imad => {
                 let (xi, yi) = (x as u32, y as u32);
-                gpu.launch(
+                gpu.launch_untyped(
                     op.kernel(),
                     cfg,
                     &mut [arg(&iters), arg(&xi), arg(&yi), arg(&o)],
@@ -393,7 +393,7 @@ pub fn latency(
             }
             _ => {
                 let (xf, yf) = (x as f32, y as f32);
-                gpu.launch(
+                gpu.launch_untyped(
                     op.kernel(),
                     cfg,
                     &mut [arg(&iters), arg(&xf), arg(&yf), arg(&o)],
@@ -425,7 +425,7 @@ pub fn diverge(
     let o = out.device_ptr();
     // SAFETY: (iters, paths, b, c, out); checked.
     unsafe {
-        gpu.launch(
+        gpu.launch_untyped(
             PROBE.diverge,
             cfg,
             &mut [arg(&iters), arg(&paths), arg(&b), arg(&c), arg(&o)],

@@ -187,7 +187,7 @@ impl SfmtStreams {
         // (n_streams * 156 words) and writes `out` (n_streams * blocks * 156 words of
         // `per_word` values), both checked above; `shared` bytes cover threads * 156 words.
         unsafe {
-            out.gpu().launch(
+            out.gpu().launch_untyped(
                 kernel,
                 cfg,
                 &mut [arg(&ns), arg(&blocks), arg(&sp), arg(&op_)],
@@ -253,7 +253,7 @@ pub fn amd_normals(
     // SAFETY: sfmt_amd_normal_f32(g, m, seeds, out) reads 4 g seeds words and writes
     // 4 m g floats, checked above.
     unsafe {
-        out.gpu().launch(
+        out.gpu().launch_untyped(
             SFMT.amd_normal_f32,
             LaunchConfig::for_elements(g, 256),
             &mut [arg(&g), arg(&mul_factor), arg(&sp), arg(&op_)],

@@ -57,7 +57,7 @@ unsafe fn elementwise(
     params: &mut [*mut std::ffi::c_void],
 ) -> Result<()> {
     // SAFETY: forwarded.
-    unsafe { gpu.launch(kernel, LaunchConfig::for_elements(n, BLOCK as u32), params)? };
+    unsafe { gpu.launch_untyped(kernel, LaunchConfig::for_elements(n, BLOCK as u32), params)? };
     Ok(())
 }
 
@@ -147,7 +147,7 @@ impl StencilLaunch {
         // SAFETY: rock4_stencil_eval_f64(nx, ny, kind, coeffs.., y, dy) reads y and writes
         // dy, nx ny elements each (the caller's promise).
         unsafe {
-            gpu.launch(
+            gpu.launch_untyped(
                 ROCK4.stencil_eval,
                 stencil_config(nx, ny),
                 &mut [
@@ -186,7 +186,7 @@ impl StencilLaunch {
         // SAFETY: rock4_stencil_stage_f64(nx, ny, kind, coeffs.., ha, c, g1, g2, out) reads
         // g1 (stencil) and g2, writes out, nx ny elements each (the caller's promise).
         unsafe {
-            gpu.launch(
+            gpu.launch_untyped(
                 ROCK4.stencil_stage,
                 stencil_config(nx, ny),
                 &mut [
@@ -222,7 +222,7 @@ impl StencilLaunch {
         // SAFETY: rock4_gershgorin_partial_f64(n, kind, coeffs.., y, partials) reads
         // y[0..n] and writes `blocks` partials.
         unsafe {
-            gpu.launch(
+            gpu.launch_untyped(
                 ROCK4.gershgorin_partial,
                 reduction_config(n),
                 &mut [
@@ -379,7 +379,7 @@ impl<'a, R: DeviceRhs + ?Sized> GpuBackend<'a, R> {
         // SAFETY: rock4_diff_sq_partial_f64(n, a, b, partials) reads a, b (n elements,
         // buffers of this backend) and writes reduction_blocks(n) partials.
         unsafe {
-            self.gpu.launch(
+            self.gpu.launch_untyped(
                 ROCK4.diff_sq_partial,
                 reduction_config(n),
                 &mut [arg(&n), arg(&a), arg(&b), arg(&pp)],
@@ -501,7 +501,7 @@ impl<R: DeviceRhs + ?Sized> driver::Backend for GpuBackend<'_, R> {
         // SAFETY: rock4_probe_partial_f64(n, rtol, atol, ft = k3, fy, y, partials) reads n
         // elements of each vector, writes reduction_blocks(n) partials.
         unsafe {
-            self.gpu.launch(
+            self.gpu.launch_untyped(
                 ROCK4.probe_partial,
                 reduction_config(n),
                 &mut [
@@ -674,7 +674,7 @@ impl<R: DeviceRhs + ?Sized> driver::Backend for GpuBackend<'_, R> {
         // SAFETY: rock4_error_partial_f64(n, hd.., hbe5, atol, rtol, k1..k5, y_new,
         // partials) reads n elements of each vector, writes reduction_blocks(n) partials.
         unsafe {
-            gpu.launch(
+            gpu.launch_untyped(
                 ROCK4.error_partial,
                 reduction_config(n),
                 &mut [
@@ -773,7 +773,7 @@ fn integrate_persistent(
     let start = std::time::Instant::now();
     let n = st.nx * st.ny;
     let shared = ferrocuda_kernels::rock4::PERSISTENT_SHARED_BYTES;
-    let resident = gpu.resident_blocks(ROCK4.persistent, PERSISTENT_THREADS, shared)?;
+    let resident = gpu.resident_blocks_untyped(ROCK4.persistent, PERSISTENT_THREADS, shared)?;
     if resident == 0 {
         return Err(Error::InvalidArgument {
             op: OP,
@@ -872,7 +872,7 @@ fn integrate_persistent(
         // buffers above with the lengths the struct documents (vectors of n, 2 blocks
         // partials, the state, per_launch logs: pause_at bounds the attempts of
         // this launch), alive until the state is read back below (which waits).
-        unsafe { gpu.launch_cooperative(ROCK4.persistent, cfg, &mut [arg(&params)])? };
+        unsafe { gpu.launch_cooperative_untyped(ROCK4.persistent, cfg, &mut [arg(&params)])? };
         report.device_launches += 1;
         let base = s.records;
         s = from_words(&state.download()?);

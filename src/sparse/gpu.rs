@@ -183,7 +183,7 @@ where
     // y) reads the arrays validated by `Ell` (row_len <= width, columns < n_cols),
     // x[0..n_cols], writes y[0..n_rows]; lengths checked.
     unsafe {
-        y.gpu().launch(
+        y.gpu().launch_untyped(
             <A as SpmvKernels<V>>::SPMV.ell,
             cfg,
             &mut [
@@ -258,7 +258,7 @@ where
     // block_col, values, x, beta, y) reads the arrays validated by `Bell` (row_len <= width,
     // block columns < n_block_cols), x[0..n_cols], writes y[0..n_rows]; lengths checked.
     unsafe {
-        y.gpu().launch(
+        y.gpu().launch_untyped(
             kernel,
             cfg,
             &mut [
@@ -316,7 +316,7 @@ where
     // reads the matrix arrays validated by `Bcsr` (block columns < n_block_cols), x[0..n_cols]
     // and writes y[0..n_rows]; lengths were checked above; &mut y excludes aliasing.
     unsafe {
-        y.gpu().launch(
+        y.gpu().launch_untyped(
             kernel,
             cfg,
             &mut [
@@ -431,7 +431,7 @@ where
     // columns < n_block_cols, row_index < n_block_rows; empty_rows is its complement),
     // x[0..n_cols], writes y[0..n_rows]; 1 <= b <= 8; lengths checked.
     unsafe {
-        y.gpu().launch(
+        y.gpu().launch_untyped(
             kernel,
             cfg,
             &mut [
@@ -539,7 +539,7 @@ where
     // arrays validated by `Bdia` (values of S b b n_stored_pad, row_index < n_block_rows),
     // skips diagonals outside 0..n_block_cols, reads x[0..n_cols], writes y[0..n_rows].
     unsafe {
-        y.gpu().launch(
+        y.gpu().launch_untyped(
             kernel,
             cfg,
             &mut [

@@ -982,7 +982,7 @@ where
         // (each < n_rows / b, from `ghost_block_rows`) and writes y[rows[j] b + r], r < b,
         // inside y (length checked).
         unsafe {
-            gpu.launch(
+            gpu.launch_untyped(
                 names.fill_rows,
                 rows_cfg(n_ghosts * b),
                 &mut [arg(&n_ghosts), arg(&b), arg(&beta), arg(&gp), arg(&yp)],
@@ -1026,7 +1026,7 @@ where
             // by `Bcsr`), x[0..n_cols] and writes tmp[0..n_blocks b] (the buffer holds
             // that many V, checked above).
             unsafe {
-                gpu.launch(
+                gpu.launch_untyped(
                     mul,
                     rows_cfg(threads),
                     &mut [arg(&nb), arg(&b), arg(&ci), arg(&va), arg(&xp), arg(&tp)],
@@ -1036,7 +1036,7 @@ where
             // beta, y) reads row_ptr[0..=nbr], map[0..nbr] (result block rows < n_rows / b)
             // and tmp[0..n_blocks b], writes y rows inside y (length checked).
             unsafe {
-                gpu.launch(
+                gpu.launch_untyped(
                     reduce,
                     rows_cfg(nbr * b),
                     &mut [
@@ -1079,7 +1079,7 @@ where
                     // width = n_sub L of the validated `Ell` (columns < n_cols), x, and
                     // writes tmp[0..n_sub n_rows] (the buffer holds that many V).
                     unsafe {
-                        gpu.launch(
+                        gpu.launch_untyped(
                             names.ell_sub,
                             rows_cfg(n * ns),
                             &mut [
@@ -1100,7 +1100,7 @@ where
                 // beta, y) reads tmp[0..n_sub n_rows] and row_index[0..n_rows] (result rows
                 // < y.len(), from the block-row map), writes those rows of y.
                 unsafe {
-                    gpu.launch(
+                    gpu.launch_untyped(
                         names.ell_reduce,
                         rows_cfg(n),
                         &mut [
@@ -1119,7 +1119,7 @@ where
                 // values, row_index, x, beta, y) reads the real slots of the validated
                 // `Ell`, x, row_index[0..n_rows] (rows < y.len()), writes those rows of y.
                 unsafe {
-                    gpu.launch(
+                    gpu.launch_untyped(
                         names.ell_v2,
                         rows_cfg(n),
                         &mut [
@@ -1195,7 +1195,7 @@ where
                     // (inside x: from the block columns of the `Bcsr`) into `shared` bytes
                     // (>= len V); the rows read the validated `Bell` and map (rows < y.len()).
                     unsafe {
-                        gpu.launch(
+                        gpu.launch_untyped(
                             kernel,
                             cfg,
                             &mut [
@@ -1228,7 +1228,7 @@ where
                     // checked by the plan), x, map[0..nbr] (rows < y.len()), write those
                     // rows of y.
                     unsafe {
-                        gpu.launch(
+                        gpu.launch_untyped(
                             name,
                             rows_cfg(threads),
                             &mut [
@@ -1257,7 +1257,7 @@ where
 /// launch: the attribute belongs to the function of the current context, which a later
 /// context (after every handle was dropped) does not inherit.
 pub(crate) fn opt_in_shared(gpu: &Gpu, kernel: &'static str, bytes: usize) -> Result<()> {
-    let f = gpu.function(kernel)?;
+    let f = gpu.function_untyped(kernel)?;
     gpu.bind_to_thread()?;
     let value = i32::try_from(bytes).unwrap_or(i32::MAX);
     f.set_attribute(
