@@ -22,9 +22,7 @@
 #![deny(missing_docs)]
 
 pub mod alloc;
-pub mod bench;
 pub mod blas1;
-pub mod cli;
 #[doc(hidden)]
 pub mod cpu_dispatch;
 pub mod dense;
@@ -36,10 +34,11 @@ pub mod krylov;
 pub mod mpc;
 pub mod multigrid;
 pub mod probe;
+pub mod report;
 pub mod rng;
 pub mod rock4;
 pub mod sparse;
-pub mod tour;
+pub mod timing;
 pub mod vendor;
 
 pub use error::{Error, Result};

@@ -2,12 +2,12 @@
 """Peer GMRES for `ferrocuda bench gmres`: CuPy (GPU) or SciPy (CPU) on the same system.
 
 Reads a CSR system that ferrocuda wrote as .npy files into DIR (indptr.npy, indices.npy,
-data.npy, b.npy; see src/bench/peer.rs), runs one small untimed warm-up solve, then one
+data.npy, b.npy; see bench/src/peer.rs), runs one small untimed warm-up solve, then one
 timed solve from x0 = 0, and prints ONE JSON object on stdout. Any failure (a missing
 module, no GPU, out of memory) is reported as {"error": "..."} with exit status 0, so the
 caller can say "CuPy: not available (...)".
 
-  scripts/gmres_peer.py DIR --backend cupy|scipy --restart 30 --rtol 1e-8 --maxiter 1000
+  bench/scripts/gmres_peer.py DIR --backend cupy|scipy --restart 30 --rtol 1e-8 --maxiter 1000
 
 --maxiter is ferrocuda's budget: Arnoldi steps in total. How each library counts:
 - CuPy: `maxiter` counts Arnoldi steps, but the residual is only tested between restart

@@ -3,10 +3,12 @@
 
 use serde::Serialize;
 
-use super::{Stats, random_vector, time_cpu, time_gpu};
-use crate::blas1::{Element, cpu, gpu as gpu_blas1, reference};
-use crate::error::Result;
-use crate::gpu::{Gpu, copy_device};
+use ferrocuda::Result;
+use ferrocuda::blas1::{Element, cpu, gpu as gpu_blas1, reference};
+use ferrocuda::gpu::{Gpu, copy_device};
+use ferrocuda::report::table;
+use ferrocuda::rng::random_vector;
+use ferrocuda::timing::{Stats, time_cpu, time_gpu};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -103,11 +105,11 @@ pub fn run(
         rows: Vec::new(),
     };
     bench_type::<f64>(gpu, opts, &mut report)?;
-    bench_type::<crate::Complex<f64>>(gpu, opts, &mut report)?;
+    bench_type::<ferrocuda::Complex<f64>>(gpu, opts, &mut report)?;
     Ok(report)
 }
 
-fn relative(a: crate::Complex<f64>, b: crate::Complex<f64>, scale: f64) -> f64 {
+fn relative(a: ferrocuda::Complex<f64>, b: ferrocuda::Complex<f64>, scale: f64) -> f64 {
     (a - b).norm() / scale.max(f64::MIN_POSITIVE)
 }
 
@@ -126,8 +128,8 @@ where
     let x = random_vector::<T>(n, 1);
     let y0 = random_vector::<T>(n, 2);
     let alpha = T::from_parts(
-        <T::Real as crate::RealScalar>::from_f64(0.5),
-        <T::Real as crate::RealScalar>::from_f64(0.25),
+        <T::Real as ferrocuda::RealScalar>::from_f64(0.5),
+        <T::Real as ferrocuda::RealScalar>::from_f64(0.25),
     );
 
     // CPU (all cores).
@@ -140,7 +142,7 @@ where
     let cpu_dot = time_cpu(1, opts.reps.min(10), || cpu::dot(&x, &y0));
     let cpu_nrm2 = time_cpu(1, opts.reps.min(10), || cpu::nrm2(&x));
     let dot_cpu = reference::widen(cpu::dot(&x, &y0)?);
-    let nrm2_cpu = crate::RealScalar::to_f64(cpu::nrm2(&x));
+    let nrm2_cpu = ferrocuda::RealScalar::to_f64(cpu::nrm2(&x));
     let dot_scale = reference::dot_magnitude(&x, &y0);
 
     let mut gpu_stats = [None, None, None, None];
@@ -196,7 +198,7 @@ where
         let dy0 = gpu.upload(&y0)?;
         let dot_gpu = reference::widen(gpu_blas1::dot(&dx, &dy0)?);
         errors[1] = Some(relative(dot_gpu, dot_cpu, dot_scale));
-        let nrm2_gpu = crate::RealScalar::to_f64(gpu_blas1::nrm2(&dx)?);
+        let nrm2_gpu = ferrocuda::RealScalar::to_f64(gpu_blas1::nrm2(&dx)?);
         errors[2] = Some((nrm2_gpu - nrm2_cpu).abs() / nrm2_cpu.max(f64::MIN_POSITIVE));
     }
     let ceiling = report
@@ -325,7 +327,7 @@ impl Blas1Report {
         format!(
             "{}\n\n{}\n",
             self.header_lines().join("\n"),
-            super::table(&h, &rows)
+            table(&h, &rows)
         )
     }
 
@@ -339,7 +341,7 @@ impl Blas1Report {
             out.push_str(&format!("- {line}\n"));
         }
         out.push_str("\nBytes counted: axpy 3n, dot 2n, nrm2 n, copy 2n elements; times are medians of event-timed runs; `% of copy` is the bandwidth relative to the device-to-device copy of the same vector size measured in the same run.\n\n");
-        out.push_str(&super::markdown_table(&h, &rows));
+        out.push_str(&crate::markdown_table(&h, &rows));
         out
     }
 }

@@ -13,17 +13,19 @@ use serde::Serialize;
 use super::peer::{self, PeerResult};
 use super::plot::{LineChart, LineSeries};
 use super::spmv::SpmvCase;
-use super::{markdown_table, table, time_gpu};
-use crate::Complex;
-use crate::error::Result;
-use crate::gpu::{Gpu, copy_device};
-use crate::krylov::gpu::{self as kgpu, KrylovElement};
-use crate::krylov::{
+use crate::markdown_table;
+use ferrocuda::Complex;
+use ferrocuda::Result;
+use ferrocuda::gpu::{Gpu, copy_device};
+use ferrocuda::krylov::gpu::{self as kgpu, KrylovElement};
+use ferrocuda::krylov::{
     BlockJacobi, DeviceBlockJacobi, DeviceLinOp, GmresOptions, GmresReport, LinOp,
     Orthogonalization, Preconditioner, cpu as kcpu,
 };
-use crate::sparse::gpu::DeviceSbell;
-use crate::sparse::{MatrixScalar, Sbell, cpu, generate};
+use ferrocuda::report::table;
+use ferrocuda::sparse::gpu::DeviceSbell;
+use ferrocuda::sparse::{MatrixScalar, Sbell, cpu, generate};
+use ferrocuda::timing::time_gpu;
 use ferrocuda_kernels::names::{PrecondKernels, SpmvKernels};
 
 /// What to run.
@@ -41,12 +43,12 @@ pub struct GmresBenchOptions {
     pub precond: Preconditioner,
     /// Also run the CPU twin.
     pub cpu: bool,
-    /// Other libraries' GMRES on the same system (through scripts/gmres_peer.py).
+    /// Other libraries' GMRES on the same system (through the embedded bench/scripts/gmres_peer.py).
     pub peers: Vec<Peer>,
 }
 
 /// Another library's GMRES run on the same system in the same run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Peer {
     /// CuPy's `cupyx.scipy.sparse.linalg.gmres` on the GPU.
@@ -184,7 +186,7 @@ where
         + s.n_stored() as f64 * 8.0
         + 2.0 * n as f64 * size;
     // b = A x_true: in the range of A (the ghost rows are empty).
-    let xt = super::random_vector::<T>(n, 5);
+    let xt = ferrocuda::rng::random_vector::<T>(n, 5);
     let mut b = vec![T::ZERO; n];
     cpu::spmv_bcsr(T::ONE, &a, &xt, T::ZERO, &mut b)?;
     // One application reads the inverse blocks and the vector and writes the result.

@@ -9,11 +9,13 @@
 use serde::Serialize;
 
 use super::plot::{LineChart, LineSeries};
-use super::{Stats, markdown_table, table, time_cpu, time_gpu};
-use crate::dense::{LuOptions, Matrix, Pivoting, cpu, gpu as dgpu, thesis};
-use crate::error::Result;
-use crate::gpu::{Gpu, copy_device};
-use crate::vendor::dense::{Cublas, Cusolver, VendorDense};
+use crate::markdown_table;
+use ferrocuda::Result;
+use ferrocuda::dense::{LuOptions, Matrix, Pivoting, cpu, gpu as dgpu, thesis};
+use ferrocuda::gpu::{Gpu, copy_device};
+use ferrocuda::report::table;
+use ferrocuda::timing::{Stats, time_cpu, time_gpu};
+use ferrocuda::vendor::dense::{Cublas, Cusolver, VendorDense};
 
 /// Seed 004, Table 3.1 (AMD A8-3850 CPU, n = 2000, f64, unblocked): `(application, LU s,
 /// total s)`.
@@ -175,8 +177,8 @@ pub fn run(gpu: Option<&Gpu>, opts: &LuBenchOptions) -> Result<LuBenchReport> {
 /// Every `f64` tensor-core GEMM kernel of ferrocuda that runs on `g` (the `sm_80`
 /// `m8n8k4` one and, on Hopper, the three `m16n8k*` ones), `m x m x m`, against cuBLAS.
 fn gemm_kernels(g: &Gpu, m: usize, reps: usize) -> Result<Vec<GemmKernelRow>> {
-    let x = g.upload(&crate::bench::random_vector::<f64>(m * m, 3))?;
-    let y = g.upload(&crate::bench::random_vector::<f64>(m * m, 4))?;
+    let x = g.upload(&ferrocuda::rng::random_vector::<f64>(m * m, 3))?;
+    let y = g.upload(&ferrocuda::rng::random_vector::<f64>(m * m, 4))?;
     let mut z = g.alloc_zeroed::<f64>(m * m)?;
     let flops = 2.0 * (m as f64).powi(3);
     let rate = |s: &Stats| flops / (s.median_ms * 1e-3) / 1e9;
@@ -351,7 +353,7 @@ fn compare<T: VendorDense>(gpu: Option<&Gpu>, n: usize, opts: &LuBenchOptions) -
         let ours_ipiv = ipiv.download()?;
         if n <= 4096 {
             let f = Matrix::new(n, n, work.download()?)?;
-            row.backward_error = Some(crate::dense::backward_error(&a, &f, &ours_ipiv)?);
+            row.backward_error = Some(ferrocuda::dense::backward_error(&a, &f, &ours_ipiv)?);
         }
         let solver = Cusolver::new(g)?;
         let mut gws = solver.getrf_workspace::<T>(n, &work)?;
@@ -381,8 +383,8 @@ fn compare<T: VendorDense>(gpu: Option<&Gpu>, n: usize, opts: &LuBenchOptions) -
     // GEMM n x n x n (capped at 16384 to keep the run short).
     let m = n.min(16384);
     {
-        let x = g.upload(&crate::bench::random_vector::<T>(m * m, 1))?;
-        let y = g.upload(&crate::bench::random_vector::<T>(m * m, 2))?;
+        let x = g.upload(&ferrocuda::rng::random_vector::<T>(m * m, 1))?;
+        let y = g.upload(&ferrocuda::rng::random_vector::<T>(m * m, 2))?;
         let mut z = g.alloc_zeroed::<T>(m * m)?;
         let flops = 2.0 * (m as f64).powi(3);
         let ours = time_gpu(g, 1, reps, || {

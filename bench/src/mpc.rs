@@ -24,12 +24,14 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::plot::{LineChart, LineSeries};
-use super::{Stats, markdown_table, table, time_cpu, time_gpu};
-use crate::error::Result;
-use crate::gpu::Gpu;
-use crate::mpc::gpu::{ExactKernels, GpuEvaluator};
-use crate::mpc::optimize::{LoopReport, MpcOptions, closed_loop};
-use crate::mpc::{CpuEvaluator, Evaluator, Gradient, SwarmModel, cpu};
+use crate::markdown_table;
+use ferrocuda::Result;
+use ferrocuda::gpu::Gpu;
+use ferrocuda::mpc::gpu::{ExactKernels, GpuEvaluator};
+use ferrocuda::mpc::optimize::{LoopReport, MpcOptions, closed_loop};
+use ferrocuda::mpc::{CpuEvaluator, Evaluator, Gradient, SwarmModel, cpu};
+use ferrocuda::report::table;
+use ferrocuda::timing::{Stats, time_cpu, time_gpu};
 
 /// Seed 001, Table 8.3: `(M, N, CPU s, GPU s)` of `J, g` (first series), then of
 /// `J, g` and their forward-difference gradients (second series).
@@ -470,11 +472,9 @@ pub fn run(gpu: Option<&Gpu>, opts: &MpcBenchOptions) -> Result<MpcBenchReport> 
     let mut table84 = Vec::new();
     for &(m, n) in &opts.mpc_cases {
         let model = SwarmModel::new(m, n)?;
-        let mopts = MpcOptions {
-            steps: opts.mpc_steps,
-            switch_step: opts.mpc_steps,
-            ..Default::default()
-        };
+        let mut mopts = MpcOptions::default();
+        mopts.steps = opts.mpc_steps;
+        mopts.switch_step = opts.mpc_steps;
         let tight = model.tightened(mopts.margin);
         eprintln!("[bench mpc] table 8.4: M = {m}, N = {n}");
         let mut devices: Vec<(String, Box<dyn Evaluator>)> = vec![(

@@ -16,22 +16,24 @@
 //! blocks, and these reads are served from L1/L2 (Nsight Compute, gpu-runs.md run 39:
 //! 9.07 GB read from DRAM against 8.6 GB of `u` and `f` on `1025^3` `f32`).
 //! Every GB/s figure is also given as a fraction of the device-to-device copy bandwidth
-//! ([`super::copy_ceiling_gbps`]) measured at the start of the same run.
+//! ([`ferrocuda::timing::copy_ceiling_gbps`]) measured at the start of the same run.
 //!
 //! **GFLOP/s** are our own flop model ([`MgReport::cycle_flops`]); the thesis counted its
 //! own way, so its GFLOPS and ours are not the same measure.
 //!
 //! The thesis ran the SBL smoother in place, racing between blocks; ours is the
-//! deterministic double-buffered SBL (module docs of [`crate::multigrid`]), so its
+//! deterministic double-buffered SBL (module docs of [`ferrocuda::multigrid`]), so its
 //! figures in the SBL tables differ in the digits where the race mattered.
 
 use serde::Serialize;
 
 use super::plot::{LineChart, LineSeries};
-use super::{Stats, copy_ceiling_gbps, markdown_table, table, time_gpu};
-use crate::error::Result;
-use crate::gpu::Gpu;
-use crate::multigrid::{Cycle, MgOptions, MgReal, MgReport, Smoother, Stop, Sweep, cpu, gpu};
+use crate::markdown_table;
+use ferrocuda::Result;
+use ferrocuda::gpu::Gpu;
+use ferrocuda::multigrid::{Cycle, MgOptions, MgReal, MgReport, Smoother, Stop, Sweep, cpu, gpu};
+use ferrocuda::report::table;
+use ferrocuda::timing::{Stats, copy_ceiling_gbps, time_gpu};
 
 /// One column pair (`||r||_h`, `||e||_h` per V-cycle) of seed 003's Tables 6.1-6.4
 /// (Tesla M2050, `f32`, `nu1 = nu2 = 5`, `B = 10`, 10 V-cycles; a missing row is a

@@ -1,6 +1,12 @@
 //! Peer solvers in the same run: a system exported as `.npy` files and solved by
-//! `scripts/gmres_peer.py` with CuPy's `cupyx.scipy.sparse.linalg.gmres` (GPU) or SciPy's
-//! `scipy.sparse.linalg.gmres` (CPU), whose one-line JSON report becomes a [`PeerResult`].
+//! `bench/scripts/gmres_peer.py` with CuPy's `cupyx.scipy.sparse.linalg.gmres` (GPU) or
+//! SciPy's `scipy.sparse.linalg.gmres` (CPU), whose one-line JSON report becomes a
+//! [`PeerResult`].
+//!
+//! The script is embedded in the binary ([`SCRIPT_TEXT`]) and written next to the
+//! exported files for each run, so the benchmark finds it from any directory and on a
+//! machine that got only the binary; `FERROCUDA_SCRIPTS=DIR` runs `DIR/gmres_peer.py`
+//! instead (an edited copy).
 //!
 //! A missing Python, script or module is an ordinary [`PeerError`]: the benchmark prints
 //! it ("CuPy: not available (...)") and goes on.
@@ -18,11 +24,14 @@ use std::process::{Command, Stdio};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
-use crate::sparse::{Bcsr, Csr, Element};
+use ferrocuda::sparse::{Bcsr, Csr, Element};
+use ferrocuda::{Error, Result};
 
-/// File name of the peer script (in `scripts/`).
+/// File name of the peer script (in `bench/scripts/`).
 pub const SCRIPT: &str = "gmres_peer.py";
+
+/// The peer script itself, embedded at build time.
+pub const SCRIPT_TEXT: &str = include_str!("../scripts/gmres_peer.py");
 
 /// The files an export writes, without the `.npy` extension.
 pub const FILES: [&str; 4] = ["indptr", "indices", "data", "b"];
@@ -138,7 +147,15 @@ fn check_system(n_rows: usize, n_cols: usize, b: usize) -> Result<()> {
             reason: format!("GMRES needs a square matrix, got {n_rows} x {n_cols}"),
         });
     }
-    crate::error::check_len("bench::peer export", "b", n_rows, b)
+    if b != n_rows {
+        return Err(Error::DimensionMismatch {
+            op: "bench::peer export",
+            what: "b",
+            expected: n_rows,
+            found: b,
+        });
+    }
+    Ok(())
 }
 
 /// Writes `a` and `b` into `dir` (created if missing) as the four `.npy` files of the
@@ -199,10 +216,16 @@ pub fn export_bcsr<T: Element>(dir: &Path, a: &Bcsr<T>, b: &[T]) -> Result<()> {
     })
 }
 
-/// Removes the files of an export from `dir`, and `dir` itself if it is then empty.
+/// Removes the files of an export (and the script written beside them) from `dir`, and
+/// `dir` itself if it is then empty.
 pub fn remove_export(dir: &Path) -> io::Result<()> {
-    for f in FILES {
-        match std::fs::remove_file(dir.join(format!("{f}.npy"))) {
+    let script = std::iter::once(dir.join(SCRIPT));
+    for path in FILES
+        .iter()
+        .map(|f| dir.join(format!("{f}.npy")))
+        .chain(script)
+    {
+        match std::fs::remove_file(path) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
             _ => {}
         }
@@ -260,6 +283,13 @@ pub enum PeerError {
         /// Where it was looked for.
         searched: Vec<PathBuf>,
     },
+    /// The embedded script could not be written next to the exported system.
+    WriteScript {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        reason: String,
+    },
     /// The script ran and reported an error (a missing module, no GPU, out of memory).
     Reported(String),
     /// The script exited with a failure status.
@@ -293,6 +323,9 @@ impl std::fmt::Display for PeerError {
                     s.join(", ")
                 )
             }
+            PeerError::WriteScript { path, reason } => {
+                write!(f, "cannot write {}: {reason}", path.display())
+            }
             PeerError::Reported(e) => write!(f, "{e}"),
             PeerError::Failed { status, stderr } => {
                 write!(f, "{SCRIPT} failed ({status}): {stderr}")
@@ -306,27 +339,32 @@ impl std::fmt::Display for PeerError {
 
 impl std::error::Error for PeerError {}
 
-/// The peer script: in `$FERROCUDA_SCRIPTS`, else `scripts/` under the current
-/// directory, else `scripts/` next to the executable or next to its directory (the
-/// release binary in `.gpu/` or `target/release/` of the repository).
-pub fn find_script() -> std::result::Result<PathBuf, PeerError> {
-    let mut searched = Vec::new();
-    if let Some(d) = std::env::var_os("FERROCUDA_SCRIPTS").filter(|d| !d.is_empty()) {
-        searched.push(PathBuf::from(d).join(SCRIPT));
-    }
-    searched.push(Path::new("scripts").join(SCRIPT));
-    if let Some(exe_dir) = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(Path::to_path_buf))
-    {
-        for up in exe_dir.ancestors().take(3) {
-            searched.push(up.join("scripts").join(SCRIPT));
+/// The script to run for a system exported into `dir`: `override_dir/gmres_peer.py` where
+/// an override directory is given (`$FERROCUDA_SCRIPTS`), else the embedded
+/// [`SCRIPT_TEXT`] written into `dir` (which [`remove_export`] removes with the export).
+fn script_for(dir: &Path, override_dir: Option<&Path>) -> std::result::Result<PathBuf, PeerError> {
+    if let Some(d) = override_dir {
+        let path = d.join(SCRIPT);
+        if !path.is_file() {
+            return Err(PeerError::NoScript {
+                searched: vec![path],
+            });
         }
+        return Ok(path);
     }
-    match searched.iter().find(|p| p.is_file()) {
-        Some(p) => Ok(p.clone()),
-        None => Err(PeerError::NoScript { searched }),
-    }
+    let path = dir.join(SCRIPT);
+    std::fs::write(&path, SCRIPT_TEXT).map_err(|e| PeerError::WriteScript {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
+    Ok(path)
+}
+
+/// `$FERROCUDA_SCRIPTS` where set and not empty.
+fn scripts_override() -> Option<PathBuf> {
+    std::env::var_os("FERROCUDA_SCRIPTS")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
 }
 
 /// The interpreter: `$FERROCUDA_PYTHON`, else `python3`.
@@ -351,7 +389,7 @@ pub fn run_peer(
 ) -> std::result::Result<PeerResult, PeerError> {
     run_script(
         &python(),
-        &find_script()?,
+        &script_for(dir, scripts_override().as_deref())?,
         backend,
         dir,
         restart,
@@ -416,8 +454,8 @@ fn parse_report(stdout: &str) -> std::result::Result<PeerResult, PeerError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Complex;
-    use crate::sparse::{BcsrParts, BlockLayout};
+    use ferrocuda::Complex;
+    use ferrocuda::sparse::{BcsrParts, BlockLayout};
 
     #[test]
     fn npy_header_exact_bytes() {
@@ -581,7 +619,7 @@ mod tests {
     fn check_peer(backend: &str) {
         let n = 40;
         let mut coo =
-            crate::sparse::Coo::<Complex<f64>>::try_new(n, n, vec![], vec![], vec![]).unwrap();
+            ferrocuda::sparse::Coo::<Complex<f64>>::try_new(n, n, vec![], vec![], vec![]).unwrap();
         for i in 0..n {
             coo.push(i, i, Complex::new(4.0, 1.0)).unwrap();
             if i > 0 {
@@ -594,7 +632,7 @@ mod tests {
         let a = Csr::from(&coo);
         let (one, zero) = (Complex::new(1.0, 0.0), Complex::new(0.0, 0.0));
         let mut b = vec![zero; n];
-        crate::sparse::cpu::spmv_csr(one, &a, &vec![one; n], zero, &mut b).unwrap();
+        ferrocuda::sparse::cpu::spmv_csr(one, &a, &vec![one; n], zero, &mut b).unwrap();
         let dir = temp_dir(backend);
         export_csr(&dir, &a, &b).unwrap();
         let solved = run_peer(backend, &dir, 10, 1e-10, 100);
@@ -650,7 +688,7 @@ mod tests {
         let dir = temp_dir("nopython");
         let e = run_script(
             "/nonexistent/python3",
-            Path::new("scripts/gmres_peer.py"),
+            &dir.join(SCRIPT),
             "cupy",
             &dir,
             30,
@@ -662,9 +700,47 @@ mod tests {
         assert!(e.to_string().contains("FERROCUDA_PYTHON"), "{e}");
     }
 
+    /// Without an override the embedded script is written beside the export (whatever
+    /// the working directory) and removed with it.
     #[test]
-    fn the_script_is_found_from_the_package_root() {
-        // Tests run in the package root, where scripts/ is.
-        assert!(find_script().unwrap().ends_with(SCRIPT));
+    fn the_embedded_script_is_written_beside_the_export() {
+        let (_, c) = small();
+        let dir = temp_dir("script");
+        export_csr(&dir, &c, &[1.0; 4]).unwrap();
+        let path = script_for(&dir, None).unwrap();
+        assert_eq!(path, dir.join(SCRIPT));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), SCRIPT_TEXT);
+        assert!(SCRIPT_TEXT.contains("--backend"), "the peer script itself");
+        remove_export(&dir).unwrap();
+        assert!(!dir.exists(), "script and export removed together");
+    }
+
+    /// `FERROCUDA_SCRIPTS` names a directory: its script is run, and a directory without
+    /// one is an error naming the path looked at.
+    #[test]
+    fn an_override_directory_is_used_or_named() {
+        let (over, export) = (temp_dir("override"), temp_dir("override-export"));
+        std::fs::create_dir_all(&over).unwrap();
+        let e = script_for(&export, Some(&over)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(&over.join(SCRIPT).display().to_string()),
+            "{e}"
+        );
+        assert!(e.to_string().contains("FERROCUDA_SCRIPTS"), "{e}");
+        std::fs::write(over.join(SCRIPT), "# edited copy").unwrap();
+        assert_eq!(script_for(&export, Some(&over)).unwrap(), over.join(SCRIPT));
+        assert!(!export.exists(), "nothing written with an override");
+        std::fs::remove_dir_all(&over).unwrap();
+    }
+
+    #[test]
+    fn an_unwritable_export_directory_is_an_error_not_a_panic() {
+        let e = script_for(Path::new("/proc/ferrocuda/nope"), None).unwrap_err();
+        assert!(matches!(e, PeerError::WriteScript { .. }), "{e:?}");
+        assert!(
+            e.to_string().contains("/proc/ferrocuda/nope/gmres_peer.py"),
+            "{e}"
+        );
     }
 }

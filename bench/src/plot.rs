@@ -20,7 +20,7 @@
 //! the same everywhere.
 //!
 //! ```no_run
-//! use ferrocuda::bench::plot::{BarChart, BarGroup};
+//! use ferrocuda_bench::plot::{BarChart, BarGroup};
 //!
 //! let chart = BarChart {
 //!     title: "axpy, n = 2^24".into(),
@@ -38,7 +38,7 @@
 
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use ferrocuda::{Error, Result};
 
 /// A grouped vertical bar chart.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -82,7 +82,7 @@ pub struct BarGroup {
 /// shows the marker too.
 ///
 /// ```no_run
-/// use ferrocuda::bench::plot::{LineChart, LineSeries};
+/// use ferrocuda_bench::plot::{LineChart, LineSeries};
 ///
 /// let history = |rate: f64, n: usize| -> Vec<(f64, f64)> {
 ///     (0..=n).map(|k| (k as f64, rate.powi(k as i32))).collect()
@@ -1703,7 +1703,7 @@ fn glyph(ch: char) -> [u8; 8] {
 /// ramp, low dark blue to high yellow) with a colour bar: solution snapshots.
 ///
 /// ```no_run
-/// use ferrocuda::bench::plot::{HeatMap, HeatPanel};
+/// use ferrocuda_bench::plot::{HeatMap, HeatPanel};
 /// let values: Vec<f64> = (0..64 * 64).map(|k| ((k % 64) as f64 / 63.0).sin()).collect();
 /// let map = HeatMap {
 ///     title: "u(x, y)".into(),

@@ -14,12 +14,14 @@
 
 use serde::Serialize;
 
-use crate::bench::{Stats, copy_ceiling_gbps, markdown_table, table, time_cpu, time_gpu};
-use crate::error::Result;
-use crate::gpu::{DeviceSlice, Gpu};
-use crate::rng::gpu::{SfmtStreams, amd_normals};
-use crate::rng::{Mexp, Sfmt, cpu, jump};
-use crate::vendor::curand::{Curand, CurandKind};
+use crate::markdown_table;
+use ferrocuda::Result;
+use ferrocuda::gpu::{DeviceSlice, Gpu};
+use ferrocuda::report::table;
+use ferrocuda::rng::gpu::{SfmtStreams, amd_normals};
+use ferrocuda::rng::{Mexp, Sfmt, cpu, jump};
+use ferrocuda::timing::{Stats, copy_ceiling_gbps, time_cpu, time_gpu};
+use ferrocuda::vendor::curand::{Curand, CurandKind};
 
 /// Options of the RNG benchmark.
 #[derive(Debug, Clone)]
@@ -116,7 +118,7 @@ fn make_streams(n: usize) -> Result<Vec<Sfmt>> {
 /// shared memory holds.
 fn streams_for(gpu: &Gpu, threads: u32) -> Result<usize> {
     let info = gpu.info()?;
-    let per_block = threads as usize * crate::rng::gpu::SHARED_PER_STREAM + 1024;
+    let per_block = threads as usize * ferrocuda::rng::gpu::SHARED_PER_STREAM + 1024;
     let per_sm = (info.shared_memory_per_multiprocessor as usize / per_block).max(1);
     Ok(info.multiprocessors as usize * per_sm * threads as usize)
 }
@@ -124,7 +126,7 @@ fn streams_for(gpu: &Gpu, threads: u32) -> Result<usize> {
 /// `0` means the most threads per block that fit.
 fn resolve(gpu: &Gpu, threads: u32) -> Result<u32> {
     if threads == 0 {
-        crate::rng::gpu::max_threads(gpu)
+        ferrocuda::rng::gpu::max_threads(gpu)
     } else {
         Ok(threads)
     }
@@ -143,7 +145,7 @@ pub fn run(gpu: &Gpu, opts: &RngBenchOptions) -> Result<RngBenchReport> {
         unsafe {
             cudarc::driver::result::memset_d8_async(buf.device_ptr(), 0, bytes, gpu.raw_stream())
         }
-        .map_err(|e| crate::Error::Vendor {
+        .map_err(|e| ferrocuda::Error::Vendor {
             library: "CUDA driver",
             call: "cuMemsetD8Async",
             status: format!("{e:?}"),
@@ -151,7 +153,7 @@ pub fn run(gpu: &Gpu, opts: &RngBenchOptions) -> Result<RngBenchReport> {
     })?;
     let mut fbuf = gpu.alloc::<f32>(n)?;
     let fill = time_gpu(gpu, 2, opts.reps, || {
-        crate::blas1::gpu::fill(&mut fbuf, 1.0f32)
+        ferrocuda::blas1::gpu::fill(&mut fbuf, 1.0f32)
     })?;
     drop(fbuf);
     let memset_gbps = memset.gbps(bytes as f64);
@@ -243,7 +245,7 @@ pub fn run(gpu: &Gpu, opts: &RngBenchOptions) -> Result<RngBenchReport> {
     }
     drop(out);
     {
-        let threads = crate::rng::gpu::default_threads(gpu)?;
+        let threads = ferrocuda::rng::gpu::default_threads(gpu)?;
         let ns = streams_for(gpu, threads)?.min(all.len());
         let blocks = count.div_ceil(ns * 624);
         let mut dev = SfmtStreams::new(gpu, &all[..ns])?;

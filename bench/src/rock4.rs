@@ -9,13 +9,15 @@
 use serde::Serialize;
 
 use super::plot::{HeatMap, HeatPanel, LineChart, LineSeries};
-use super::{markdown_table, table, time_gpu};
-use crate::error::Result;
-use crate::gpu::{Gpu, copy_device};
-use crate::rock4::problems::{Advection, Heat2d, ReactionAdvectionDiffusion};
-use crate::rock4::{
+use crate::markdown_table;
+use ferrocuda::Result;
+use ferrocuda::gpu::{Gpu, copy_device};
+use ferrocuda::report::table;
+use ferrocuda::rock4::problems::{Advection, Heat2d, ReactionAdvectionDiffusion};
+use ferrocuda::rock4::{
     Controller, DeviceRhs, Rhs, Rock4Options, Rock4Report, StopReason, Threads, cpu, gpu as rgpu,
 };
+use ferrocuda::timing::time_gpu;
 
 /// Seed 001, Table 6.4: `(N, CPU s, GPU s)` for the time to `t = 1`.
 pub const THESIS_TABLE_6_4: [(usize, f64, f64); 16] = [

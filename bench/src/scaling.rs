@@ -11,21 +11,23 @@
 //! interior) or one GMRES(m) iteration (`f64`, CGS2, no preconditioner, `m` steps
 //! without restart), every repetition starting after an all-reduce so the ranks start
 //! together. The halo moves GPU to GPU through NCCL or through the host, as asked
-//! ([`Transport`]; see [`crate::distributed::gpu`]); both in one run by default.
+//! ([`Transport`]; see [`ferrocuda::distributed::gpu`]); both in one run by default.
 
 use std::time::Instant;
 
 use serde::Serialize;
 
-use super::{Stats, markdown_table, table};
-use crate::distributed::{
+use crate::markdown_table;
+use ferrocuda::distributed::{
     Communicator, DeviceDistributedBcsr, RowPartition, Transport, run_on_gpus,
 };
-use crate::error::{Error, Result};
-use crate::gpu::Gpu;
-use crate::krylov::{DeviceLinOp, GmresOptions, gpu as kgpu};
-use crate::sparse::Bcsr;
-use crate::sparse::generate::{TraceSpec, trace_like};
+use ferrocuda::gpu::Gpu;
+use ferrocuda::krylov::{DeviceLinOp, GmresOptions, gpu as kgpu};
+use ferrocuda::report::table;
+use ferrocuda::sparse::Bcsr;
+use ferrocuda::sparse::generate::{TraceSpec, trace_like};
+use ferrocuda::timing::Stats;
+use ferrocuda::{Error, Result};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -129,7 +131,7 @@ fn measure(
             .max_iter(opts.gmres_steps);
         let mut xg = gpu.alloc_zeroed::<f64>(n)?;
         let gmres = timed(comm, &gpu, opts.reps.div_ceil(4).max(2), || {
-            crate::blas1::gpu::fill(&mut xg, 0.0)?;
+            ferrocuda::blas1::gpu::fill(&mut xg, 0.0)?;
             let r = kgpu::gmres_distributed(comm, &op, None, &y, &mut xg, &gm)?;
             if r.iterations == 0 {
                 return Err(Error::InvalidArgument {
@@ -176,7 +178,7 @@ fn timed(
 
 /// Runs the weak- and strong-scaling series. Errors: no GPU, invalid options.
 pub fn run(opts: &ScalingOptions) -> Result<ScalingReport> {
-    let devices = crate::gpu::count();
+    let devices = ferrocuda::gpu::count();
     if devices == 0 {
         return Err(Error::InvalidArgument {
             op: "bench scaling",
@@ -186,10 +188,10 @@ pub fn run(opts: &ScalingOptions) -> Result<ScalingReport> {
     let (run_ranks, skipped_ranks): (Vec<usize>, Vec<usize>) =
         opts.ranks.iter().partition(|&&r| r >= 1 && r <= devices);
     let names = (0..run_ranks.iter().copied().max().unwrap_or(1))
-        .map(|d| crate::gpu::open(d).and_then(|g| Ok(g.name()?)))
+        .map(|d| ferrocuda::gpu::open(d).and_then(|g| Ok(g.name()?)))
         .collect::<Result<Vec<_>>>()?;
     if opts.transports.iter().any(|&t| t != Transport::Host) {
-        ferrocuda_host::nccl_available().map_err(|e| Error::InvalidArgument {
+        ferrocuda::gpu::nccl_available().map_err(|e| Error::InvalidArgument {
             op: "bench scaling",
             reason: format!("{e} (or measure only the host transport: --transport host)"),
         })?;
@@ -244,7 +246,7 @@ pub fn run(opts: &ScalingOptions) -> Result<ScalingReport> {
         }
     }
     let nccl_version = match opts.transports.iter().any(|&t| t != Transport::Host) {
-        true => Some(ferrocuda_host::nccl_version()?),
+        true => Some(ferrocuda::gpu::nccl_version()?),
         false => None,
     };
     Ok(ScalingReport {

@@ -10,21 +10,23 @@
 
 use serde::Serialize;
 
-use super::{Stats, random_vector, time_cpu, time_gpu};
-use crate::Complex;
-use crate::blas1::{Element, reference as bref};
-use crate::error::{Error, Result};
-use crate::gpu::{DeviceBuffer, Gpu, copy_device};
-use crate::sparse::generate::{self, TraceSpec};
-use crate::sparse::gpu::{
+use ferrocuda::Complex;
+use ferrocuda::blas1::{Element, reference as bref};
+use ferrocuda::gpu::{DeviceBuffer, Gpu, copy_device};
+use ferrocuda::report::table;
+use ferrocuda::rng::random_vector;
+use ferrocuda::sparse::generate::{self, TraceSpec};
+use ferrocuda::sparse::gpu::{
     DeviceBcsr, DeviceBdia, DeviceBell, DeviceEll, DeviceSbell, spmv_bcsr, spmv_bdia, spmv_bell,
     spmv_ell, spmv_sbell,
 };
-use crate::sparse::{
+use ferrocuda::sparse::{
     Bcsr, Bdia, BdiaOptions, Bell, BellOptions, BlockLayout, Ell, EllOptions, MatrixScalar, Sbell,
     cpu,
 };
-use crate::vendor::cusparse::{Cusparse, CusparseScalar};
+use ferrocuda::timing::{Stats, time_cpu, time_gpu};
+use ferrocuda::vendor::cusparse::{Cusparse, CusparseScalar};
+use ferrocuda::{Error, Result};
 use ferrocuda_kernels::names::SpmvKernels;
 
 /// Which matrix.
@@ -596,7 +598,7 @@ impl SpmvReport {
         format!(
             "{}\n\n{}\n",
             self.header_lines().join("\n"),
-            super::table(&h, &rows)
+            table(&h, &rows)
         )
     }
 
@@ -608,7 +610,7 @@ impl SpmvReport {
             out.push_str(&format!("- {line}\n"));
         }
         out.push('\n');
-        out.push_str(&super::markdown_table(&h, &rows));
+        out.push_str(&crate::markdown_table(&h, &rows));
         out
     }
 

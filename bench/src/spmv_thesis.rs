@@ -15,16 +15,19 @@
 
 use serde::Serialize;
 
-use super::{Stats, markdown_table, random_vector, table, time_cpu, time_gpu};
-use crate::Complex;
-use crate::error::Result;
-use crate::gpu::{Gpu, copy_device};
-use crate::sparse::generate::{self, TraceSpec};
-use crate::sparse::gpu::{DeviceBell, DeviceSbell, spmv_bell, spmv_sbell};
-use crate::sparse::gpu_thesis::{
+use crate::markdown_table;
+use ferrocuda::Complex;
+use ferrocuda::Result;
+use ferrocuda::gpu::{Gpu, copy_device};
+use ferrocuda::report::table;
+use ferrocuda::rng::random_vector;
+use ferrocuda::sparse::generate::{self, TraceSpec};
+use ferrocuda::sparse::gpu::{DeviceBell, DeviceSbell, spmv_bell, spmv_sbell};
+use ferrocuda::sparse::gpu_thesis::{
     ThesisKernel, ThesisMatrix, ThesisOptions, ThesisPlan, spmv_thesis, table_6_10,
 };
-use crate::sparse::{Bcsr, Bell, BellOptions, Sbell, cpu};
+use ferrocuda::sparse::{Bcsr, Bell, BellOptions, Sbell, cpu};
+use ferrocuda::timing::{Stats, time_cpu, time_gpu};
 
 type C32 = Complex<f32>;
 
@@ -306,7 +309,7 @@ pub fn run(gpu: &Gpu, opts: &ThesisBenchOptions) -> Result<ThesisReport> {
             for &wg in groups {
                 let opts = ThesisOptions::default().work_group(wg);
                 match ThesisPlan::new(&a, kernel, &opts)
-                    .map_err(crate::Error::from)
+                    .map_err(ferrocuda::Error::from)
                     .and_then(|p| ThesisMatrix::from_plan(gpu, &p).map(|m| (p, m, wg)))
                 {
                     Ok(v) => {

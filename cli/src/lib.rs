@@ -1,6 +1,7 @@
 //! The `ferrocuda` command line: `info`, `probe`, `bench <name>`, `spmv`, `solve`, and the
 //! tour (no arguments).
 
+pub mod choices;
 pub mod lu;
 pub mod mg;
 pub mod mpc;
@@ -9,6 +10,7 @@ pub mod rng;
 pub mod rock4;
 pub mod solve;
 pub mod spmv;
+pub mod tour;
 
 /// `print!` that ends quietly when stdout is a closed pipe (`ferrocuda ... | head`)
 /// instead of panicking.
@@ -27,12 +29,15 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use serde::Serialize;
 
-use crate::bench::blas1::{self as bench_blas1, Blas1BenchOptions};
-use crate::bench::table;
-use crate::error::Result;
-use crate::gpu::{self, DeviceInfo, Gpu};
-use crate::kernels;
-use crate::krylov::Preconditioner;
+use ferrocuda::Result;
+use ferrocuda::gpu::{self, DeviceInfo, Gpu};
+use ferrocuda::kernels;
+use ferrocuda::krylov::Preconditioner;
+use ferrocuda::report::table;
+use ferrocuda_bench::blas1::{self as bench_blas1, Blas1BenchOptions};
+use ferrocuda_bench::gmres::Peer;
+
+use choices::{PeerArg, PrecondArg, choice};
 
 /// ferrocuda: numerics on NVIDIA GPUs in Rust, with CPU twins and speedup benchmarks.
 #[derive(Debug, Parser)]
@@ -220,15 +225,15 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 1000)]
         max_iter: usize,
         /// Right preconditioner (built from the 5x5 blocks of the matrix).
-        #[arg(long, value_enum, default_value_t = Preconditioner::None)]
+        #[arg(long, value_parser = choice::<PrecondArg, Preconditioner>(), default_value = "none")]
         precond: Preconditioner,
         /// Skip the CPU twin (and so SciPy, which is compared with it).
         #[arg(long)]
         no_cpu: bool,
-        /// Other libraries' GMRES on the same system, through scripts/gmres_peer.py
+        /// Other libraries' GMRES on the same system, through bench/scripts/gmres_peer.py
         /// (Python with NumPy and CuPy / SciPy; a missing one is reported, not an error).
-        #[arg(long, value_enum, value_delimiter = ',', default_value = "cupy,scipy")]
-        peers: Vec<crate::bench::gmres::Peer>,
+        #[arg(long, value_parser = choice::<PeerArg, Peer>(), value_delimiter = ',', default_value = "cupy,scipy")]
+        peers: Vec<Peer>,
         /// No peers.
         #[arg(long, conflicts_with = "peers")]
         no_peers: bool,
@@ -373,7 +378,7 @@ pub fn main() -> i32 {
         Err(e) => {
             eprintln!("error: {e}");
             // A singular matrix is an answer about the input, not a failure of the tool.
-            if matches!(e, crate::Error::Singular { .. }) {
+            if matches!(e, ferrocuda::Error::Singular { .. }) {
                 2
             } else {
                 1
@@ -385,7 +390,7 @@ pub fn main() -> i32 {
 /// Whether a Matrix Market file's banner says `complex` (errors name `op` and the file).
 fn is_complex(op: &'static str, path: &std::path::Path) -> Result<bool> {
     use std::io::BufRead;
-    let err = |e: std::io::Error| crate::Error::InvalidArgument {
+    let err = |e: std::io::Error| ferrocuda::Error::InvalidArgument {
         op,
         reason: format!("{}: {e}", path.display()),
     };
@@ -412,10 +417,11 @@ fn write_stdout(text: &str) {
 }
 
 fn print_json(value: &impl Serialize) -> Result<()> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| crate::Error::InvalidArgument {
-        op: "json output",
-        reason: e.to_string(),
-    })?;
+    let text =
+        serde_json::to_string_pretty(value).map_err(|e| ferrocuda::Error::InvalidArgument {
+            op: "json output",
+            reason: e.to_string(),
+        })?;
     sayln!("{text}");
     Ok(())
 }
@@ -460,9 +466,9 @@ pub fn run(cli: Cli) -> Result<()> {
                     results_dir,
                 },
         } => {
-            use crate::bench::rng::{RngBenchOptions, run};
+            use ferrocuda_bench::rng::{RngBenchOptions, run};
             if !(20..=32).contains(&large_log2) || reps == 0 {
-                return Err(crate::Error::InvalidArgument {
+                return Err(ferrocuda::Error::InvalidArgument {
                     op: "bench rng",
                     reason: format!(
                         "--large-log2 {large_log2} (20..=32) and --reps {reps} (at least 1)"
@@ -517,7 +523,7 @@ pub fn run(cli: Cli) -> Result<()> {
                     results_dir,
                 },
         } => {
-            use crate::bench::lu::{LuBenchOptions, run};
+            use ferrocuda_bench::lu::{LuBenchOptions, run};
             let opts = LuBenchOptions {
                 sizes,
                 reps,
@@ -556,9 +562,9 @@ pub fn run(cli: Cli) -> Result<()> {
                     results_dir,
                 },
         } => {
-            use crate::bench::multigrid::{MgBenchOptions, run};
+            use ferrocuda_bench::multigrid::{MgBenchOptions, run};
             if reps == 0 {
-                return Err(crate::Error::InvalidArgument {
+                return Err(ferrocuda::Error::InvalidArgument {
                     op: "bench mg",
                     reason: "--reps must be at least 1 (got 0)".into(),
                 });
@@ -611,7 +617,7 @@ pub fn run(cli: Cli) -> Result<()> {
                     results_dir,
                 },
         } => {
-            use crate::bench::mpc::{MpcBenchOptions, run, trajectory_chart};
+            use ferrocuda_bench::mpc::{MpcBenchOptions, run, trajectory_chart};
             let opts = MpcBenchOptions {
                 reps,
                 loop_steps,
@@ -626,8 +632,8 @@ pub fn run(cli: Cli) -> Result<()> {
             report.chart().write_png(&png, 1280, 640)?;
             let mut plots = ("mpc.png", "");
             if let Some(r) = &report.closed_loop {
-                let model = crate::mpc::SwarmModel::new(r.objects, r.horizon)?;
-                let mopts = crate::mpc::optimize::MpcOptions::with_steps(r.steps);
+                let model = ferrocuda::mpc::SwarmModel::new(r.objects, r.horizon)?;
+                let mopts = ferrocuda::mpc::optimize::MpcOptions::with_steps(r.steps);
                 trajectory_chart(&model, r, &mopts).write_png(
                     &results_dir.join("mpc-trajectories.png"),
                     1280,
@@ -687,17 +693,15 @@ pub fn run(cli: Cli) -> Result<()> {
                     results_dir,
                 },
         } => {
-            let opts = crate::bench::spmv::SpmvBenchOptions {
-                case: crate::bench::spmv::SpmvCase::parse(&case)?,
-                double: precision == Precision::F64,
-                complex,
-                reps,
-                ..Default::default()
-            };
+            let mut opts = ferrocuda_bench::spmv::SpmvBenchOptions::default();
+            opts.case = ferrocuda_bench::spmv::SpmvCase::parse(&case)?;
+            opts.double = precision == Precision::F64;
+            opts.complex = complex;
+            opts.reps = reps;
             let (gpu, skipped) = open_gpu(cli.device)?;
-            let report = crate::bench::spmv::run(gpu.as_ref(), skipped, &opts)?;
+            let report = ferrocuda_bench::spmv::run(gpu.as_ref(), skipped, &opts)?;
             if gpu.is_some() {
-                let path = crate::bench::spmv::write_results(&report, &results_dir)?;
+                let path = ferrocuda_bench::spmv::write_results(&report, &results_dir)?;
                 eprintln!("[bench spmv] wrote {}", path.display());
             } else {
                 eprintln!("[bench spmv] no GPU: results not written");
@@ -718,9 +722,9 @@ pub fn run(cli: Cli) -> Result<()> {
                     results_dir,
                 },
         } => {
-            use crate::bench::spmv_thesis::{ThesisBenchOptions, run};
+            use ferrocuda_bench::spmv_thesis::{ThesisBenchOptions, run};
             if let Some(bad) = cases.iter().find(|c| !(1..=6).contains(*c)) {
-                return Err(crate::Error::InvalidArgument {
+                return Err(ferrocuda::Error::InvalidArgument {
                     op: "bench spmv-thesis",
                     reason: format!("case {bad} does not exist: use 1..6"),
                 });
@@ -733,11 +737,9 @@ pub fn run(cli: Cli) -> Result<()> {
                 );
                 return Ok(());
             };
-            let opts = ThesisBenchOptions {
-                cases,
-                reps,
-                ..Default::default()
-            };
+            let mut opts = ThesisBenchOptions::default();
+            opts.cases = cases;
+            opts.reps = reps;
             let report = run(&gpu, &opts)?;
             let path = results_dir.join("spmv-thesis.md");
             write_file(&path, &report.to_markdown())?;
@@ -762,23 +764,23 @@ pub fn run(cli: Cli) -> Result<()> {
                     results_dir,
                 },
         } => {
-            use crate::bench::scaling::{ScalingOptions, run};
+            use ferrocuda_bench::scaling::{ScalingOptions, run};
             let transports = transport
                 .iter()
-                .map(|t| t.parse::<crate::distributed::Transport>())
-                .collect::<crate::Result<Vec<_>>>()?;
+                .map(|t| t.parse::<ferrocuda::distributed::Transport>())
+                .collect::<ferrocuda::Result<Vec<_>>>()?;
             let dims: Vec<usize> = block
                 .split('x')
                 .map(|v| v.trim().parse::<usize>())
                 .collect::<std::result::Result<_, _>>()
                 .ok()
                 .filter(|d: &Vec<usize>| d.len() == 3 && d.iter().all(|&v| v > 0))
-                .ok_or_else(|| crate::Error::InvalidArgument {
+                .ok_or_else(|| ferrocuda::Error::InvalidArgument {
                     op: "bench scaling",
                     reason: format!("--block {block:?}: expected NXxNTHETAxNR with positive sizes"),
                 })?;
             if blocks_per_gpu == 0 || strong_blocks == 0 || gpus.contains(&0) {
-                return Err(crate::Error::InvalidArgument {
+                return Err(ferrocuda::Error::InvalidArgument {
                     op: "bench scaling",
                     reason: "--gpus, --blocks-per-gpu and --strong-blocks must be positive".into(),
                 });
@@ -813,7 +815,7 @@ pub fn run(cli: Cli) -> Result<()> {
                     results_dir,
                 },
         } => {
-            use crate::bench::rock4::{Rock4BenchOptions, run};
+            use ferrocuda_bench::rock4::{Rock4BenchOptions, run};
             let mut opts = Rock4BenchOptions {
                 tol,
                 reps,
@@ -858,12 +860,12 @@ pub fn run(cli: Cli) -> Result<()> {
                     results_dir,
                 },
         } => {
-            use crate::bench::gmres::{GmresBenchOptions, run};
+            use ferrocuda_bench::gmres::{GmresBenchOptions, run};
             let opts = GmresBenchOptions {
-                case: crate::bench::spmv::SpmvCase::parse(&case)?,
+                case: ferrocuda_bench::spmv::SpmvCase::parse(&case)?,
                 double: precision == Precision::F64,
                 complex,
-                gmres: crate::krylov::GmresOptions::default()
+                gmres: ferrocuda::krylov::GmresOptions::default()
                     .restart(restart)
                     .rtol(rtol.unwrap_or(if precision == Precision::F64 {
                         1e-8
@@ -877,7 +879,7 @@ pub fn run(cli: Cli) -> Result<()> {
             };
             let (gpu, _) = open_gpu(cli.device)?;
             if thesis {
-                let report = crate::bench::gmres::run_thesis(gpu.as_ref(), &cases, &opts)?;
+                let report = ferrocuda_bench::gmres::run_thesis(gpu.as_ref(), &cases, &opts)?;
                 if gpu.is_some() {
                     // Runs of a subset of the cases get their own file.
                     let name = if cases == [1, 2, 3, 4, 5, 6] {
@@ -929,11 +931,9 @@ pub fn run(cli: Cli) -> Result<()> {
                 },
         } => {
             let (gpu, skipped) = open_gpu(cli.device)?;
-            let opts = Blas1BenchOptions {
-                n,
-                reps,
-                ..Default::default()
-            };
+            let mut opts = Blas1BenchOptions::default();
+            opts.n = n;
+            opts.reps = reps;
             let report = bench_blas1::run(gpu.as_ref(), skipped, &opts)?;
             if let Some(path) = markdown {
                 write_file(&path, &report.to_markdown())?;
@@ -950,7 +950,7 @@ pub fn run(cli: Cli) -> Result<()> {
 }
 
 fn write_file(path: &std::path::Path, text: &str) -> Result<()> {
-    let io = |e: std::io::Error| crate::Error::InvalidArgument {
+    let io = |e: std::io::Error| ferrocuda::Error::InvalidArgument {
         op: "writing results",
         reason: format!("{}: {e}", path.display()),
     };
@@ -964,7 +964,7 @@ fn write_file(path: &std::path::Path, text: &str) -> Result<()> {
 #[derive(Debug, Serialize)]
 struct InfoReport {
     devices: Vec<DeviceInfo>,
-    ceilings: Vec<crate::probe::Ceilings>,
+    ceilings: Vec<ferrocuda::probe::Ceilings>,
     no_device: Option<String>,
     driver_cuda_version: Option<i32>,
     cuda_bindings_version: &'static str,
@@ -978,7 +978,7 @@ fn info(json: bool) -> Result<()> {
         ceilings: Vec::new(),
         no_device: None,
         driver_cuda_version: gpu::driver_cuda_version().ok(),
-        cuda_bindings_version: ferrocuda_host::CUDA_BINDINGS_VERSION,
+        cuda_bindings_version: gpu::CUDA_BINDINGS_VERSION,
         ptx_arch: kernels::PTX_ARCH,
         kernels: kernels::entries().len(),
     };
@@ -989,7 +989,9 @@ fn info(json: bool) -> Result<()> {
         Ok(count) => {
             for ordinal in 0..count {
                 let d = gpu::open(ordinal)?.info()?;
-                report.ceilings.push(crate::probe::Ceilings::from_info(&d));
+                report
+                    .ceilings
+                    .push(ferrocuda::probe::Ceilings::from_info(&d));
                 report.devices.push(d);
             }
         }

@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 use clap::ValueEnum;
 use serde::Serialize;
 
-use crate::dense::{LuOptions, LuReport, LuScalar, Matrix, Pivoting, cpu, gpu};
-use crate::error::{Error, Result};
-use crate::sparse::mm;
+use ferrocuda::dense::{LuOptions, LuReport, LuScalar, Matrix, Pivoting, cpu, gpu};
+use ferrocuda::sparse::mm;
+use ferrocuda::{Error, Result};
 
 /// Where `ferrocuda lu` computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
@@ -179,7 +179,7 @@ fn run_t<T: LuScalar>(args: &LuArgs, ordinal: usize) -> Result<LuCliReport> {
         });
     let lu = match args.on {
         LuDevice::Cpu => cpu::factor(&a, &opts)?,
-        LuDevice::Gpu => gpu::factor(&crate::gpu::open(ordinal)?, &a, &opts)?,
+        LuDevice::Gpu => gpu::factor(&ferrocuda::gpu::open(ordinal)?, &a, &opts)?,
     };
     let mut report = LuCliReport {
         matrix: args.matrix.display().to_string(),

@@ -7,5 +7,5 @@ fn main() {
         // SAFETY: first statement of main, before any other thread exists.
         unsafe { std::env::set_var("NCCL_NVLS_ENABLE", "0") };
     }
-    std::process::exit(ferrocuda::cli::main());
+    std::process::exit(ferrocuda_cli::main());
 }

@@ -16,8 +16,10 @@ use clap::ValueEnum;
 use serde::Serialize;
 
 use super::Precision;
-use crate::error::Result;
-use crate::multigrid::{Cycle, MgOptions, MgReport, Smoother, Stop, cpu, gpu};
+use ferrocuda::Result;
+use ferrocuda::multigrid::{Cycle, MgOptions, MgReport, Smoother, Stop, cpu, gpu};
+
+use crate::choices::{CycleArg, SmootherArg, choice};
 
 /// Where `ferrocuda mg` computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
@@ -39,10 +41,10 @@ pub struct MgArgs {
     #[arg(long, default_value_t = 2)]
     pub base: usize,
     /// The smoother.
-    #[arg(long, value_enum, default_value_t = Smoother::Sbl)]
+    #[arg(long, value_parser = choice::<SmootherArg, Smoother>(), default_value = "sbl")]
     pub smoother: Smoother,
     /// The cycle (fmg: one full-multigrid pass, then V-cycles).
-    #[arg(long, value_enum, default_value_t = Cycle::V)]
+    #[arg(long, value_parser = choice::<CycleArg, Cycle>(), default_value = "v")]
     pub cycle: Cycle,
     /// Cycles on the finest grid (at most, with --until-discretisation).
     #[arg(long, default_value_t = 10)]
@@ -111,7 +113,7 @@ pub fn run(args: &MgArgs, ordinal: usize) -> Result<MgReport> {
             }
         }
         MgDevice::Gpu => {
-            let g = crate::gpu::open(ordinal)?;
+            let g = ferrocuda::gpu::open(ordinal)?;
             if f64 {
                 gpu::Solver::<f64>::new(&g, &opts)?.solve()?
             } else {

@@ -20,10 +20,10 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::error::{Error, Result};
-use crate::mpc::gpu::GpuEvaluator;
-use crate::mpc::optimize::{LoopReport, MpcOptions, closed_loop};
-use crate::mpc::{CpuEvaluator, Evaluator, Gradient, SwarmModel};
+use ferrocuda::mpc::gpu::GpuEvaluator;
+use ferrocuda::mpc::optimize::{LoopReport, MpcOptions, closed_loop};
+use ferrocuda::mpc::{CpuEvaluator, Evaluator, Gradient, SwarmModel};
+use ferrocuda::{Error, Result};
 
 /// Where `ferrocuda mpc` evaluates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
@@ -121,10 +121,8 @@ pub fn run(args: &MpcArgs, ordinal: usize) -> Result<MpcCliReport> {
         return Err(invalid("--frame-every needs --frames DIR".into()));
     }
     let model = SwarmModel::new(args.objects, args.horizon)?;
-    let opts = MpcOptions {
-        margin: args.margin,
-        ..MpcOptions::with_steps(args.steps)
-    };
+    let mut opts = MpcOptions::with_steps(args.steps);
+    opts.margin = args.margin;
     let method = match args.gradient {
         MpcGradient::Fd => Gradient::Forward,
         MpcGradient::Exact => Gradient::Exact,
@@ -133,7 +131,7 @@ pub fn run(args: &MpcArgs, ordinal: usize) -> Result<MpcCliReport> {
     let mut ev: Box<dyn Evaluator> = match args.on {
         MpcDevice::Cpu => Box::new(CpuEvaluator::new(tight, method)?),
         MpcDevice::Gpu => {
-            let gpu = crate::gpu::open(ordinal)?;
+            let gpu = ferrocuda::gpu::open(ordinal)?;
             Box::new(GpuEvaluator::new(&gpu, tight, method, 1)?)
         }
     };
@@ -158,7 +156,8 @@ pub fn run(args: &MpcArgs, ordinal: usize) -> Result<MpcCliReport> {
         }
     })?;
     if let Some(path) = &args.plot {
-        crate::bench::mpc::trajectory_chart(&model, &report, &opts).write_png(path, 1280, 640)?;
+        ferrocuda_bench::mpc::trajectory_chart(&model, &report, &opts)
+            .write_png(path, 1280, 640)?;
     }
     if let Some(dir) = &args.frames {
         let every = args.frame_every.unwrap_or((args.steps / 50).max(1));
@@ -167,7 +166,7 @@ pub fn run(args: &MpcArgs, ordinal: usize) -> Result<MpcCliReport> {
             steps.push(args.steps);
         }
         for &k in &steps {
-            let (chart, points) = crate::bench::mpc::frame_chart(&model, &report, &opts, k);
+            let (chart, points) = ferrocuda_bench::mpc::frame_chart(&model, &report, &opts, k);
             chart.write_png_with_points(
                 &dir.join(format!("frame-{k:05}.png")),
                 960,

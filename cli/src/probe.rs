@@ -5,8 +5,8 @@
 
 use std::path::PathBuf;
 
-use crate::error::Result;
-use crate::probe::{ProbeOptions, ProbeReport};
+use ferrocuda::Result;
+use ferrocuda::probe::{ProbeOptions, ProbeReport};
 
 /// Arguments of `ferrocuda probe`.
 #[derive(Debug, Clone, clap::Args)]
@@ -37,7 +37,7 @@ pub fn run(args: &ProbeArgs, device: usize) -> Result<ProbeReport> {
     };
     if let Some(reps) = args.reps {
         if reps == 0 {
-            return Err(crate::Error::InvalidArgument {
+            return Err(ferrocuda::Error::InvalidArgument {
                 op: "probe",
                 reason: "--reps must be at least 1".into(),
             });
@@ -45,9 +45,9 @@ pub fn run(args: &ProbeArgs, device: usize) -> Result<ProbeReport> {
         opts.reps = reps;
     }
     let (gpu, skipped) = super::open_gpu(device)?;
-    let report = crate::probe::run(gpu.as_ref(), skipped, &opts)?;
+    let report = ferrocuda::probe::run(gpu.as_ref(), skipped, &opts)?;
     if gpu.is_some() && !args.no_write {
-        for path in report.write_results(&args.results_dir)? {
+        for path in ferrocuda_bench::probe::write_results(&report, &args.results_dir)? {
             eprintln!("[probe] wrote {}", path.display());
         }
     }

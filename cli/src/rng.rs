@@ -17,10 +17,10 @@ use std::io::Write;
 use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
 
-use crate::error::{Error, Result};
-use crate::gpu::DeviceSlice;
-use crate::rng::gpu::SfmtStreams;
-use crate::rng::{Mexp, Sfmt};
+use ferrocuda::gpu::DeviceSlice;
+use ferrocuda::rng::gpu::SfmtStreams;
+use ferrocuda::rng::{Mexp, Sfmt};
+use ferrocuda::{Error, Result};
 
 /// `ferrocuda rng ...`.
 #[derive(Debug, Subcommand)]
@@ -136,7 +136,7 @@ struct SfmtJson<'a> {
 /// A source of 32-bit outputs in chunks.
 enum Source {
     Cpu(Sfmt),
-    Gpu(SfmtStreams, crate::gpu::DeviceBuffer<u32>),
+    Gpu(SfmtStreams, ferrocuda::gpu::DeviceBuffer<u32>),
 }
 
 /// 624-value blocks per GPU call.
@@ -190,7 +190,7 @@ pub fn run(args: &SfmtArgs, ordinal: usize) -> Result<()> {
                     "--device gpu runs SFMT19937 streams (--mexp 607 is CPU only)".into(),
                 ));
             }
-            let gpu = crate::gpu::open(ordinal)?;
+            let gpu = ferrocuda::gpu::open(ordinal)?;
             let dev = SfmtStreams::new(&gpu, &[gen_])?;
             let out = gpu.alloc::<u32>(dev.len_u32(GPU_CHUNK_BLOCKS))?;
             Source::Gpu(dev, out)

@@ -23,13 +23,13 @@ use std::time::Instant;
 use clap::ValueEnum;
 use serde::Serialize;
 
-use crate::error::{Error, Result};
-use crate::gpu::Gpu;
-use crate::rock4::problems::{Advection, Heat2d, ReactionAdvectionDiffusion};
-use crate::rock4::{
+use ferrocuda::gpu::Gpu;
+use ferrocuda::rock4::problems::{Advection, Heat2d, ReactionAdvectionDiffusion};
+use ferrocuda::rock4::{
     Controller, DeviceRhs, Rhs, Rock4Options, Rock4Report, StopReason, Threads, cpu,
 };
-use crate::sparse::mm;
+use ferrocuda::sparse::mm;
+use ferrocuda::{Error, Result};
 
 /// Which problem.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
@@ -179,7 +179,7 @@ fn invalid(reason: String) -> Error {
 pub fn run(args: &Rock4Args, ordinal: usize) -> Result<Rock4CliReport> {
     let gpu = match args.on {
         Rock4Device::Cpu => None,
-        Rock4Device::Gpu => Some(crate::gpu::open(ordinal)?),
+        Rock4Device::Gpu => Some(ferrocuda::gpu::open(ordinal)?),
     };
     let gpu = gpu.as_ref();
     if args.n == 0 {
@@ -295,7 +295,7 @@ fn integrate_gpu(
         gpu.name()?
     );
     let mut dy = gpu.upload(y)?;
-    let r = crate::rock4::gpu::integrate(rhs, 0.0, t_end, &mut dy, opts)?;
+    let r = ferrocuda::rock4::gpu::integrate(rhs, 0.0, t_end, &mut dy, opts)?;
     dy.copy_to_host(y)?;
     eprintln!(
         "[rock4] {} steps accepted, {} rejected, {:.3} s",

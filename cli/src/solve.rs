@@ -1,5 +1,5 @@
 //! `ferrocuda solve --matrix A.mtx --rhs b.mtx --out x.mtx`: solves `A x = b` by restarted
-//! GMRES ([`crate::krylov`]) on the CPU or the GPU and writes `x` as a Matrix Market
+//! GMRES ([`ferrocuda::krylov`]) on the CPU or the GPU and writes `x` as a Matrix Market
 //! array file.
 //!
 //! ```text
@@ -47,20 +47,22 @@ use std::time::Instant;
 use clap::ValueEnum;
 use serde::Serialize;
 
-use crate::Complex;
-use crate::RealScalar;
-use crate::blas1::Element;
-use crate::error::{Error, Result};
-use crate::gpu;
-use crate::krylov::gpu::KrylovElement;
-use crate::krylov::precond::MAX_BLOCK;
-use crate::krylov::{
+use ferrocuda::Complex;
+use ferrocuda::RealScalar;
+use ferrocuda::blas1::Element;
+use ferrocuda::gpu;
+use ferrocuda::krylov::gpu::KrylovElement;
+use ferrocuda::krylov::precond::MAX_BLOCK;
+use ferrocuda::krylov::{
     BlockJacobi, DeviceBlockJacobi, DeviceLinOp, GmresOptions, GmresReport, LinOp,
     Orthogonalization, Preconditioner, StopReason, cpu as kcpu, gpu as kgpu,
 };
-use crate::sparse::gpu::{DeviceBcsr, DeviceSbell};
-use crate::sparse::{Bcsr, BlockFit, BlockLayout, Coo, CooParts, Csr, MatrixScalar, Sbell, mm};
+use ferrocuda::sparse::gpu::{DeviceBcsr, DeviceSbell};
+use ferrocuda::sparse::{Bcsr, BlockFit, BlockLayout, Coo, CooParts, Csr, MatrixScalar, Sbell, mm};
+use ferrocuda::{Error, Result};
 use ferrocuda_kernels::names::{PrecondKernels, SpmvKernels};
+
+use crate::choices::{PrecondArg, choice};
 
 /// Where `ferrocuda solve` computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -112,7 +114,7 @@ pub struct SolveArgs {
     #[arg(long, value_enum, default_value_t = SolveOrth::Cgs2)]
     pub orth: SolveOrth,
     /// Right preconditioner.
-    #[arg(long, value_enum, default_value_t = Preconditioner::None)]
+    #[arg(long, value_parser = choice::<PrecondArg, Preconditioner>(), default_value = "none")]
     pub precond: Preconditioner,
     /// Block size of the GPU's SBELL format (at most 8; larger ones run BCSR) and of
     /// block Jacobi (at most 8).
@@ -367,7 +369,7 @@ fn pad_identity<T: Element>(a: Coo<T>, np: usize) -> Result<Coo<T>> {
     p.n_rows = np;
     p.n_cols = np;
     for i in n..np {
-        let i = crate::sparse::Index::try_from(i)
+        let i = ferrocuda::sparse::Index::try_from(i)
             .map_err(|_| invalid(format!("padded size {np} exceeds the index type")))?;
         p.rows.push(i);
         p.cols.push(i);

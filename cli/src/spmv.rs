@@ -13,19 +13,19 @@ use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 
-use crate::Complex;
-use crate::blas1::Element;
-use crate::error::{Error, Result};
-use crate::gpu;
-use crate::sparse::gpu::{
+use ferrocuda::Complex;
+use ferrocuda::blas1::Element;
+use ferrocuda::gpu;
+use ferrocuda::sparse::gpu::{
     DeviceBcsr, DeviceBdia, DeviceBell, DeviceEll, DeviceSbell, spmv_bcsr, spmv_bdia, spmv_bell,
     spmv_ell, spmv_sbell,
 };
-use crate::sparse::{
+use ferrocuda::sparse::{
     Bcsr, Bdia, BdiaOptions, Bell, BellOptions, BlockFit, BlockLayout, Csr, Ell, EllOptions, Sbell,
     cpu, mm,
 };
-use crate::vendor::cusparse::{Cusparse, CusparseScalar};
+use ferrocuda::vendor::cusparse::{Cusparse, CusparseScalar};
+use ferrocuda::{Error, Result};
 use ferrocuda_kernels::names::SpmvKernels;
 use ferrocuda_kernels::sparse::MatrixScalar;
 

@@ -4,10 +4,12 @@
 
 use serde::Serialize;
 
-use crate::bench::{random_vector, table, time_cpu, time_gpu};
-use crate::blas1::{cpu, gpu as gpu_blas1, reference};
-use crate::error::Result;
-use crate::gpu::Gpu;
+use ferrocuda::Result;
+use ferrocuda::blas1::{cpu, gpu as gpu_blas1, reference};
+use ferrocuda::gpu::Gpu;
+use ferrocuda::report::table;
+use ferrocuda::rng::random_vector;
+use ferrocuda::timing::{time_cpu, time_gpu};
 
 /// One step of the tour.
 #[derive(Debug, Clone, Serialize)]
@@ -115,9 +117,9 @@ fn blas1_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
 }
 
 fn spmv_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
-    use crate::sparse::Sbell;
-    use crate::sparse::generate::{self, TraceSpec};
-    use crate::sparse::gpu::{DeviceSbell, spmv_sbell};
+    use ferrocuda::sparse::Sbell;
+    use ferrocuda::sparse::generate::{self, TraceSpec};
+    use ferrocuda::sparse::gpu::{DeviceSbell, spmv_sbell};
     // Thesis case 1 geometry with 2 grid blocks: 16,000 cells, about 0.2 M 5x5 blocks.
     let spec = TraceSpec::new(10, 40, 20, 2);
     // In SBELL, ferrocuda's fastest format on this structure.
@@ -125,7 +127,7 @@ fn spmv_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
     let x = random_vector::<f64>(a.n_cols(), 13);
     let mut y = vec![0.0; a.n_rows()];
     let cpu_ms = time_cpu(1, 10, || {
-        crate::sparse::cpu::spmv_sbell(1.0, &a, &x, 0.0, &mut y)
+        ferrocuda::sparse::cpu::spmv_sbell(1.0, &a, &x, 0.0, &mut y)
     })
     .median_ms;
     let (mut gpu_ms, mut diff) = (None, None);
@@ -156,16 +158,18 @@ fn spmv_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
 /// GMRES(30) with block Jacobi to 1e-8 on the tour's SpMV matrix; the check is the
 /// difference of the two solutions relative to the CPU's.
 fn gmres_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
-    use crate::krylov::{BlockJacobi, DeviceBlockJacobi, GmresOptions, cpu as kcpu, gpu as kgpu};
-    use crate::sparse::Sbell;
-    use crate::sparse::generate::{self, TraceSpec};
-    use crate::sparse::gpu::DeviceSbell;
+    use ferrocuda::krylov::{
+        BlockJacobi, DeviceBlockJacobi, GmresOptions, cpu as kcpu, gpu as kgpu,
+    };
+    use ferrocuda::sparse::Sbell;
+    use ferrocuda::sparse::generate::{self, TraceSpec};
+    use ferrocuda::sparse::gpu::DeviceSbell;
     let bcsr = generate::trace_like::<f64>(&TraceSpec::new(10, 40, 20, 2))?;
     let a = Sbell::from_bcsr(&bcsr)?;
     // b = A x_true, so b is in the range of A (the ghost rows are empty).
     let xt = random_vector::<f64>(a.n_cols(), 17);
     let mut b = vec![0.0; a.n_rows()];
-    crate::sparse::cpu::spmv_sbell(1.0, &a, &xt, 0.0, &mut b)?;
+    ferrocuda::sparse::cpu::spmv_sbell(1.0, &a, &xt, 0.0, &mut b)?;
     let opts = GmresOptions::default();
     let m = BlockJacobi::new(&bcsr)?;
     let mut x = vec![0.0; a.n_cols()];
@@ -184,7 +188,7 @@ fn gmres_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
         let mut dx = gpu.alloc_zeroed::<f64>(a.n_cols())?;
         gpu_ms = Some(
             time_gpu(gpu, 1, 3, || {
-                crate::blas1::gpu::fill(&mut dx, 0.0)?;
+                ferrocuda::blas1::gpu::fill(&mut dx, 0.0)?;
                 kgpu::gmres(&da, Some(&dm), &db, &mut dx, &opts).map(|_| ())
             })?
             .median_ms,
@@ -212,7 +216,7 @@ fn gmres_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
 /// J, g and exact gradients of the swarm MPC (M = 1024 objects, N = 10) on the CPU twin and the
 /// GPU; the check is the largest gradient difference relative to the largest entry.
 fn mpc_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
-    use crate::mpc::{Gradient, SwarmModel, cpu as mcpu, gpu::GpuEvaluator};
+    use ferrocuda::mpc::{Gradient, SwarmModel, cpu as mcpu, gpu::GpuEvaluator};
     let model = SwarmModel::new(1024, 10)?;
     let x0 = model.thesis_initial_state();
     let u: Vec<f64> = (0..model.controls())
@@ -258,8 +262,8 @@ fn mpc_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
 /// largest error against the exact semi-discrete solution. The GPU runs the default
 /// path, the persistent kernel with the step decisions on the device.
 fn rock4_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
-    use crate::rock4::problems::Heat2d;
-    use crate::rock4::{Rock4Options, cpu as rcpu};
+    use ferrocuda::rock4::problems::Heat2d;
+    use ferrocuda::rock4::{Rock4Options, cpu as rcpu};
     let heat = Heat2d::new(255, 1.0)?;
     let opts = Rock4Options::default().rtol(1e-8).atol(1e-8);
     let mut y = heat.initial();
@@ -279,7 +283,7 @@ fn rock4_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
     if let Some(g) = gpu {
         let dp = heat.on_device(g);
         let mut dy = g.upload(&heat.initial())?;
-        crate::rock4::gpu::integrate(&dp, 0.0, 0.01, &mut dy, &opts)?;
+        ferrocuda::rock4::gpu::integrate(&dp, 0.0, 0.01, &mut dy, &opts)?;
         let yg = dy.download()?;
         diff = Some(
             yg.iter()
@@ -291,7 +295,7 @@ fn rock4_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
         gpu_ms = Some(
             time_gpu(g, 0, 3, || {
                 dy.copy_from_host(&heat.initial())?;
-                crate::rock4::gpu::integrate(&dp, 0.0, 0.01, &mut dy, &opts).map(|_| ())
+                ferrocuda::rock4::gpu::integrate(&dp, 0.0, 0.01, &mut dy, &opts).map(|_| ())
             })?
             .median_ms,
         );
@@ -311,7 +315,7 @@ fn rock4_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
 }
 
 fn rng_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
-    use crate::rng::{Mexp, Sfmt, cpu as rcpu, gpu::SfmtStreams, jump};
+    use ferrocuda::rng::{Mexp, Sfmt, cpu as rcpu, gpu::SfmtStreams, jump};
     const STREAMS: usize = 256;
     const BLOCKS: usize = 32;
     let streams = jump::streams(&Sfmt::new(Mexp::M19937, 1234), STREAMS, 64)?;
@@ -366,7 +370,7 @@ fn probe_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
         let dsrc = g.upload(&src)?;
         let mut ddst = g.alloc_zeroed::<u32>(WORDS)?;
         let ms = time_gpu(g, 2, 10, || {
-            crate::probe::gpu::copy(g, true, blocks, &dsrc, &mut ddst)
+            ferrocuda::probe::gpu::copy(g, true, blocks, &dsrc, &mut ddst)
         })?
         .median_ms;
         diff = Some((ddst.download()? != src) as u8 as f64);
@@ -396,7 +400,7 @@ fn probe_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
 /// until the discretisation error; times are whole solves (setup excluded, norms
 /// included), the check the largest difference of the GPU solution from the CPU twin's.
 fn mg_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
-    use crate::multigrid::{MgOptions, Stop, cpu as mcpu, gpu as mgpu};
+    use ferrocuda::multigrid::{MgOptions, Stop, cpu as mcpu, gpu as mgpu};
     let opts = MgOptions::new(129, 2).stop(Stop::Discretisation);
     let (want, report) = mcpu::solve::<f32>(&opts)?;
     let cycles = report
@@ -435,7 +439,7 @@ fn mg_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
 /// LU with partial pivoting of a random 1024 x 1024 f64 matrix; the check is the
 /// largest difference of the GPU factors from the CPU's, relative to the largest entry.
 fn lu_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
-    use crate::dense::{LuOptions, Matrix, cpu as dcpu, gpu as dgpu};
+    use ferrocuda::dense::{LuOptions, Matrix, cpu as dcpu, gpu as dgpu};
     let n = 1024;
     let a = Matrix::<f64>::random(n, n, -1.0, 1.0, 1024);
     let opts = LuOptions::default().with_backward_error(false);
@@ -453,7 +457,7 @@ fn lu_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
         let mut samples = Vec::new();
         let timer = g.timer()?;
         for r in 0..4 {
-            crate::gpu::copy_device(&orig, &mut work)?;
+            ferrocuda::gpu::copy_device(&orig, &mut work)?;
             timer.start()?;
             dgpu::factor_device(n, &mut work, &mut ipiv, &mut ws, &opts)?;
             timer.stop()?;
@@ -461,7 +465,7 @@ fn lu_steps(gpu: Option<&Gpu>, rows: &mut Vec<TourRow>) -> Result<()> {
                 samples.push(timer.elapsed_ms()?);
             }
         }
-        gpu_ms = Some(crate::bench::Stats::from_samples(samples).median_ms);
+        gpu_ms = Some(ferrocuda::timing::Stats::from_samples(samples).median_ms);
     }
     rows.push(TourRow {
         module: "dense",

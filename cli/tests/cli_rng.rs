@@ -36,11 +36,12 @@ fn fails(args: &[&str], needle: &str) {
     assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
 }
 
-const REF_19937: &str = include_str!("../data/sfmt/sfmt19937_init_gen_rand_1234_first1000.txt");
-const REF_607: &str = include_str!("../data/sfmt/sfmt607_init_gen_rand_1234_first1000.txt");
+const REF_19937: &str = include_str!("../../data/sfmt/sfmt19937_init_gen_rand_1234_first1000.txt");
+const REF_607: &str = include_str!("../../data/sfmt/sfmt607_init_gen_rand_1234_first1000.txt");
 const REF_19937_64: &str =
-    include_str!("../data/sfmt/sfmt19937_init_gen_rand_4321_first1000_u64.txt");
-const REF_607_64: &str = include_str!("../data/sfmt/sfmt607_init_gen_rand_4321_first1000_u64.txt");
+    include_str!("../../data/sfmt/sfmt19937_init_gen_rand_4321_first1000_u64.txt");
+const REF_607_64: &str =
+    include_str!("../../data/sfmt/sfmt607_init_gen_rand_4321_first1000_u64.txt");
 
 #[test]
 fn cpu_reproduces_the_reference_files() {
