@@ -2,6 +2,11 @@
 //! Markdown tables and charts are the applications' business (`ferrocuda-bench`).
 
 /// Renders rows as an aligned plain-text table (first column left, others right).
+///
+/// ```
+/// let t = ferrocuda::report::table(&["n", "ms"], &[vec!["1024".into(), "0.5".into()]]);
+/// assert_eq!(t, "n      ms\n----  ---\n1024  0.5");
+/// ```
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
     for row in rows {

@@ -24,6 +24,13 @@ pub struct Stats {
 
 impl Stats {
     /// Summarises samples (at least one).
+    ///
+    /// ```
+    /// use ferrocuda::timing::Stats;
+    /// let s = Stats::from_samples(vec![4.0, 1.0, 3.0, 2.0]);
+    /// assert_eq!((s.median_ms, s.min_ms, s.max_ms, s.reps), (2.5, 1.0, 4.0, 4));
+    /// assert_eq!(s.gbps(5e6), 2.0); // 5 MB in 2.5 ms
+    /// ```
     pub fn from_samples(mut samples: Vec<f64>) -> Stats {
         samples.sort_by(f64::total_cmp);
         let n = samples.len().max(1);

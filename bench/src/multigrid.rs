@@ -1178,7 +1178,7 @@ impl MgBenchReport {
              place with races between blocks. \"disc. error\" is `||u_h - u||_h`; \"cycles to \
              disc.\" counts V-cycles until the algebraic error `||u - u_h||_h` is at most 0.1 \
              of it. GB/s and GFLOP/s come from the byte and flop models of \
-             `src/bench/multigrid.rs` (module docs); the thesis's GFLOPS used its own count.\n\n",
+             `bench/src/multigrid.rs` (module docs); the thesis's GFLOPS used its own count.\n\n",
             if self.quick { " --quick" } else { "" },
             self.device.as_deref().unwrap_or("none (CPU only)"),
             self.cpu_threads,
