@@ -3,8 +3,8 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ferrocuda::Complex;
-use ferrocuda::bench::random_vector;
 use ferrocuda::blas1::cpu;
+use ferrocuda::rng::random_vector;
 
 fn blas1(c: &mut Criterion) {
     let n = 1 << 22;

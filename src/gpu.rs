@@ -1,9 +1,9 @@
 //! Opening a GPU with ferrocuda's kernels, and the runtime types re-exported.
 
 pub use ferrocuda_host::{
-    DeviceBuffer, DeviceInfo, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, EventTimer,
-    Gpu, Graph, LaunchConfig, NcclComm, NcclId, PcieLink, PinnedBuffer, copy_device, device_count,
-    driver_cuda_version, driver_present, nccl_available, nccl_version,
+    CUDA_BINDINGS_VERSION, DeviceBuffer, DeviceInfo, DeviceSlice, DeviceSliceMut, DeviceView,
+    DeviceViewMut, EventTimer, Gpu, Graph, LaunchConfig, NcclComm, NcclId, PcieLink, PinnedBuffer,
+    copy_device, device_count, driver_cuda_version, driver_present, nccl_available, nccl_version,
 };
 
 use crate::error::Result;

@@ -17,14 +17,17 @@
 //! | [`rock4`] | yes | yes | ROCK4 stabilized explicit RK (order 4) with step control; 2D heat and reaction-advection-diffusion test problems |
 //! | [`rng`] | yes | yes | SFMT19937/607 bit-exact (init_gen_rand, init_by_array), jump-ahead streams, uniform and Box-Muller transforms, the seed's "amd" scheme |
 //!
+//! [`timing`] (repeated timings on the host clock or GPU events, the device copy
+//! ceiling) and [`report`] (plain-text tables) serve the probe and the applications
+//! built on this library: the benchmarks (`ferrocuda-bench`) and the `ferrocuda`
+//! command line (`ferrocuda-cli`), which live in crates of their own.
+//!
 //! Without a CUDA driver or device everything on the CPU works, and [`gpu::open`]
 //! returns an error for which [`Error::is_no_device`] is true.
 #![deny(missing_docs)]
 
 pub mod alloc;
-pub mod bench;
 pub mod blas1;
-pub mod cli;
 #[doc(hidden)]
 pub mod cpu_dispatch;
 pub mod dense;
@@ -36,10 +39,11 @@ pub mod krylov;
 pub mod mpc;
 pub mod multigrid;
 pub mod probe;
+pub mod report;
 pub mod rng;
 pub mod rock4;
 pub mod sparse;
-pub mod tour;
+pub mod timing;
 pub mod vendor;
 
 pub use error::{Error, Result};

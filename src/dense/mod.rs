@@ -93,7 +93,7 @@ impl<T: LuScalar> Matrix<T> {
     /// Seeded random entries uniform in `[lo, hi)` (the same matrix on every machine and
     /// thread count).
     pub fn random(nrows: usize, ncols: usize, lo: f64, hi: f64, seed: u64) -> Self {
-        let v: Vec<f64> = crate::bench::random_vector(nrows * ncols, seed);
+        let v: Vec<f64> = crate::rng::random_vector(nrows * ncols, seed);
         let data = v
             .into_par_iter()
             .map(|x| T::from_f64(lo + (hi - lo) * 0.5 * (x + 1.0)))

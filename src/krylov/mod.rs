@@ -55,7 +55,7 @@ pub use precond::{BlockJacobi, DeviceBlockJacobi};
 use serde::Serialize;
 
 /// Which right preconditioner a command-line solve or benchmark uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Preconditioner {
     /// None (`M = I`).
@@ -218,7 +218,7 @@ pub struct GmresReport {
 
 impl GmresReport {
     /// A report of no steps (filled in by the solvers and the benchmarks).
-    pub(crate) fn empty() -> Self {
+    pub fn empty() -> Self {
         GmresReport {
             converged: false,
             reason: StopReason::MaxIterations,

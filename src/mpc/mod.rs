@@ -60,13 +60,12 @@ pub struct Evaluation {
 }
 
 /// How gradients are computed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Gradient {
     /// Adjoint sweep: exact to rounding, the cost of one evaluation.
     Exact,
     /// The thesis's forward differences (step [`FD_STEP`]).
-    #[value(name = "fd")]
     #[serde(rename = "fd")]
     Forward,
     /// Central differences of full evaluations (CPU only; for checks).

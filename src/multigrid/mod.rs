@@ -71,7 +71,7 @@ impl MgReal for f32 {}
 impl MgReal for f64 {}
 
 /// The smoother (module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Smoother {
     /// Block Gauss-Seidel in red-black block order (seed 003's ABL).
@@ -160,7 +160,7 @@ impl Sweep {
 }
 
 /// The cycle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Cycle {
     /// V-cycle (seed 003).
@@ -416,7 +416,7 @@ impl MgReport {
                 ]
             })
             .collect();
-        t.push_str(&crate::bench::table(
+        t.push_str(&crate::report::table(
             &["cycle", "||r||_h", "||e||_h", "||u - u_h||_h", "seconds"],
             &rows,
         ));

@@ -13,9 +13,9 @@ use rand::{Rng, SeedableRng, rngs::SmallRng};
 use super::ceilings::Ceilings;
 use super::gpu::{self as k, LatencyOp, PeakFloat, threads};
 use super::{Figure, ProbeOptions, ProbeReport, Sweep, SweepPoint, fit_transfer};
-use crate::bench::{Stats, time_gpu};
 use crate::error::Result;
 use crate::gpu::{DeviceBuffer, Gpu};
+use crate::timing::{Stats, time_gpu};
 
 fn progress(msg: &str) {
     eprintln!("[probe] {msg}");
@@ -383,7 +383,7 @@ fn memory(cx: &Ctx, r: &mut ProbeReport) -> Result<()> {
             ok(good),
         ));
     }
-    let memcpy = crate::bench::copy_ceiling_gbps(gpu, bytes, cx.opts.reps)?;
+    let memcpy = crate::timing::copy_ceiling_gbps(gpu, bytes, cx.opts.reps)?;
     r.figures.push(Figure::new(
         "memory",
         format!("copy {} MiB (cuMemcpyDtoD, read + write)", bytes >> 20),
@@ -679,8 +679,9 @@ fn chase(cx: &Ctx, r: &mut ProbeReport) -> Result<()> {
     Ok(())
 }
 
-/// `16 KiB`, `4 MiB`, `1 GiB`.
-pub(crate) fn human(bytes: usize) -> String {
+/// Bytes in whole KiB, MiB or GiB (`16 KiB`, `4 MiB`, `1 GiB`): the size column of the
+/// sweep tables.
+pub fn human(bytes: usize) -> String {
     if bytes >= 1 << 30 {
         format!("{} GiB", bytes >> 30)
     } else if bytes >= 1 << 20 {

@@ -57,7 +57,8 @@ mod report;
 use serde::Serialize;
 
 pub use ceilings::Ceilings;
-pub use measure::run;
+pub use measure::{human, run};
+pub use report::TABLE_HEADERS;
 
 /// What `ferrocuda probe` measures and how long.
 #[derive(Debug, Clone)]

@@ -10,6 +10,7 @@
 //! | jump-ahead by `2^k` steps, streams `2^k i` apart ([`jump::streams`]) | yes | states computed on the CPU, uploaded |
 //! | uniform `f32` [0,1) 24 bits, `f64` [0,1) 53 bits; Box-Muller on disjoint pairs | yes | normals `f32`, `f64` |
 //! | the seed's per-thread "amd" scheme (ch. 5) | [`amd_normals_cpu`] | [`gpu::amd_normals`] |
+//! | seeded test vectors uniform in [-1, 1] (`rand`, not SFMT): [`random_vector`] | yes | - |
 //!
 //! The recursion, the transforms and the "amd" scheme are written once in
 //! `ferrocuda_kernels::sfmt` and called by both sides, so the GPU output of stream `i`
@@ -373,4 +374,24 @@ pub(crate) fn check_amd(
         });
     }
     crate::error::check_len(op, "out", 4 * mul_factor * generators, out_len)
+}
+
+/// Seeded random values uniform in [-1, 1] (both parts of a complex value) for test
+/// matrices, benchmarks and the tour: the same vector on every machine and thread count
+/// (`rand`'s `SmallRng`, one generator per chunk of 2^16 elements; not SFMT).
+pub fn random_vector<T: crate::blas1::Element>(n: usize, seed: u64) -> Vec<T> {
+    use rand::{Rng, SeedableRng, rngs::SmallRng};
+    use rayon::prelude::*;
+    let chunk = 1 << 16;
+    let mut v = vec![T::ZERO; n];
+    v.par_chunks_mut(chunk).enumerate().for_each(|(c, out)| {
+        let mut rng =
+            SmallRng::seed_from_u64(seed ^ (c as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        for x in out {
+            let re = <T::Real as crate::RealScalar>::from_f64(rng.random_range(-1.0..1.0));
+            let im = <T::Real as crate::RealScalar>::from_f64(rng.random_range(-1.0..1.0));
+            *x = T::from_parts(re, im);
+        }
+    });
+    v
 }

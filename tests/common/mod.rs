@@ -4,7 +4,6 @@
 //! Each test crate uses a subset, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
-pub mod cli;
 pub mod krylov;
 
 use std::sync::{Mutex, MutexGuard, PoisonError};

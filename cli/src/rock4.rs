@@ -1,0 +1,352 @@
+//! `ferrocuda rock4 --problem heat|jahn --n N --t-end T [--rtol R] [--atol A] [--nu NU]
+//! [--advection central|forward] [--threads all|single] [--device cpu|gpu]
+//! [--controller auto|host|device] [--out y.mtx]
+//! [--json]`:
+//! integrates one of the built-in problems with ROCK4 and reports the steps taken.
+//!
+//! - `heat`: `u_t = nu Laplace(u)` on the unit square, `n x n` interior points, Dirichlet
+//!   zero, `u0 = sin(pi x) sin(pi y)`; the report has the largest error against the exact
+//!   semi-discrete solution.
+//! - `jahn`: seed 001's reaction-advection-diffusion problem (5.1), spacing 0.01,
+//!   diffusion 0.1, `y(., 0) = 1` (`--nu` does not apply).
+//!
+//! ```sh
+//! ferrocuda rock4 --problem heat --n 255 --t-end 0.1 --rtol 1e-8 --json
+//! ```
+//!
+//! `--out` writes the final solution as a Matrix Market array (`n^2 x 1`, row by row of
+//! the grid); it appears only on success.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::ValueEnum;
+use serde::Serialize;
+
+use ferrocuda::gpu::Gpu;
+use ferrocuda::rock4::problems::{Advection, Heat2d, ReactionAdvectionDiffusion};
+use ferrocuda::rock4::{
+    Controller, DeviceRhs, Rhs, Rock4Options, Rock4Report, StopReason, Threads, cpu,
+};
+use ferrocuda::sparse::mm;
+use ferrocuda::{Error, Result};
+
+/// Which problem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rock4Problem {
+    /// The 2D heat equation with its exact semi-discrete solution.
+    Heat,
+    /// Seed 001's reaction-advection-diffusion problem (5.1).
+    Jahn,
+}
+
+/// Advection differences of the `jahn` problem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rock4Advection {
+    /// Central differences (5.2).
+    Central,
+    /// The thesis code's one-sided differences.
+    Forward,
+}
+
+/// Where `ferrocuda rock4` computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rock4Device {
+    /// The CPU (`--threads`).
+    Cpu,
+    /// The GPU (the global `--device N` before the subcommand picks which).
+    Gpu,
+}
+
+/// Where the GPU path decides the steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rock4Controller {
+    /// The device for the built-in problems (the default).
+    Auto,
+    /// The host: one read back per step.
+    Host,
+    /// The device: the persistent kernel, one host wait per many steps.
+    Device,
+}
+
+/// CPU threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rock4Threads {
+    /// All cores (rayon).
+    All,
+    /// One thread (the thesis's CPU column).
+    Single,
+}
+
+/// Arguments of `ferrocuda rock4`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Rock4Args {
+    /// The problem.
+    #[arg(long, value_enum)]
+    pub problem: Rock4Problem,
+    /// Interior grid points per direction (the system has n^2 unknowns).
+    #[arg(long)]
+    pub n: usize,
+    /// Final time (the integration starts at 0).
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
+    pub t_end: f64,
+    /// Relative tolerance.
+    #[arg(long, default_value_t = 1e-6, allow_hyphen_values = true)]
+    pub rtol: f64,
+    /// Absolute tolerance [default: the relative tolerance].
+    #[arg(long, allow_hyphen_values = true)]
+    pub atol: Option<f64>,
+    /// Diffusion coefficient of `heat`.
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
+    pub nu: f64,
+    /// Advection differences of `jahn`.
+    #[arg(long, value_enum, default_value_t = Rock4Advection::Central)]
+    pub advection: Rock4Advection,
+    /// CPU threads.
+    #[arg(long, value_enum, default_value_t = Rock4Threads::All)]
+    pub threads: Rock4Threads,
+    /// Where the GPU path decides the steps (`--device gpu`).
+    #[arg(long, value_enum, default_value_t = Rock4Controller::Auto)]
+    pub controller: Rock4Controller,
+    /// CPU or GPU.
+    #[arg(long = "device", value_enum, default_value_t = Rock4Device::Cpu)]
+    pub on: Rock4Device,
+    /// Most step attempts.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub max_steps: usize,
+    /// Write the final solution here (Matrix Market array).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print JSON instead of a summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `ferrocuda rock4` reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct Rock4CliReport {
+    /// The problem.
+    pub problem: Rock4Problem,
+    /// Grid points per direction.
+    pub n: usize,
+    /// Unknowns.
+    pub unknowns: usize,
+    /// Where it ran.
+    pub device: Rock4Device,
+    /// GPU name, when it ran on one.
+    pub gpu_name: Option<String>,
+    /// Threads on the CPU.
+    pub threads: Rock4Threads,
+    /// Tolerances.
+    pub rtol: f64,
+    /// Absolute tolerance.
+    pub atol: f64,
+    /// Why it stopped.
+    pub reason: StopReason,
+    /// The time reached.
+    pub final_time: f64,
+    /// Accepted steps.
+    pub steps_accepted: usize,
+    /// Rejected steps.
+    pub steps_rejected: usize,
+    /// Evaluations of the right-hand side.
+    pub f_evals: usize,
+    /// Largest stage count.
+    pub max_stages: usize,
+    /// `heat`: the largest `|y - exact|` at the final time.
+    pub max_abs_error: Option<f64>,
+    /// Smallest and largest value of the solution.
+    pub solution_range: (f64, f64),
+    /// Seconds in the integrator.
+    pub seconds: f64,
+    /// The integrator's full report (every step attempt).
+    pub report: Rock4Report,
+}
+
+fn invalid(reason: String) -> Error {
+    Error::InvalidArgument {
+        op: "rock4",
+        reason,
+    }
+}
+
+/// Runs `ferrocuda rock4` (on GPU `ordinal` with `--device gpu`).
+pub fn run(args: &Rock4Args, ordinal: usize) -> Result<Rock4CliReport> {
+    let gpu = match args.on {
+        Rock4Device::Cpu => None,
+        Rock4Device::Gpu => Some(ferrocuda::gpu::open(ordinal)?),
+    };
+    let gpu = gpu.as_ref();
+    if args.n == 0 {
+        return Err(invalid("--n must be at least 1".into()));
+    }
+    let atol = args.atol.unwrap_or(args.rtol);
+    let opts = Rock4Options::default()
+        .rtol(args.rtol)
+        .atol(atol)
+        .max_steps(args.max_steps)
+        .threads(match args.threads {
+            Rock4Threads::All => Threads::All,
+            Rock4Threads::Single => Threads::Single,
+        })
+        .controller(match args.controller {
+            Rock4Controller::Auto => Controller::Auto,
+            Rock4Controller::Host => Controller::Host,
+            Rock4Controller::Device => Controller::Device,
+        });
+    let (report, y, exact) = match args.problem {
+        Rock4Problem::Heat => {
+            let p = Heat2d::new(args.n, args.nu)?;
+            let mut y = p.initial();
+            let r = match gpu {
+                Some(g) => integrate_gpu(&p.on_device(g), g, args.t_end, &mut y, &opts)?,
+                None => integrate(&p, args.t_end, &mut y, &opts)?,
+            };
+            let exact = p.exact(r.final_time);
+            (r, y, Some(exact))
+        }
+        Rock4Problem::Jahn => {
+            let adv = match args.advection {
+                Rock4Advection::Central => Advection::Central,
+                Rock4Advection::Forward => Advection::Forward,
+            };
+            let p = ReactionAdvectionDiffusion::thesis(args.n, adv)?;
+            let mut y = p.initial();
+            let r = match gpu {
+                Some(g) => integrate_gpu(&p.on_device(g), g, args.t_end, &mut y, &opts)?,
+                None => integrate(&p, args.t_end, &mut y, &opts)?,
+            };
+            (r, y, None)
+        }
+    };
+    if let Some(out) = &args.out {
+        write_solution(out, &y)?;
+    }
+    let max_abs_error = exact.map(|e| {
+        y.iter()
+            .zip(&e)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max)
+    });
+    let range = y
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+            (lo.min(v), hi.max(v))
+        });
+    if report.reason != StopReason::Finished {
+        eprintln!(
+            "warning: ROCK4 stopped at t = {} before t_end = {} ({:?})",
+            report.final_time, args.t_end, report.reason
+        );
+    }
+    Ok(Rock4CliReport {
+        problem: args.problem,
+        n: args.n,
+        unknowns: y.len(),
+        device: args.on,
+        gpu_name: gpu.map(|g| g.name()).transpose()?,
+        threads: args.threads,
+        rtol: args.rtol,
+        atol,
+        reason: report.reason,
+        final_time: report.final_time,
+        steps_accepted: report.steps_accepted,
+        steps_rejected: report.steps_rejected,
+        f_evals: report.f_evals,
+        max_stages: report.max_stages,
+        max_abs_error,
+        solution_range: range,
+        seconds: report.seconds,
+        report,
+    })
+}
+
+fn integrate(rhs: &dyn Rhs, t_end: f64, y: &mut [f64], opts: &Rock4Options) -> Result<Rock4Report> {
+    let start = Instant::now();
+    eprintln!(
+        "[rock4] integrating {} unknowns to t = {t_end} on the CPU",
+        rhs.dim()
+    );
+    let r = cpu::integrate(rhs, 0.0, t_end, y, opts)?;
+    eprintln!(
+        "[rock4] {} steps accepted, {} rejected, {:.3} s",
+        r.steps_accepted,
+        r.steps_rejected,
+        start.elapsed().as_secs_f64()
+    );
+    Ok(r)
+}
+
+fn integrate_gpu(
+    rhs: &dyn DeviceRhs,
+    gpu: &Gpu,
+    t_end: f64,
+    y: &mut [f64],
+    opts: &Rock4Options,
+) -> Result<Rock4Report> {
+    eprintln!(
+        "[rock4] integrating {} unknowns to t = {t_end} on {}",
+        rhs.dim(),
+        gpu.name()?
+    );
+    let mut dy = gpu.upload(y)?;
+    let r = ferrocuda::rock4::gpu::integrate(rhs, 0.0, t_end, &mut dy, opts)?;
+    dy.copy_to_host(y)?;
+    eprintln!(
+        "[rock4] {} steps accepted, {} rejected, {:.3} s",
+        r.steps_accepted, r.steps_rejected, r.seconds
+    );
+    Ok(r)
+}
+
+/// Writes `y` to a temporary file next to `path`, then renames it: an existing file is
+/// replaced only on success.
+fn write_solution(path: &std::path::Path, y: &[f64]) -> Result<()> {
+    let io = |e: std::io::Error| invalid(format!("{}: {e}", path.display()));
+    let tmp = path.with_extension("partial");
+    {
+        let f = std::fs::File::create(&tmp).map_err(io)?;
+        mm::write_dense(std::io::BufWriter::new(f), y.len(), 1, y)
+            .map_err(|e| invalid(format!("{}: {e}", path.display())))?;
+    }
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        io(e)
+    })
+}
+
+impl Rock4CliReport {
+    /// A short summary.
+    pub fn to_text(&self) -> String {
+        let err = self
+            .max_abs_error
+            .map_or(String::new(), |e| format!(", max |y - exact| = {e:.3e}"));
+        // The names the JSON uses (`heat`, `all`, `finished`).
+        let name = |v: serde_json::Value| v.as_str().unwrap_or("?").to_string();
+        format!(
+            "ROCK4 {} n = {} ({} unknowns) on {} ({} threads): t = {} reached ({}), {} steps accepted, {} rejected, {} f evaluations, at most {} stages, {:.3} s; solution in [{:.4}, {:.4}]{err}",
+            name(serde_json::json!(self.problem)),
+            self.n,
+            self.unknowns,
+            match &self.gpu_name {
+                Some(g) => g.clone(),
+                None => "CPU".into(),
+            },
+            name(serde_json::json!(self.threads)),
+            self.final_time,
+            name(serde_json::json!(self.reason)),
+            self.steps_accepted,
+            self.steps_rejected,
+            self.f_evals,
+            self.max_stages,
+            self.seconds,
+            self.solution_range.0,
+            self.solution_range.1,
+        )
+    }
+}
