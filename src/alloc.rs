@@ -96,7 +96,9 @@ fn too_large(what: &str, requested: u128, limit: Option<HostLimit>) -> Error {
         what: what.to_string(),
         requested,
         limit: limit.map(|l| l.bytes),
-        bound: limit.map_or("the largest allocation an address space can hold", |l| l.source),
+        bound: limit.map_or("the largest allocation an address space can hold", |l| {
+            l.source
+        }),
     }
 }
 
