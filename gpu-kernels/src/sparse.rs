@@ -53,13 +53,16 @@ impl MatrixScalar<Complex<f32>> for f32 {
     }
 }
 
-/// One term of a row sum: `a x + acc` (fused, [`MatrixScalar::mul_add_vec`]), or `acc`
-/// unchanged where `a` is exactly zero: the format-independent rule of the
-/// [module docs](self). A select, not a branch: the product is computed either way.
+/// One term of a row sum: `a x + acc` (fused, [`MatrixScalar::mul_add_vec`]), except that
+/// a zero `a` meets `0` instead of `x`: the format-independent rule of the
+/// [module docs](self), a zero entry adds nothing, not even `0 * inf`. `(+-0) 0 + acc` is
+/// `acc` for every sum that starts at `+0` (such a sum is never `-0`), so this is the
+/// sum without the term; selecting `x` rather than the result keeps the select off the
+/// chain of fused multiply-adds (no latency added per term).
 #[inline(always)]
 pub fn spmv_term<A: MatrixScalar<V>, V: Scalar>(a: A, x: V, acc: V) -> V {
-    let t = a.mul_add_vec(x, acc);
-    if a == A::ZERO { acc } else { t }
+    let x = if a == A::ZERO { V::ZERO } else { x };
+    a.mul_add_vec(x, acc)
 }
 
 /// The final step of one row: `alpha * acc + beta * y`, or `alpha * acc` where `beta` is
