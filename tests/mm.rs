@@ -66,7 +66,14 @@ fn endless_and_binary_streams_stop_at_their_line() {
     let (line, why) = parse_err(&[0x1f, 0x8b, 0x08, 0x00, b'\n']);
     assert_eq!(line, 1);
     assert!(why.contains("gzip"), "{why}");
-    // Windows line ends and tabs are text.
+    // A comment in Latin-1 is a comment; Windows line ends and tabs are text.
+    let mut latin1 = format!("{COORD}% auteur: Ren").into_bytes();
+    latin1.extend([0xe9, b'\n']);
+    latin1.extend(b"1 1 1\n1 1 2\n");
+    assert_eq!(
+        mm::read_csr::<f64, _>(latin1.as_slice()).unwrap().values(),
+        [2.0]
+    );
     let a = mm::read_csr::<f64, _>(
         "%%MatrixMarket matrix coordinate real general\r\n2 2 1\r\n2\t1\t4.5\r\n".as_bytes(),
     )

@@ -33,9 +33,9 @@
 //!
 //! # Limits, checked before anything is allocated
 //! * A line is at most [`MAX_LINE_BYTES`] bytes; a NUL byte, another control character
-//!   (other than tab, vertical tab, form feed and carriage return) or invalid UTF-8 is
-//!   refused as binary data: a Matrix Market file is text (so `/dev/zero` or a
-//!   compressed file is an error at line 1, not an endless read).
+//!   (other than tab, vertical tab, form feed and carriage return) or invalid UTF-8
+//!   outside a comment is refused as binary data: a Matrix Market file is text (so
+//!   `/dev/zero` or a compressed file is an error at line 1, not an endless read).
 //! * Rows and columns at most `u32::MAX` (the [`Index`] type).
 //! * A coordinate file announces at most `rows x cols` entries (`n (n + 1) / 2` for a
 //!   symmetric or Hermitian, `n (n - 1) / 2` for a skew-symmetric `n x n` file), and the
@@ -382,7 +382,11 @@ impl<R: BufRead> Lines<R> {
                 ),
             ));
         }
-        if let Err(e) = std::str::from_utf8(&self.buf) {
+        let comment =
+            self.line > 1 && self.buf.iter().find(|c| !c.is_ascii_whitespace()) == Some(&b'%');
+        if let Err(e) = std::str::from_utf8(&self.buf)
+            && !comment
+        {
             return Err(perr(
                 self.line,
                 format!(
@@ -394,7 +398,8 @@ impl<R: BufRead> Lines<R> {
         Ok(true)
     }
 
-    /// The line read last (UTF-8, checked by [`Lines::advance`]).
+    /// The line read last (UTF-8, checked by [`Lines::advance`]; a comment in another
+    /// encoding, such as Latin-1, reads as blank).
     fn text(&self) -> &str {
         std::str::from_utf8(&self.buf).unwrap_or_default()
     }
