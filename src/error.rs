@@ -9,9 +9,10 @@ pub enum Error {
     #[error(transparent)]
     Gpu(#[from] ferrocuda_host::Error),
     /// A sparse-matrix failure: invalid arrays, a Matrix Market parse error, a matrix
-    /// that is not a block stencil, ...
+    /// that is not a block stencil, ... (its out-of-memory case converts into
+    /// [`Error::OutOfHostMemory`]).
     #[error(transparent)]
-    Sparse(#[from] crate::sparse::SparseError),
+    Sparse(crate::sparse::SparseError),
     /// Operand lengths that do not fit together.
     #[error("{op}: {what} has length {found}, expected {expected}")]
     DimensionMismatch {
@@ -96,6 +97,17 @@ pub enum Error {
         /// What is wrong, with the value.
         reason: String,
     },
+}
+
+impl From<crate::sparse::SparseError> for Error {
+    /// Wraps it in [`Error::Sparse`], except that a host allocation too large becomes
+    /// [`Error::OutOfHostMemory`] as from every other module.
+    fn from(e: crate::sparse::SparseError) -> Self {
+        match e {
+            crate::sparse::SparseError::OutOfHostMemory(e) => *e,
+            e => Error::Sparse(e),
+        }
+    }
 }
 
 impl Error {

@@ -8,7 +8,7 @@ use ferrocuda::blas1::{Element, reference as bref};
 use ferrocuda::sparse::generate::{self, TraceSpec};
 use ferrocuda::sparse::{
     Bcsr, BcsrParts, Bdia, BdiaOptions, Bell, BellOptions, BlockFit, BlockLayout, Coo, Csr, Ell,
-    EllOptions, Sbell, SbellParts, SparseError, cpu, mm, reference,
+    EllOptions, MatrixScalar, Sbell, SbellParts, SparseError, cpu, mm, reference,
 };
 use ferrocuda::{Complex, RealScalar};
 
@@ -40,6 +40,12 @@ fn round_trips<T: Element>() {
             );
             for b in [1usize, 2, 3, 5] {
                 for layout in [BlockLayout::RowMajor, BlockLayout::ColMajor] {
+                    if b > m || b > n {
+                        // Blocks larger than the matrix would be mostly padding: refused.
+                        let e = Bcsr::from_csr(&csr, b, layout, BlockFit::Pad).unwrap_err();
+                        assert!(e.to_string().contains("is larger than"), "{e}");
+                        continue;
+                    }
                     let fit = if m % b == 0 && n % b == 0 {
                         BlockFit::Exact
                     } else {
@@ -304,13 +310,35 @@ fn mm_index_out_of_range() {
 
 #[test]
 fn mm_wrong_entry_count() {
+    // Too few: the end of the file (its last line) and the size line are named.
     let (line, why) =
-        parse_err("%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n2 2 1\n");
-    assert_eq!(line, 0);
-    assert!(why.contains("after 2 entries"), "{why}");
-    let (line, _) =
+        parse_err("%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n2 2 1\n% end\n");
+    assert_eq!(line, 5);
+    assert!(
+        why.contains("end of file after 2 entries") && why.contains("line 2"),
+        "{why}"
+    );
+    // Too many: the extra entry's line.
+    let (line, why) =
         parse_err("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 1\n2 2 1\n");
     assert_eq!(line, 4);
+    assert!(why.contains("announced 1"), "{why}");
+    // The same for arrays.
+    let e =
+        mm::read_dense::<f64, _>("%%MatrixMarket matrix array real general\n2 1\n1\n".as_bytes())
+            .unwrap_err();
+    assert!(
+        e.to_string().contains("line 3: end of file after 1 values"),
+        "{e}"
+    );
+    let e = mm::read_dense::<f64, _>(
+        "%%MatrixMarket matrix array real general\n1 1\n1\n2\n".as_bytes(),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().starts_with("Matrix Market line 4: value 2"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -585,10 +613,11 @@ fn sbell_drops_ghost_rows_and_structural_zeros_of_trace_cases() {
         assert!(s.masks()[1..].iter().all(|&m| m == off), "{:x?}", s.masks());
         assert_eq!(s.entries_read(), spec.nonzero_entries());
         assert_eq!(s.to_bcsr(BlockLayout::RowMajor), a);
-        let empty = s.empty_block_rows();
+        let empty = s.empty_block_rows().unwrap();
         assert_eq!(empty.len(), spec.block_rows() - spec.cells());
         assert!(empty.iter().all(|&r| spec.is_ghost_block_row(r as usize)));
-        // no stored zeros: an infinity in x meets no 0 * inf
+        // An infinity in x meets the structural zeros of BCSR's blocks, not SBELL's masked
+        // ones: neither multiplies them, so the same rows are infinite and none is NaN.
         let mut x: Vec<f64> = random_vec(a.n_cols(), 9);
         let mut y = vec![0.0; a.n_rows()];
         // column 3 of a real cell: entry (0, 3) of every off-diagonal block is a zero
@@ -596,8 +625,13 @@ fn sbell_drops_ghost_rows_and_structural_zeros_of_trace_cases() {
         cpu::spmv_sbell(1.0, &s, &x, 0.0, &mut y).unwrap();
         let mut y_bcsr = vec![0.0; a.n_rows()];
         cpu::spmv_bcsr(1.0, &a, &x, 0.0, &mut y_bcsr).unwrap();
-        let nan = |v: &[f64]| v.iter().filter(|v| v.is_nan()).count();
-        assert!(nan(&y) < nan(&y_bcsr), "{} vs {}", nan(&y), nan(&y_bcsr));
+        let class = |v: &[f64]| {
+            v.iter()
+                .map(|v| (v.is_nan(), v.is_infinite()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(class(&y), class(&y_bcsr));
+        assert!(y.iter().all(|v| !v.is_nan()) && y.iter().any(|v| v.is_infinite()));
     }
 }
 
@@ -696,4 +730,263 @@ fn nalgebra_sparse_interop_and_spmv_agree() {
     nalgebra_interop::<f64>();
     nalgebra_interop::<Complex<f32>>();
     nalgebra_interop::<Complex<f64>>();
+}
+
+// --- sizes from users: checked before allocating ----------------------------------
+
+#[test]
+fn block_sizes_larger_than_the_matrix_are_refused() {
+    let a = Csr::from(&random_coo::<f64>(3, 3, 0.9, 1));
+    for layout in [BlockLayout::RowMajor, BlockLayout::ColMajor] {
+        let e = Bcsr::from_csr(&a, 100_000, layout, BlockFit::Pad).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("block size 100000 is larger than the matrix's 3 rows"),
+            "{e}"
+        );
+    }
+    let wide = Csr::from(&random_coo::<f64>(8, 3, 0.9, 2));
+    let e = Bcsr::from_csr(&wide, 4, BlockLayout::RowMajor, BlockFit::Pad).unwrap_err();
+    assert!(e.to_string().contains("the matrix's 3 columns"), "{e}");
+    // b * b overflowing is an error, not a wrap (the empty matrix pads nothing).
+    let empty = Csr::<f64>::from(&Coo::empty(0, 0).unwrap());
+    let e = Bcsr::from_csr(&empty, usize::MAX, BlockLayout::RowMajor, BlockFit::Pad).unwrap_err();
+    assert!(e.to_string().contains("entries per block"), "{e}");
+    // Equal to the dimension is fine.
+    assert!(Bcsr::from_csr(&a, 3, BlockLayout::RowMajor, BlockFit::Pad).is_ok());
+}
+
+/// A `n x n` matrix whose first row is dense and whose diagonal is full: the worst case
+/// of the padded formats (every row padded to `n` slots, `n` block diagonals).
+fn arrow(n: usize) -> Csr<f64> {
+    let mut coo = Coo::empty(n, n).unwrap();
+    for j in 0..n {
+        coo.push(0, j, 1.0).unwrap();
+    }
+    for i in 1..n {
+        coo.push(i, i, 2.0).unwrap();
+    }
+    Csr::from(&coo)
+}
+
+#[test]
+fn padded_formats_check_their_storage_before_allocating() {
+    let n = 2_000_000;
+    let a = arrow(n);
+    // ELL: 2e6 rows x width 2e6, 12 bytes a slot.
+    let (what, bytes) = common::out_of_host_memory(Ell::from_csr(&a, &EllOptions::default()));
+    assert!(
+        what.contains("2000000 rows") && what.contains("width 2000000"),
+        "{what}"
+    );
+    assert_eq!(bytes, 2_000_000u128 * 2_000_000 * 12 + 2_000_000 * 4);
+    // BELL of the b = 1 blocks: the same padding.
+    let bc = Bcsr::from_csr(&a, 1, BlockLayout::RowMajor, BlockFit::Exact).unwrap();
+    let (what, _) = common::out_of_host_memory(Bell::from_bcsr(&bc, &BellOptions::default()));
+    assert!(
+        what.contains("width 2000000") && what.contains("block size 1"),
+        "{what}"
+    );
+    // BDIA: 2e6 diagonals over 2e6 stored block rows.
+    let opts = BdiaOptions::default()
+        .max_diagonals(usize::MAX)
+        .min_fill(0.0);
+    let (what, _) = common::out_of_host_memory(Bdia::from_bcsr(&bc, &opts));
+    assert!(what.contains("2000000 block diagonals"), "{what}");
+    // BCSR: one block of 10^12 values (8 TB) for a single entry.
+    let one = Csr::from(&Coo::try_new(1_000_000, 1_000_000, vec![5], vec![7], vec![1.0]).unwrap());
+    let (what, bytes) = common::out_of_host_memory(Bcsr::from_csr(
+        &one,
+        1_000_000,
+        BlockLayout::RowMajor,
+        BlockFit::Exact,
+    ));
+    assert!(
+        what.contains("1 blocks of 1000000 x 1000000 f64 values (block size 1000000"),
+        "{what}"
+    );
+    assert_eq!(bytes, 8_000_000_000_000);
+}
+
+#[test]
+fn the_generator_checks_its_size_first() {
+    // 504^3 block rows, about 1.6e9 blocks of 25 complex values: 650 GB.
+    let (what, bytes) = common::out_of_host_memory(generate::trace_like::<Complex<f64>>(
+        &TraceSpec::new(500, 500, 500, 1),
+    ));
+    assert!(
+        what.contains("500 x 500 x 500 cells x 1 grid blocks"),
+        "{what}"
+    );
+    assert!(bytes > 600_000_000_000, "{bytes}");
+    // Sizes that overflow are errors (and the spec's own counts saturate).
+    let huge = TraceSpec::new(usize::MAX, 2, 2, 2);
+    assert!(generate::trace_like::<f64>(&huge).is_err());
+    assert_eq!(huge.block_rows(), usize::MAX);
+    assert_eq!(huge.nonzero_entries(), usize::MAX);
+    assert!(generate::trace_like::<f64>(&TraceSpec::new(5000, 5000, 5000, 40)).is_err());
+}
+
+#[test]
+fn ghost_lists_check_their_range() {
+    let e = ferrocuda::sparse::ghost_block_rows(&[], usize::MAX).unwrap_err();
+    assert!(e.to_string().contains("n_block_rows"), "{e}");
+}
+
+// --- IEEE semantics independent of the format --------------------------------------
+
+/// `y = A x` in every format, rows trimmed to `a`'s, with `x` padded by NaN where a
+/// blocked format pads the matrix (padding must not read it). Returns (format, y) pairs;
+/// `b` is the block size of the blocked formats.
+fn every_format<A: Element + MatrixScalar<V>, V: Element>(
+    a: &Csr<A>,
+    x: &[V],
+    b: usize,
+) -> Vec<(String, Vec<V>)> {
+    let (one, zero) = (V::ONE, V::ZERO);
+    let m = a.n_rows();
+    let run = |n_rows: usize, f: &dyn Fn(&mut [V]) -> Result<(), SparseError>| {
+        let mut y = common::poison::<V>(n_rows);
+        f(&mut y).unwrap();
+        y.truncate(m);
+        y
+    };
+    let mut out = vec![
+        (
+            "csr".to_string(),
+            run(m, &|y| cpu::spmv_csr(one, a, x, zero, y)),
+        ),
+        (
+            "coo".to_string(),
+            run(m, &|y| cpu::spmv_coo(one, &Coo::from(a), x, zero, y)),
+        ),
+    ];
+    for drop_zeros in [false, true] {
+        let e = Ell::from_csr(
+            a,
+            &EllOptions::default().subsection(3).drop_zeros(drop_zeros),
+        )
+        .unwrap();
+        out.push((
+            format!("ell drop_zeros={drop_zeros}"),
+            run(m, &|y| cpu::spmv_ell(one, &e, x, zero, y)),
+        ));
+    }
+    for layout in [BlockLayout::RowMajor, BlockLayout::ColMajor] {
+        let bc = Bcsr::from_csr(a, b, layout, BlockFit::Pad).unwrap();
+        let mut xp = x.to_vec();
+        xp.resize(bc.n_cols(), common::nan::<V>());
+        let n = bc.n_rows();
+        out.push((
+            format!("bcsr {layout:?} b={b}"),
+            run(n, &|y| cpu::spmv_bcsr(one, &bc, &xp, zero, y)),
+        ));
+        let (cb, map) = bc.compact_empty_block_rows();
+        out.push((
+            format!("bcsr mapped {layout:?} b={b}"),
+            run(n, &|y| {
+                y.fill(zero); // rows not in the map are not written
+                cpu::spmv_bcsr_mapped(one, &cb, &map, &xp, zero, y)
+            }),
+        ));
+        let bell = Bell::from_bcsr(&bc, &BellOptions::default()).unwrap();
+        out.push((
+            format!("bell {layout:?} b={b}"),
+            run(n, &|y| cpu::spmv_bell(one, &bell, &xp, zero, y)),
+        ));
+        let opts = BdiaOptions::default().max_diagonals(1000).min_fill(0.0);
+        let bdia = Bdia::from_bcsr(&bc, &opts).unwrap();
+        out.push((
+            format!("bdia {layout:?} b={b}"),
+            run(n, &|y| cpu::spmv_bdia(one, &bdia, &xp, zero, y)),
+        ));
+        let sbell = Sbell::from_bcsr(&bc).unwrap();
+        out.push((
+            format!("sbell {layout:?} b={b}"),
+            run(n, &|y| cpu::spmv_sbell(one, &sbell, &xp, zero, y)),
+        ));
+    }
+    out
+}
+
+#[test]
+fn infinity_in_x_meets_no_padding_in_any_format() {
+    // The case: x = [1, inf, 3], row 3 = [2, 0, 5] (its 0 explicitly stored).
+    let a = Csr::try_new(
+        3,
+        3,
+        vec![0, 2, 3, 6],
+        vec![0, 1, 1, 0, 1, 2],
+        vec![1.0, 2.0, 1.0, 2.0, 0.0, 5.0],
+    )
+    .unwrap();
+    let x = [1.0, f64::INFINITY, 3.0];
+    for b in [1, 2, 3] {
+        for (format, y) in every_format::<f64, f64>(&a, &x, b) {
+            assert_eq!(y, [f64::INFINITY, f64::INFINITY, 17.0], "{format}");
+        }
+    }
+    let want = reference::spmv(1.0, &a, &x, 0.0, &[0.0; 3]);
+    assert_eq!(want[2], Complex::new(17.0, 0.0));
+}
+
+/// Random matrices with explicit zeros and empty rows, against `x` holding infinities and
+/// NaNs at the first, a middle and the last position: every format gives the bits of
+/// CSR (the same terms in the same order; SBELL, which sums the diagonal block first, the
+/// same NaN/infinity pattern and the same finite values within rounding).
+fn nonfinite_x_every_format<A: Element + MatrixScalar<V>, V: Element>() {
+    let inf = V::from_real(<V::Real as ferrocuda::RealScalar>::from_f64(f64::INFINITY));
+    for (m, n, seed) in [(7usize, 9usize, 1u64), (32, 33, 2), (33, 31, 3)] {
+        let mut coo = random_coo::<A>(m, n, 0.3, seed);
+        for i in (0..m).step_by(3) {
+            coo.push(i, (i * 5) % n, A::ZERO).unwrap(); // explicit zeros
+        }
+        let a = Csr::from(&coo);
+        let base: Vec<V> = random_vec(n, seed + 10);
+        for poke in [
+            vec![(0, inf)],
+            vec![(n / 2, common::nan::<V>())],
+            vec![(n - 1, -inf), (1, inf)],
+        ] {
+            let mut x = base.clone();
+            for &(j, v) in &poke {
+                x[j] = v;
+            }
+            let mut nonfinite_rows = 0;
+            for b in [1, 2, 3, 5] {
+                let runs = every_format::<A, V>(&a, &x, b);
+                let csr = &runs[0].1;
+                for (format, y) in &runs {
+                    let case = format!("{format} {}x{} {m}x{n} {poke:?}", A::SUFFIX, V::SUFFIX);
+                    if !format.starts_with("sbell") {
+                        common::assert_bits_eq_nan(&case, y, csr);
+                        continue;
+                    }
+                    for (i, (&g, &w)) in y.iter().zip(csr).enumerate() {
+                        let (g, w) = (bref::widen(g), bref::widen(w));
+                        let close = |g: f64, w: f64| {
+                            (g.is_nan() && w.is_nan())
+                                || g == w
+                                || (g - w).abs() <= 1e-4 * (1.0 + w.abs())
+                        };
+                        assert!(
+                            close(g.re, w.re) && close(g.im, w.im),
+                            "{case}: row {i}: {g} vs {w}"
+                        );
+                    }
+                }
+                nonfinite_rows = csr.iter().filter(|&&v| !bref::widen(v).is_finite()).count();
+            }
+            // The poked entries do reach rows (through their nonzero entries).
+            assert!(nonfinite_rows > 0, "{m}x{n} {poke:?}");
+        }
+    }
+}
+
+#[test]
+fn nonfinite_x_gives_the_same_values_in_every_format() {
+    nonfinite_x_every_format::<f64, f64>();
+    nonfinite_x_every_format::<f32, f32>();
+    nonfinite_x_every_format::<Complex<f64>, Complex<f64>>();
+    nonfinite_x_every_format::<f64, Complex<f64>>();
 }

@@ -19,21 +19,22 @@ use ferrocuda::vendor::cusparse::Cusparse;
 use ferrocuda::{Complex, Error};
 use ferrocuda_kernels::names::SpmvKernels;
 
-/// GPU `y <- alpha A x + beta y` checked bit for bit against the CPU, for both a zero
-/// `beta` (with `y` poisoned: the kernel must write every row and not read `y`) and a
-/// random one. `cpu` and `gpu` run the product of one matrix in one format.
+/// GPU `y <- alpha A x + beta y` checked bit for bit against the CPU (a NaN matching any
+/// NaN: the GPU returns the canonical NaN where the CPU keeps an operand's payload), for
+/// both a zero `beta` (with `y` poisoned: the kernel must write every row and not read
+/// `y`) and a random one. `cpu` and `gpu` run the product of one matrix in one format.
 fn check_gpu_matches_cpu<V: Element>(
     gpu: &Gpu,
     what: &str,
-    (n_rows, n_cols): (usize, usize),
+    n_rows: usize,
+    x: &[V],
     seed: u64,
     cpu: impl Fn(V, &[V], V, &mut [V]) -> Result<(), ferrocuda::sparse::SparseError>,
     gpu_spmv: impl Fn(V, &DeviceBuffer<V>, V, &mut DeviceBuffer<V>) -> Result<(), Error>,
 ) {
-    let x = random_vec::<V>(n_cols, seed);
     let y0 = random_vec::<V>(n_rows, seed + 1);
     let alpha = random_scalar::<V>(seed + 2);
-    let dx = gpu.upload(&x).expect("upload x");
+    let dx = gpu.upload(x).expect("upload x");
     for beta in [V::ZERO, random_scalar::<V>(seed + 3)] {
         let start = if beta == V::ZERO {
             poison::<V>(n_rows)
@@ -41,15 +42,15 @@ fn check_gpu_matches_cpu<V: Element>(
             y0.clone()
         };
         let mut want = start.clone();
-        cpu(alpha, &x, beta, &mut want).unwrap_or_else(|e| panic!("{what}: cpu: {e}"));
+        cpu(alpha, x, beta, &mut want).unwrap_or_else(|e| panic!("{what}: cpu: {e}"));
         let mut dy = gpu.upload(&start).expect("upload y");
         gpu_spmv(alpha, &dx, beta, &mut dy).unwrap_or_else(|e| panic!("{what}: gpu: {e}"));
-        let case = format!("{what} ({n_rows}x{n_cols}, beta {beta:?})");
-        assert_bits_eq(&case, &dy.download().expect("download y"), &want);
+        let case = format!("{what} ({n_rows}x{}, beta {beta:?})", x.len());
+        assert_bits_eq_nan(&case, &dy.download().expect("download y"), &want);
     }
 }
 
-fn check_bcsr<A, V>(gpu: &Gpu, what: &str, a: &Bcsr<A>, seed: u64)
+fn check_bcsr<A, V>(gpu: &Gpu, what: &str, a: &Bcsr<A>, x: &[V], seed: u64)
 where
     A: Element + MatrixScalar<V> + SpmvKernels<V>,
     V: Element,
@@ -58,14 +59,15 @@ where
     check_gpu_matches_cpu(
         gpu,
         what,
-        (a.n_rows(), a.n_cols()),
+        a.n_rows(),
+        x,
         seed,
         |al, x, be, y| cpu::spmv_bcsr(al, a, x, be, y),
         |al, x, be, y| spmv_bcsr(al, &da, x, be, y),
     );
 }
 
-fn check_bell<A, V>(gpu: &Gpu, what: &str, a: &Bcsr<A>, seed: u64)
+fn check_bell<A, V>(gpu: &Gpu, what: &str, a: &Bcsr<A>, x: &[V], seed: u64)
 where
     A: Element + MatrixScalar<V> + SpmvKernels<V>,
     V: Element,
@@ -76,14 +78,15 @@ where
     check_gpu_matches_cpu(
         gpu,
         what,
-        (m.n_rows(), m.n_cols()),
+        m.n_rows(),
+        x,
         seed,
         |al, x, be, y| cpu::spmv_bell(al, &m, x, be, y),
         |al, x, be, y| spmv_bell(al, &dm, x, be, y),
     );
 }
 
-fn check_ell<A, V>(gpu: &Gpu, what: &str, m: &Ell<A>, seed: u64)
+fn check_ell<A, V>(gpu: &Gpu, what: &str, m: &Ell<A>, x: &[V], seed: u64)
 where
     A: Element + MatrixScalar<V> + SpmvKernels<V>,
     V: Element,
@@ -92,14 +95,15 @@ where
     check_gpu_matches_cpu(
         gpu,
         what,
-        (m.n_rows(), m.n_cols()),
+        m.n_rows(),
+        x,
         seed,
         |al, x, be, y| cpu::spmv_ell(al, m, x, be, y),
         |al, x, be, y| spmv_ell(al, &dm, x, be, y),
     );
 }
 
-fn check_sbell<A, V>(gpu: &Gpu, what: &str, a: &Bcsr<A>, seed: u64)
+fn check_sbell<A, V>(gpu: &Gpu, what: &str, a: &Bcsr<A>, x: &[V], seed: u64)
 where
     A: Element + MatrixScalar<V> + SpmvKernels<V>,
     V: Element,
@@ -109,14 +113,15 @@ where
     check_gpu_matches_cpu(
         gpu,
         what,
-        (m.n_rows(), m.n_cols()),
+        m.n_rows(),
+        x,
         seed,
         |al, x, be, y| cpu::spmv_sbell(al, &m, x, be, y),
         |al, x, be, y| spmv_sbell(al, &dm, x, be, y),
     );
 }
 
-fn check_bdia<A, V>(gpu: &Gpu, what: &str, a: &Bcsr<A>, seed: u64)
+fn check_bdia<A, V>(gpu: &Gpu, what: &str, a: &Bcsr<A>, x: &[V], seed: u64)
 where
     A: Element + MatrixScalar<V> + SpmvKernels<V>,
     V: Element,
@@ -127,7 +132,8 @@ where
     check_gpu_matches_cpu(
         gpu,
         what,
-        (m.n_rows(), m.n_cols()),
+        m.n_rows(),
+        x,
         seed,
         |al, x, be, y| cpu::spmv_bdia(al, &m, x, be, y),
         |al, x, be, y| spmv_bdia(al, &dm, x, be, y),
@@ -156,16 +162,19 @@ where
         for b in [1, 2, 3, 5, 7] {
             for (nbr, nbc) in [(1, 1), (31, 17), (33, 40), (257, 256)] {
                 let a = random_bcsr::<A>(nbr, nbc, b, layout, (b * 1000 + nbr) as u64);
+                let x = random_vec::<V>(a.n_cols(), nbr as u64);
                 check_bcsr::<A, V>(
                     gpu,
                     &format!("bcsr {name} {layout:?} b={b}"),
                     &a,
+                    &x,
                     nbr as u64,
                 );
                 if layout == BlockLayout::RowMajor {
                     let seed = nbr as u64 + 5;
-                    check_sbell::<A, V>(gpu, &format!("sbell {name} b={b} {nbr}"), &a, seed);
-                    check_bdia::<A, V>(gpu, &format!("bdia {name} b={b} {nbr}"), &a, seed);
+                    let x = random_vec::<V>(a.n_cols(), seed);
+                    check_sbell::<A, V>(gpu, &format!("sbell {name} b={b} {nbr}"), &a, &x, seed);
+                    check_bdia::<A, V>(gpu, &format!("bdia {name} b={b} {nbr}"), &a, &x, seed);
                 }
             }
         }
@@ -174,15 +183,17 @@ where
         let a = generate::trace_like::<A>(&spec)
             .expect("generate")
             .with_layout(layout);
-        check_bcsr::<A, V>(gpu, &format!("trace-like {name} {layout:?}"), &a, 99);
-        check_bell::<A, V>(gpu, &format!("trace-like bell {name}"), &a, 99);
-        check_sbell::<A, V>(gpu, &format!("trace-like sbell {name}"), &a, 99);
-        check_bdia::<A, V>(gpu, &format!("trace-like bdia {name}"), &a, 99);
+        let x = random_vec::<V>(a.n_cols(), 99);
+        check_bcsr::<A, V>(gpu, &format!("trace-like {name} {layout:?}"), &a, &x, 99);
+        check_bell::<A, V>(gpu, &format!("trace-like bell {name}"), &a, &x, 99);
+        check_sbell::<A, V>(gpu, &format!("trace-like sbell {name}"), &a, &x, 99);
+        check_bdia::<A, V>(gpu, &format!("trace-like bdia {name}"), &a, &x, 99);
         let e = Ell::from_bcsr(&a, &EllOptions::default()).expect("ell");
         check_ell::<A, V>(
             gpu,
             &format!("trace-like ell (in-block zeros dropped) {name}"),
             &e,
+            &x,
             99,
         );
     }
@@ -214,11 +225,131 @@ fn sbell_and_bdia_gpu_all_empty_and_no_empty_rows() {
         BlockFit::Exact,
     )
     .expect("bcsr");
-    check_sbell::<f64, f64>(&gpu, "sbell all-empty", &empty, 1);
-    check_bdia::<f64, f64>(&gpu, "bdia all-empty", &empty, 1);
+    let x = random_vec::<f64>(empty.n_cols(), 1);
+    check_sbell::<f64, f64>(&gpu, "sbell all-empty", &empty, &x, 1);
+    check_bdia::<f64, f64>(&gpu, "bdia all-empty", &empty, &x, 1);
     let full = random_bcsr::<f64>(70, 70, 5, BlockLayout::RowMajor, 3);
-    check_sbell::<f64, f64>(&gpu, "sbell 70 rows", &full, 2);
-    check_bdia::<f64, f64>(&gpu, "bdia 70 rows", &full, 2);
+    let x = random_vec::<f64>(full.n_cols(), 2);
+    check_sbell::<f64, f64>(&gpu, "sbell 70 rows", &full, &x, 2);
+    check_bdia::<f64, f64>(&gpu, "bdia 70 rows", &full, &x, 2);
+}
+
+/// Infinities and NaNs in `x` against every GPU format: padding (in-block zeros, padding
+/// slots and blocks, zeros inside SBELL masks, stored zeros) never multiplies them, and
+/// each kernel gives the CPU twin's values (NaN for NaN), which agree across formats
+/// (`tests/sparse.rs`). The blocked formats see `x` padded with NaN.
+fn nonfinite_x_gpu<A, V>(gpu: &Gpu)
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: Element,
+{
+    let inf = V::from_real(<V::Real as ferrocuda::RealScalar>::from_f64(f64::INFINITY));
+    let name = format!("{} x {}", tname::<A>(), tname::<V>());
+    for (m, n, seed) in [(7usize, 9usize, 1u64), (33, 31, 3)] {
+        let mut coo = random_coo::<A>(m, n, 0.3, seed);
+        for i in (0..m).step_by(3) {
+            coo.push(i, (i * 5) % n, A::ZERO).expect("explicit zero");
+        }
+        let csr = Csr::from(&coo);
+        for poke in [
+            vec![(0, inf)],
+            vec![(n / 2, nan::<V>())],
+            vec![(n - 1, -inf), (1, inf)],
+        ] {
+            let mut x = random_vec::<V>(n, seed + 10);
+            for &(j, v) in &poke {
+                x[j] = v;
+            }
+            let ell = Ell::from_csr(&csr, &EllOptions::default().drop_zeros(false)).expect("ell");
+            check_ell::<A, V>(gpu, &format!("ell {name} {poke:?}"), &ell, &x, seed);
+            for b in [1, 2, 3, 5] {
+                let a =
+                    Bcsr::from_csr(&csr, b, BlockLayout::RowMajor, BlockFit::Pad).expect("bcsr");
+                let mut xp = x.clone();
+                xp.resize(a.n_cols(), nan::<V>());
+                let what = |f: &str| format!("{f} {name} b={b} {m}x{n} {poke:?}");
+                for layout in [BlockLayout::RowMajor, BlockLayout::ColMajor] {
+                    let al = a.with_layout(layout);
+                    check_bcsr::<A, V>(gpu, &what(&format!("bcsr {layout:?}")), &al, &xp, seed);
+                }
+                check_bell::<A, V>(gpu, &what("bell"), &a, &xp, seed);
+                check_bdia::<A, V>(gpu, &what("bdia"), &a, &xp, seed);
+                check_sbell::<A, V>(gpu, &what("sbell"), &a, &xp, seed);
+            }
+        }
+    }
+}
+
+#[test]
+fn nonfinite_x_spmv_gpu_matches_cpu() {
+    let Some(gpu) = gpu_or_skip("nonfinite_x_spmv_gpu_matches_cpu") else {
+        return;
+    };
+    nonfinite_x_gpu::<f64, f64>(&gpu);
+    nonfinite_x_gpu::<f32, f32>(&gpu);
+    nonfinite_x_gpu::<Complex<f32>, Complex<f32>>(&gpu);
+    nonfinite_x_gpu::<Complex<f64>, Complex<f64>>(&gpu);
+    nonfinite_x_gpu::<f64, Complex<f64>>(&gpu);
+}
+
+/// One product on the device: `y <- A x` for `(x, y)`.
+type GpuSpmv<'a> = dyn Fn(&DeviceBuffer<f64>, &mut DeviceBuffer<f64>) -> Result<(), Error> + 'a;
+
+/// The case on the GPU: `x = [1, inf, 3]`, row 3 = `[2, 0, 5]`, `y_3 = 17` in
+/// every format and block size.
+#[test]
+fn infinity_in_x_meets_no_padding_on_the_gpu() {
+    let Some(gpu) = gpu_or_skip("infinity_in_x_meets_no_padding_on_the_gpu") else {
+        return;
+    };
+    let a = Csr::try_new(
+        3,
+        3,
+        vec![0, 2, 3, 6],
+        vec![0, 1, 1, 0, 1, 2],
+        vec![1.0, 2.0, 1.0, 2.0, 0.0, 5.0],
+    )
+    .expect("csr");
+    let x = [1.0, f64::INFINITY, 3.0];
+    let want = [f64::INFINITY, f64::INFINITY, 17.0];
+    let run = |what: &str, n_rows: usize, xs: &[f64], f: &GpuSpmv<'_>| {
+        let dx = gpu.upload(xs).expect("upload x");
+        let mut dy = gpu.upload(&poison::<f64>(n_rows)).expect("upload y");
+        f(&dx, &mut dy).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let y = dy.download().expect("download");
+        assert_eq!(y[..3], want, "{what}");
+    };
+    let ell = DeviceEll::upload(
+        &gpu,
+        &Ell::from_csr(&a, &EllOptions::default()).expect("ell"),
+    )
+    .expect("upload");
+    run("ell", 3, &x, &|dx, dy| spmv_ell(1.0, &ell, dx, 0.0, dy));
+    for b in [2, 3] {
+        let bc = Bcsr::from_csr(&a, b, BlockLayout::RowMajor, BlockFit::Pad).expect("bcsr");
+        let mut xp = x.to_vec();
+        xp.resize(bc.n_cols(), f64::NAN);
+        let n = bc.n_rows();
+        let d = DeviceBcsr::upload(&gpu, &bc).expect("upload");
+        run(&format!("bcsr b={b}"), n, &xp, &|dx, dy| {
+            spmv_bcsr(1.0, &d, dx, 0.0, dy)
+        });
+        let m = Bell::from_bcsr(&bc, &BellOptions::default()).expect("bell");
+        let d = DeviceBell::upload(&gpu, &m).expect("upload");
+        run(&format!("bell b={b}"), n, &xp, &|dx, dy| {
+            spmv_bell(1.0, &d, dx, 0.0, dy)
+        });
+        let m = Bdia::from_bcsr(&bc, &BdiaOptions::default().min_fill(0.0)).expect("bdia");
+        let d = DeviceBdia::upload(&gpu, &m).expect("upload");
+        run(&format!("bdia b={b}"), n, &xp, &|dx, dy| {
+            spmv_bdia(1.0, &d, dx, 0.0, dy)
+        });
+        let m = Sbell::from_bcsr(&bc).expect("sbell");
+        let d = DeviceSbell::upload(&gpu, &m).expect("upload");
+        run(&format!("sbell b={b}"), n, &xp, &|dx, dy| {
+            spmv_sbell(1.0, &d, dx, 0.0, dy)
+        });
+    }
 }
 
 #[test]

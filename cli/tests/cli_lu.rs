@@ -100,10 +100,11 @@ fn solves_on_the_gpu() {
 fn reads_coordinate_files_and_f32() {
     let d = scratch_dir("coo");
     let p = d.join("a.mtx");
-    // [[4, 1], [2, 3]] with an explicit duplicate split of the 4.
+    // [[4, 0], [2, 3]] with an explicit duplicate split of the 4 (at most one entry per
+    // position is announced: 4 of the 2 x 2 positions).
     std::fs::write(
         &p,
-        "%%MatrixMarket matrix coordinate real general\n2 2 5\n1 1 3\n1 1 1\n1 2 1\n2 1 2\n2 2 3\n",
+        "%%MatrixMarket matrix coordinate real general\n2 2 4\n1 1 3\n1 1 1\n2 1 2\n2 2 3\n",
     )
     .unwrap();
     let v = run_json(&["--matrix", p.to_str().unwrap()]);

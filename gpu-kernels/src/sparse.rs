@@ -5,8 +5,16 @@
 //! `y <- alpha * (A x) + beta * y`; where `beta` is exactly zero the old `y` is not read
 //! (BLAS convention, so a NaN in an uninitialised `y` does not leak into the result).
 //! Each row's sum `(A x)_i` is accumulated in storage order of the row, one fused
-//! multiply-add per stored entry ([`MatrixScalar::mul_add_vec`]), then finished by
-//! [`finish`].
+//! multiply-add per entry ([`spmv_term`]), then finished by [`finish`].
+//!
+//! **Zero entries add nothing** ([`spmv_term`]): an entry whose value is exactly zero
+//! (`+0`, `-0`, or `0 + 0i`) is skipped, whether the matrix stores it or a format padded
+//! it in (the zeros inside BCSR/BELL/BDIA blocks, padding slots). So a NaN or infinity in
+//! `x` reaches `y_i` only through a nonzero `a_ij`, and the result does not depend on the
+//! storage format. This differs from SciPy only for an explicitly stored zero facing a
+//! non-finite `x_j` (SciPy: `0 * inf = NaN`): a dense block cannot tell a stored zero from
+//! padding without a mask per block. For finite `x` skipping changes no bit: the sums
+//! start at `+0` and never become `-0`, so adding `+-0` would leave them unchanged.
 //!
 //! The matrix scalar `A` and the vector scalar `V` may differ: a real matrix times a
 //! complex vector (`f64` x `Complex<f64>`, `f32` x `Complex<f32>`) is the mixed case.
@@ -45,6 +53,18 @@ impl MatrixScalar<Complex<f32>> for f32 {
     }
 }
 
+/// One term of a row sum: `a x + acc` (fused, [`MatrixScalar::mul_add_vec`]), except that
+/// a zero `a` meets `0` instead of `x`: the format-independent rule of the
+/// [module docs](self), a zero entry adds nothing, not even `0 * inf`. `(+-0) 0 + acc` is
+/// `acc` for every sum that starts at `+0` (such a sum is never `-0`), so this is the
+/// sum without the term; selecting `x` rather than the result keeps the select off the
+/// chain of fused multiply-adds (no latency added per term).
+#[inline(always)]
+pub fn spmv_term<A: MatrixScalar<V>, V: Scalar>(a: A, x: V, acc: V) -> V {
+    let x = if a == A::ZERO { V::ZERO } else { x };
+    a.mul_add_vec(x, acc)
+}
+
 /// The final step of one row: `alpha * acc + beta * y`, or `alpha * acc` where `beta` is
 /// exactly zero (the old `y` is then not read).
 #[inline(always)]
@@ -72,71 +92,117 @@ pub unsafe fn write_row<V: Scalar>(y: *mut V, i: usize, alpha: V, acc: V, beta: 
     unsafe { *yi = finish(alpha, acc, beta, old) };
 }
 
-/// `acc_r += sum_c block[r * 5 + c] * x[c]` for a 5x5 block stored row-major; each row
-/// sums its five products in column order.
+/// Row `r` of `acc += block x` for a row-major `b x b` block: each row sums its `b` terms
+/// in column order, `term` per entry.
+#[inline(always)]
+fn rows_mul_add<A: Copy, V: Copy>(
+    acc: &mut [V],
+    block: &[A],
+    x: &[V],
+    term: impl Fn(A, V, V) -> V,
+) {
+    let b = acc.len();
+    for (a, row) in acc.iter_mut().zip(block.chunks_exact(b)) {
+        let mut s = *a;
+        for (&m, &xv) in row.iter().zip(x) {
+            s = term(m, xv, s);
+        }
+        *a = s;
+    }
+}
+
+/// `acc += block x` for a column-major `b x b` block, the terms of each row in column
+/// order (the order of [`rows_mul_add`], so both layouts give the same bits).
+#[inline(always)]
+fn cols_mul_add<A: Copy, V: Copy>(
+    acc: &mut [V],
+    block: &[A],
+    x: &[V],
+    term: impl Fn(A, V, V) -> V,
+) {
+    let b = acc.len();
+    for (col, &xv) in block.chunks_exact(b).zip(x) {
+        for (a, &m) in acc.iter_mut().zip(col) {
+            *a = term(m, xv, *a);
+        }
+    }
+}
+
+/// [`rows_mul_add`] for a 5x5 block, on arrays (fixed sizes: registers on the device).
+#[inline(always)]
+fn rows5_mul_add<A: Copy, V: Copy>(
+    acc: &mut [V; 5],
+    block: &[A; 25],
+    x: &[V; 5],
+    term: impl Fn(A, V, V) -> V,
+) {
+    for (r, a) in acc.iter_mut().enumerate() {
+        let row = &block[r * 5..r * 5 + 5];
+        let mut s = *a;
+        for (&m, &xv) in row.iter().zip(x) {
+            s = term(m, xv, s);
+        }
+        *a = s;
+    }
+}
+
+/// `acc_r += sum_c block[r * 5 + c] * x[c]` for a 5x5 block stored row-major, **every**
+/// entry multiplied, zeros included: the arithmetic of the thesis's BCSR V1 kernel
+/// (`crate::spmv_thesis`), kept as the thesis had it. SpMV uses [`block5_spmv`].
 #[inline(always)]
 pub fn block5_mul_add<A: MatrixScalar<V>, V: Scalar>(
     acc: &mut [V; 5],
     block: &[A; 25],
     x: &[V; 5],
 ) {
-    for (r, a) in acc.iter_mut().enumerate() {
-        let row = &block[r * 5..r * 5 + 5];
-        let mut s = *a;
-        for (&m, &xv) in row.iter().zip(x) {
-            s = m.mul_add_vec(xv, s);
-        }
-        *a = s;
-    }
+    rows5_mul_add(acc, block, x, |m: A, xv, s| m.mul_add_vec(xv, s));
 }
 
-/// `acc_r += sum_c block[c * 5 + r] * x[c]` for a 5x5 block stored column-major (the
-/// "permuted" BCSR block); the order of the products per row is the same as in
-/// [`block5_mul_add`], so both layouts give the same bits.
+/// [`block5_mul_add`] for any block size `b` (`acc.len() == x.len() == b`, `block.len() ==
+/// b * b`, row-major; extra elements are ignored), every entry multiplied: the reference
+/// chain of the block-Jacobi apply (`crate::precond`).
 #[inline(always)]
-pub fn block5_mul_add_col_major<A: MatrixScalar<V>, V: Scalar>(
+pub fn block_mul_add<A: MatrixScalar<V>, V: Scalar>(acc: &mut [V], block: &[A], x: &[V]) {
+    rows_mul_add(acc, block, x, |m: A, xv, s| m.mul_add_vec(xv, s));
+}
+
+/// SpMV's `acc_r += sum_c block[r * 5 + c] * x[c]` for a 5x5 row-major block: each row
+/// sums its five terms in column order, zero entries skipped ([`spmv_term`]).
+#[inline(always)]
+pub fn block5_spmv<A: MatrixScalar<V>, V: Scalar>(acc: &mut [V; 5], block: &[A; 25], x: &[V; 5]) {
+    rows5_mul_add(acc, block, x, spmv_term);
+}
+
+/// [`block5_spmv`] for a 5x5 block stored column-major (the "permuted" BCSR block): the
+/// same terms in the same order per row, so both layouts give the same bits.
+#[inline(always)]
+pub fn block5_spmv_col_major<A: MatrixScalar<V>, V: Scalar>(
     acc: &mut [V; 5],
     block: &[A; 25],
     x: &[V; 5],
 ) {
-    for (c, &xv) in x.iter().enumerate() {
-        let col = &block[c * 5..c * 5 + 5];
-        for (a, &m) in acc.iter_mut().zip(col) {
-            *a = m.mul_add_vec(xv, *a);
-        }
-    }
+    cols_mul_add(acc, block, x, spmv_term);
 }
 
-/// [`block5_mul_add`] for any block size `b`: `acc.len() == x.len() == b`,
+/// [`block5_spmv`] for any block size `b`: `acc.len() == x.len() == b`,
 /// `block.len() == b * b`, row-major. Extra elements beyond those lengths are ignored.
 #[inline(always)]
-pub fn block_mul_add<A: MatrixScalar<V>, V: Scalar>(acc: &mut [V], block: &[A], x: &[V]) {
-    let b = acc.len();
-    for (a, row) in acc.iter_mut().zip(block.chunks_exact(b)) {
-        let mut s = *a;
-        for (&m, &xv) in row.iter().zip(x) {
-            s = m.mul_add_vec(xv, s);
-        }
-        *a = s;
-    }
+pub fn block_spmv<A: MatrixScalar<V>, V: Scalar>(acc: &mut [V], block: &[A], x: &[V]) {
+    rows_mul_add(acc, block, x, spmv_term);
 }
 
-/// [`block5_mul_add_col_major`] for any block size `b` (column-major block).
+/// [`block5_spmv_col_major`] for any block size `b` (column-major block).
 #[inline(always)]
-pub fn block_mul_add_col_major<A: MatrixScalar<V>, V: Scalar>(acc: &mut [V], block: &[A], x: &[V]) {
-    let b = acc.len();
-    for (col, &xv) in block.chunks_exact(b).zip(x) {
-        for (a, &m) in acc.iter_mut().zip(col) {
-            *a = m.mul_add_vec(xv, *a);
-        }
-    }
+pub fn block_spmv_col_major<A: MatrixScalar<V>, V: Scalar>(acc: &mut [V], block: &[A], x: &[V]) {
+    cols_mul_add(acc, block, x, spmv_term);
 }
 
 /// `acc_r += sum_c value(e) * x[c]` over the entries `(r, c)` whose bit `r b + c` is set
 /// in `mask` (`b <= N`, `b <= 8`; entries `b..N` of `acc` and `x` are ignored), where `e` numbers the set bits in row-major order:
 /// the compact block of the sliced masked BELL format (`ferrocuda::sparse::Sbell`). Rows
-/// in order, columns ascending: the chain of [`block_mul_add`] without the entries the
-/// mask leaves out.
+/// in order, columns ascending: the chain of [`block_spmv`] without the entries the
+/// mask leaves out (a zero inside the mask, stored because a mask is a union over the
+/// blocks of a slot, is skipped by [`spmv_term`] as in every format).
 ///
 /// Every `value(e)` is read unconditionally (the index clamped to the block's last entry)
 /// and only set bits enter the sum through a select, so the loads of a block carry no
@@ -186,7 +252,7 @@ fn masked_row<A: MatrixScalar<V>, V: Scalar, const N: usize>(
     for c in 0..b.min(N) {
         let e = first + (bits & ((1u64 << c) - 1)).count_ones() as usize;
         let v = value(if e < n { e } else { n - 1 });
-        let t = v.mul_add_vec(x[c], s);
+        let t = spmv_term(v, x[c], s);
         s = if (bits >> c) & 1 != 0 { t } else { s };
     }
     s
@@ -208,15 +274,52 @@ mod tests {
             }
         }
         let x = [0.3, -1.7, 2.5, 0.11, -0.9];
-        let (mut a, mut b, mut c) = ([1.0; 5], [1.0; 5], [1.0; 5]);
-        block5_mul_add(&mut a, &rm, &x);
-        block5_mul_add_col_major(&mut b, &cm, &x);
-        block_mul_add(&mut c, &rm, &x);
-        assert_eq!(a, b);
-        assert_eq!(a, c);
-        let mut d = [1.0; 5];
-        block_mul_add_col_major(&mut d, &cm, &x);
-        assert_eq!(a, d);
+        let (mut a, mut b, mut c, mut d) = ([1.0; 5], [1.0; 5], [1.0; 5], [1.0; 5]);
+        block5_spmv(&mut a, &rm, &x);
+        block5_spmv_col_major(&mut b, &cm, &x);
+        block_spmv(&mut c, &rm, &x);
+        block_spmv_col_major(&mut d, &cm, &x);
+        assert_eq!([a, b, c], [d; 3]);
+        // No zero entry: the raw chains (every entry) give the same bits.
+        let (mut e, mut f) = ([1.0; 5], [1.0; 5]);
+        block5_mul_add(&mut e, &rm, &x);
+        block_mul_add(&mut f, &rm, &x);
+        assert_eq!([e, f], [a; 2]);
+    }
+
+    #[test]
+    fn zero_entries_never_touch_x() {
+        // A 2x2 block [[0, 2], [-0, 0]] against x = [inf, 3]: the zeros meet the infinity.
+        let rm = [0.0f64, 2.0, -0.0, 0.0];
+        let cm = [0.0f64, -0.0, 2.0, 0.0];
+        let x = [f64::INFINITY, 3.0];
+        let (mut a, mut b) = ([0.0; 2], [0.0; 2]);
+        block_spmv(&mut a, &rm, &x);
+        block_spmv_col_major(&mut b, &cm, &x);
+        assert_eq!(a, [6.0, 0.0]);
+        assert_eq!(b, a);
+        // The raw chain multiplies them: 0 * inf = NaN.
+        let mut raw = [0.0; 2];
+        block_mul_add(&mut raw, &rm, &x);
+        assert!(raw[0].is_nan() && raw[1].is_nan(), "{raw:?}");
+        // NaN and infinity in the matrix still propagate; a complex zero is both parts.
+        assert!(spmv_term(f64::NAN, 1.0, 0.0).is_nan());
+        assert_eq!(spmv_term(f64::INFINITY, 2.0, 1.0), f64::INFINITY);
+        let z = Complex::new(0.0, 0.0);
+        let xi = Complex::new(f64::NAN, 1.0);
+        assert_eq!(
+            spmv_term(z, xi, Complex::new(1.0, 2.0)),
+            Complex::new(1.0, 2.0)
+        );
+        assert!(spmv_term(Complex::new(0.0, 1.0), xi, z).re.is_nan());
+        assert_eq!(
+            spmv_term(0.0f64, xi, Complex::new(1.0, 2.0)),
+            Complex::new(1.0, 2.0)
+        );
+        // A zero inside an SBELL mask (a union over blocks) is skipped the same way.
+        let mut m = [0.0; 2];
+        masked_block_mul_add(&mut m, 2, 0b1111, |e| rm[e], &x);
+        assert_eq!(m, a);
     }
 
     #[test]
@@ -227,7 +330,7 @@ mod tests {
         let compact: [f64; 7] = [1.5, -2.0, 0.25, 3.0, 1.0, -0.5, 4.0];
         let x = [0.7, -1.1, 2.3];
         let (mut a, mut b) = ([0.5; 3], [0.5; 3]);
-        block_mul_add(&mut a, &full, &x);
+        block_spmv(&mut a, &full, &x);
         masked_block_mul_add(&mut b, 3, mask, |e| compact[e], &x);
         assert_eq!(a, b);
         let mut c = [0.5; 3];

@@ -1,6 +1,10 @@
 //! SpMV kernels on the device. The per-row math is the same fused multiply-add chain as
-//! the CPU path (`crate::sparse`): blocks in storage order, columns in order, then
+//! the CPU path (`crate::sparse`): blocks in storage order, columns in order, one
+//! [`spmv_term`] per entry (zero entries, padding included, add nothing), then
 //! [`finish`]. So GPU and CPU results agree bit for bit.
+//!
+//! [`spmv_term`]: crate::sparse::spmv_term
+//! [`finish`]: crate::sparse::finish
 //!
 //! BCSR kernels map one thread to one matrix row: thread `i` computes `y[i]` for block
 //! row `i / b`, row `i % b` inside the block. The `b` threads of a block row are
@@ -11,7 +15,7 @@
 #[cfg(target_arch = "nvptx64")]
 use crate::scalar::Scalar;
 #[cfg(target_arch = "nvptx64")]
-use crate::sparse::{MatrixScalar, write_row};
+use crate::sparse::{MatrixScalar, spmv_term, write_row};
 #[cfg(target_arch = "nvptx64")]
 use num_complex::Complex;
 
@@ -68,7 +72,7 @@ mod kernels {
                     } else {
                         unsafe { *block.add(r * b + c) }
                     };
-                    acc = m.mul_add_vec(unsafe { *xs.add(c) }, acc);
+                    acc = spmv_term(m, unsafe { *xs.add(c) }, acc);
                 }
             }
             unsafe { write_row(y, i, alpha, acc, beta) };
@@ -114,7 +118,7 @@ mod bell_kernels {
                 let slot = unsafe { values.add(k * b * n_pad + i) };
                 for c in 0..b {
                     let m = unsafe { *slot.add(c * n_pad) };
-                    acc = m.mul_add_vec(unsafe { *xs.add(c) }, acc);
+                    acc = spmv_term(m, unsafe { *xs.add(c) }, acc);
                 }
             }
             unsafe { write_row(y, i, alpha, acc, beta) };
@@ -150,7 +154,7 @@ mod ell_kernels {
             for k in 0..len {
                 let at = k * n_rows_pad + i;
                 let col = unsafe { *col_idx.add(at) } as usize;
-                acc = unsafe { *values.add(at) }.mul_add_vec(unsafe { *x.add(col) }, acc);
+                acc = spmv_term(unsafe { *values.add(at) }, unsafe { *x.add(col) }, acc);
             }
             unsafe { write_row(y, i, alpha, acc, beta) };
             i += grid_stride();
@@ -264,7 +268,7 @@ mod sbell_kernels {
                 let slot = unsafe { values.add(d * b * n_pad + i) };
                 for c in 0..b {
                     let m = unsafe { *slot.add(c * n_pad) };
-                    acc = m.mul_add_vec(unsafe { *xs.add(c) }, acc);
+                    acc = spmv_term(m, unsafe { *xs.add(c) }, acc);
                 }
             }
             unsafe { write_row(y, row * b + r, alpha, acc, beta) };

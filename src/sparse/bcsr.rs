@@ -1,8 +1,8 @@
 //! Block compressed sparse rows with a run-time block size `b` (5 is the fast path).
 
 use super::{
-    Csr, CsrParts, Element, Index, Rejected, SparseError, check_index_range, check_len, check_ptr,
-    check_rows_sorted, checked_mul,
+    Csr, CsrParts, Element, Index, Rejected, SparseError, check_host_bytes, check_index_range,
+    check_len, check_ptr, check_rows_sorted, checked_mul, storage_bytes, try_vec,
 };
 
 /// How the `b x b` entries of one block are laid out in `values`.
@@ -141,7 +141,10 @@ impl<T: Element> Bcsr<T> {
 
     /// Blocks `a` with block size `b`: every `b x b` tile holding at least one stored entry
     /// of `a` becomes a dense block (missing entries zero). Errors: `b == 0`; with
-    /// [`BlockFit::Exact`], a dimension not divisible by `b`.
+    /// [`BlockFit::Exact`], a dimension not divisible by `b`; with [`BlockFit::Pad`], `b`
+    /// larger than a nonzero dimension (the blocks would be mostly padding); blocks that
+    /// need more memory than the host may allocate ([`SparseError::OutOfHostMemory`],
+    /// checked before the values are allocated).
     pub fn from_csr(
         a: &Csr<T>,
         b: usize,
@@ -155,7 +158,10 @@ impl<T: Element> Bcsr<T> {
                 reason: "block size b = 0 (must be at least 1)".into(),
             });
         }
-        for (what, n) in [("n_rows", a.n_rows()), ("n_cols", a.n_cols())] {
+        for (what, name, n) in [
+            ("n_rows", "rows", a.n_rows()),
+            ("n_cols", "columns", a.n_cols()),
+        ] {
             if fit == BlockFit::Exact && n % b != 0 {
                 return Err(SparseError::InvalidArgument {
                     op,
@@ -164,7 +170,16 @@ impl<T: Element> Bcsr<T> {
                     ),
                 });
             }
+            if fit == BlockFit::Pad && n > 0 && b > n {
+                return Err(SparseError::InvalidArgument {
+                    op,
+                    reason: format!(
+                        "block size {b} is larger than the matrix's {n} {name}: each block would be mostly padding (use a block size of at most {n})"
+                    ),
+                });
+            }
         }
+        let bb = checked_mul(op, "entries per block", b, b)?;
         let (nbr, nbc) = (a.n_rows().div_ceil(b), a.n_cols().div_ceil(b));
         check_index_range(op, "padded n_rows", checked_mul(op, "padded rows", nbr, b)?)?;
         check_index_range(
@@ -172,44 +187,54 @@ impl<T: Element> Bcsr<T> {
             "padded n_cols",
             checked_mul(op, "padded columns", nbc, b)?,
         )?;
-        let bb = b * b;
-        let mut slot = vec![usize::MAX; nbc];
+        // Pass 1: the block columns of each block row (no larger than `a`'s own arrays).
         let mut row_ptr = Vec::with_capacity(nbr + 1);
         let mut col_idx: Vec<Index> = Vec::new();
-        let mut values: Vec<T> = Vec::new();
         row_ptr.push(0);
-        let mut cols_here: Vec<Index> = Vec::new();
         for bi in 0..nbr {
-            let rows = bi * b..((bi + 1) * b).min(a.n_rows());
-            cols_here.clear();
-            for i in rows.clone() {
-                for &c in a.row(i).0 {
-                    let bj = c as usize / b;
-                    if slot[bj] == usize::MAX {
-                        slot[bj] = 0;
-                        cols_here.push(bj as Index);
-                    }
+            let start = col_idx.len();
+            for i in bi * b..((bi + 1) * b).min(a.n_rows()) {
+                col_idx.extend(a.row(i).0.iter().map(|&c| c / b as Index));
+            }
+            col_idx[start..].sort_unstable();
+            let mut kept = start;
+            for k in start..col_idx.len() {
+                if k == start || col_idx[k] != col_idx[kept - 1] {
+                    col_idx[kept] = col_idx[k];
+                    kept += 1;
                 }
             }
-            cols_here.sort_unstable();
-            let base = col_idx.len();
-            for (s, &bj) in cols_here.iter().enumerate() {
-                slot[bj as usize] = base + s;
-            }
-            col_idx.extend_from_slice(&cols_here);
-            values.resize(col_idx.len() * bb, T::ZERO);
-            for i in rows {
+            col_idx.truncate(kept);
+            row_ptr.push(col_idx.len());
+        }
+        // The values, checked before they are allocated: b^2 per block.
+        let nnzb = col_idx.len();
+        let n_values = (nnzb as u128).saturating_mul(bb as u128);
+        let what = format!(
+            "{op}: {nnzb} blocks of {b} x {b} {} values (block size {b}, a {} x {} matrix)",
+            T::SUFFIX,
+            a.n_rows(),
+            a.n_cols()
+        );
+        check_host_bytes(&what, storage_bytes(&[(n_values, size_of::<T>())]))?;
+        // n_values fits usize: its bytes passed the check above (at most isize::MAX).
+        let mut values = try_vec(&what, n_values as usize, T::ZERO)?;
+        // Pass 2: each entry into its block; a row's columns and its block row's block
+        // columns both increase, so one cursor per row finds the slots.
+        for bi in 0..nbr {
+            let blocks = &col_idx[row_ptr[bi]..row_ptr[bi + 1]];
+            for i in bi * b..((bi + 1) * b).min(a.n_rows()) {
                 let r = i - bi * b;
+                let mut slot = 0;
                 let (cs, vs) = a.row(i);
                 for (&c, &v) in cs.iter().zip(vs) {
                     let (bj, cc) = (c as usize / b, c as usize % b);
-                    values[slot[bj] * bb + layout.offset(b, r, cc)] = v;
+                    while blocks[slot] as usize != bj {
+                        slot += 1;
+                    }
+                    values[(row_ptr[bi] + slot) * bb + layout.offset(b, r, cc)] = v;
                 }
             }
-            for &bj in &cols_here {
-                slot[bj as usize] = usize::MAX;
-            }
-            row_ptr.push(col_idx.len());
         }
         Ok(Self::from_parts_trusted(BcsrParts {
             b,
@@ -328,7 +353,8 @@ fn validate<T>(p: &BcsrParts<T>) -> Result<(), SparseError> {
         p.col_idx.len(),
         "col_idx",
     )?;
-    let want = checked_mul(op, "values", p.col_idx.len(), p.b * p.b)?;
+    let bb = checked_mul(op, "entries per block", p.b, p.b)?;
+    let want = checked_mul(op, "values", p.col_idx.len(), bb)?;
     check_len(op, "values (b*b per block)", want, p.values.len())?;
     check_rows_sorted(op, "col_idx", &p.row_ptr, &p.col_idx, p.n_block_cols)
 }

@@ -25,8 +25,8 @@
 use std::collections::BTreeSet;
 
 use super::{
-    Bcsr, BcsrParts, BlockLayout, Csr, Element, Index, Rejected, SparseError, check_index_range,
-    check_len, checked_mul, round_up,
+    Bcsr, BcsrParts, BlockLayout, Csr, Element, Index, Rejected, SparseError, check_host_bytes,
+    check_index_range, check_len, checked_mul, round_up, storage_bytes, try_vec,
 };
 
 /// Options of [`Bdia::from_bcsr`].
@@ -178,7 +178,8 @@ impl<T: Element> Bdia<T> {
     /// Converts a BCSR matrix whose blocks lie on a few fixed block diagonals. Errors:
     /// [`SparseError::NotStencil`] where it has more than `max_diagonals` distinct offsets
     /// (naming the block row where the limit was passed) or the diagonals are filled below
-    /// `min_fill`; `block_row_align == 0`.
+    /// `min_fill`; `block_row_align == 0`; the diagonals need more memory than the host
+    /// may allocate (checked before allocating).
     pub fn from_bcsr(a: &Bcsr<T>, opts: &BdiaOptions) -> Result<Self, SparseError> {
         let op = "Bdia::from_bcsr";
         if opts.block_row_align == 0 {
@@ -237,13 +238,28 @@ impl<T: Element> Bdia<T> {
             opts.block_row_align,
         )?;
         let n_pad = checked_mul(op, "stored rows", nsp, b)?;
+        // Every diagonal spans every stored block row: checked before allocating.
+        let what = format!(
+            "{op}: {s_count} block diagonals x {} stored block rows (padded to {nsp}) of {b} x {b} {} blocks (block size {b})",
+            row_index.len(),
+            T::SUFFIX
+        );
+        check_host_bytes(
+            &what,
+            storage_bytes(&[(
+                (s_count as u128)
+                    .saturating_mul(b as u128 * b as u128)
+                    .saturating_mul(nsp as u128),
+                size_of::<T>(),
+            )]),
+        )?;
         let total = checked_mul(
             op,
             "values",
             checked_mul(op, "values", s_count, b * b)?,
             nsp,
         )?;
-        let mut values = vec![T::ZERO; total];
+        let mut values = try_vec(&what, total, T::ZERO)?;
         let layout = a.layout();
         for (s, &bi) in row_index.iter().enumerate() {
             let bi = bi as usize;
@@ -386,7 +402,12 @@ fn validate<T>(p: &BdiaParts<T>) -> Result<(), SparseError> {
     let total = checked_mul(
         op,
         "values",
-        checked_mul(op, "values", p.offsets.len(), p.b * p.b)?,
+        checked_mul(
+            op,
+            "values",
+            p.offsets.len(),
+            checked_mul(op, "entries per block", p.b, p.b)?,
+        )?,
         p.n_stored_pad,
     )?;
     check_len(

@@ -16,8 +16,8 @@
 //! block row's last real one, or 0).
 
 use super::{
-    Bcsr, BcsrParts, BlockLayout, Csr, Element, Index, Rejected, SparseError, check_index_range,
-    check_len, checked_mul, round_up,
+    Bcsr, BcsrParts, BlockLayout, Csr, Element, Index, Rejected, SparseError, check_host_bytes,
+    check_index_range, check_len, checked_mul, round_up, storage_bytes, try_vec, try_with_capacity,
 };
 
 /// Options of [`Bell::from_bcsr`].
@@ -145,7 +145,8 @@ impl<T: Element> Bell<T> {
     }
 
     /// Converts a BCSR matrix (either block layout). Errors: `block_row_align == 0`; the
-    /// size overflows.
+    /// size overflows or needs more memory than the host may allocate (every block row is
+    /// padded to the longest), checked before allocating.
     pub fn from_bcsr(a: &Bcsr<T>, opts: &BellOptions) -> Result<Self, SparseError> {
         let op = "Bell::from_bcsr";
         if opts.block_row_align == 0 {
@@ -163,11 +164,28 @@ impl<T: Element> Bell<T> {
             .unwrap_or(0);
         let nbr_pad = round_up(op, "n_block_rows", nbr, opts.block_row_align)?;
         let n_pad = checked_mul(op, "stored rows", nbr_pad, b)?;
+        // Every block row padded to the longest: checked before anything is allocated.
+        let what = format!(
+            "{op}: {nbr} block rows (padded to {nbr_pad}) x width {width} (the longest block row) of {b} x {b} {} blocks (block size {b})",
+            T::SUFFIX
+        );
+        let n_slots = (width as u128).saturating_mul(nbr_pad as u128);
+        check_host_bytes(
+            &what,
+            storage_bytes(&[
+                (n_slots, size_of::<Index>()),
+                (
+                    n_slots.saturating_mul(b as u128 * b as u128),
+                    size_of::<T>(),
+                ),
+                (nbr as u128, size_of::<Index>()),
+            ]),
+        )?;
         let slots = checked_mul(op, "block slots", width, nbr_pad)?;
         let total = checked_mul(op, "values", slots, b * b)?;
-        let mut block_col: Vec<Index> = vec![0; slots];
-        let mut values = vec![T::ZERO; total];
-        let mut row_len = Vec::with_capacity(nbr);
+        let mut block_col: Vec<Index> = try_vec(&what, slots, 0)?;
+        let mut values = try_vec(&what, total, T::ZERO)?;
+        let mut row_len = try_with_capacity(&what, nbr)?;
         let layout = a.layout();
         for bi in 0..nbr {
             let blocks = a.row_ptr()[bi]..a.row_ptr()[bi + 1];
@@ -270,7 +288,8 @@ fn validate<T: Element>(p: &BellParts<T>) -> Result<(), SparseError> {
         slots,
         p.block_col.len(),
     )?;
-    let total = checked_mul(op, "values", slots, p.b * p.b)?;
+    let bb = checked_mul(op, "entries per block", p.b, p.b)?;
+    let total = checked_mul(op, "values", slots, bb)?;
     check_len(
         op,
         "values (width * b * b * n_block_rows_pad)",
@@ -320,7 +339,7 @@ fn validate<T: Element>(p: &BellParts<T>) -> Result<(), SparseError> {
             }
         }
         for k in len..p.width {
-            for e in 0..p.b * p.b {
+            for e in 0..bb {
                 let (r, c) = (e / p.b, e % p.b);
                 let s = (k * p.b + c) * (np * p.b) + bi * p.b + r;
                 if p.values[s] != T::ZERO {

@@ -3,14 +3,22 @@
 //! Argument order as in BLAS: `spmv_<format>(alpha, a, x, beta, y)`. The matrix scalar `A`
 //! and the vector scalar `V` may differ where `A: MatrixScalar<V>`: a real matrix times a
 //! complex vector works for every format. Where `beta` is exactly zero, `y` is not read
-//! (a NaN there does not leak into the result). NaN and infinities in the matrix or `x`
-//! propagate as IEEE arithmetic says.
+//! (a NaN there does not leak into the result).
+//!
+//! **Non-finite values, the same in every format**: a NaN or infinity in the matrix
+//! propagates as IEEE arithmetic says; one in `x` reaches `y_i` only through a nonzero
+//! `a_ij`. Entries whose value is exactly zero add nothing, whether stored or padding
+//! (the zeros inside BCSR/BELL/BDIA blocks, ELL/BELL padding slots, zeros inside SBELL
+//! masks), so `A x` is the product of the matrix with its explicit zeros dropped
+//! ([`ferrocuda_kernels::sparse::spmv_term`], which gives the reason).
 //!
 //! Each row's sum runs over the row's stored entries in storage order, one fused
 //! multiply-add each (the per-block math of `ferrocuda_kernels::sparse`, shared with the
 //! GPU path), so the result does not depend on the thread count: same input, same bits.
 //! BCSR with `b = 5` uses the fixed-size block kernels; both block layouts sum in the same
-//! order and give the same bits.
+//! order and give the same bits. CSR, COO (one entry per position), ELL, BCSR, BELL and
+//! BDIA all sum a row's terms in column order and give the same bits; SBELL sums the
+//! diagonal block first.
 //!
 //! Errors: `x.len()` or `y.len()` does not match the matrix ([`SparseError::DimensionMismatch`]),
 //! or an invalid row map ([`spmv_bcsr_mapped`]). `y` is unchanged on error.
@@ -45,7 +53,7 @@ fn csr_rows[A: Element + MatrixScalar<V>, V: Element](alpha: V, row_ptr: &[usize
     for (i, yi) in y.iter_mut().enumerate() {
         let mut acc = V::ZERO;
         for kk in row_ptr[i]..row_ptr[i + 1] {
-            acc = values[kk].mul_add_vec(x[col_idx[kk] as usize], acc);
+            acc = k::spmv_term(values[kk], x[col_idx[kk] as usize], acc);
         }
         *yi = k::finish(alpha, acc, beta, *yi);
     }
@@ -83,7 +91,7 @@ pub fn spmv_coo<A: Element + MatrixScalar<V>, V: Element>(
     check_xy("spmv_coo", a.n_rows(), a.n_cols(), x.len(), y.len())?;
     let mut acc = vec![V::ZERO; a.n_rows()];
     for ((&r, &c), &v) in a.rows().iter().zip(a.cols()).zip(a.values()) {
-        acc[r as usize] = v.mul_add_vec(x[c as usize], acc[r as usize]);
+        acc[r as usize] = k::spmv_term(v, x[c as usize], acc[r as usize]);
     }
     y.par_iter_mut()
         .zip(acc.par_iter())
@@ -108,16 +116,12 @@ fn bcsr_block_row<A: Element + MatrixScalar<V>, V: Element>(
         match a.layout() {
             BlockLayout::RowMajor => {
                 for kb in blocks {
-                    k::block5_mul_add(&mut acc5, &vals[kb], &xs[a.col_idx()[kb] as usize]);
+                    k::block5_spmv(&mut acc5, &vals[kb], &xs[a.col_idx()[kb] as usize]);
                 }
             }
             BlockLayout::ColMajor => {
                 for kb in blocks {
-                    k::block5_mul_add_col_major(
-                        &mut acc5,
-                        &vals[kb],
-                        &xs[a.col_idx()[kb] as usize],
-                    );
+                    k::block5_spmv_col_major(&mut acc5, &vals[kb], &xs[a.col_idx()[kb] as usize]);
                 }
             }
         }
@@ -128,8 +132,8 @@ fn bcsr_block_row<A: Element + MatrixScalar<V>, V: Element>(
             let bj = a.col_idx()[kb] as usize;
             let xb = &x[bj * b..bj * b + b];
             match a.layout() {
-                BlockLayout::RowMajor => k::block_mul_add(acc, a.block(kb), xb),
-                BlockLayout::ColMajor => k::block_mul_add_col_major(acc, a.block(kb), xb),
+                BlockLayout::RowMajor => k::block_spmv(acc, a.block(kb), xb),
+                BlockLayout::ColMajor => k::block_spmv_col_major(acc, a.block(kb), xb),
             }
         }
     }
@@ -249,7 +253,7 @@ fn ell_rows[A: Element + MatrixScalar<V>, V: Element](alpha: V, a: &Ell<A>, firs
         let vals = &a.values()[base..base + y.len()];
         for (((s, &c), &v), &l) in acc.iter_mut().zip(cols).zip(vals).zip(len) {
             if kk < l as usize {
-                *s = v.mul_add_vec(x[c as usize], *s);
+                *s = k::spmv_term(v, x[c as usize], *s);
             }
         }
     }
@@ -288,7 +292,7 @@ fn bell_rows[A: Element + MatrixScalar<V>, V: Element](alpha: V, a: &Bell<A>, fi
                 let xv = x[bj * b + c];
                 let base = a.value_index(kk, bi, 0, c);
                 for (s, &v) in acc.iter_mut().zip(&a.values()[base..base + b]) {
-                    *s = v.mul_add_vec(xv, *s);
+                    *s = k::spmv_term(v, xv, *s);
                 }
             }
         }
@@ -332,7 +336,7 @@ fn bdia_rows[A: Element + MatrixScalar<V>, V: Element](alpha: V, a: &Bdia<A>, fi
                     let xv = x[bj * b + c];
                     let base = a.value_index(d, s, 0, c);
                     for (sv, &v) in acc.iter_mut().zip(&a.values()[base..base + b]) {
-                        *sv = v.mul_add_vec(xv, *sv);
+                        *sv = k::spmv_term(v, xv, *sv);
                     }
                 }
             }
@@ -347,8 +351,7 @@ fn bdia_rows[A: Element + MatrixScalar<V>, V: Element](alpha: V, a: &Bdia<A>, fi
 
 /// `y <- alpha A x + beta y` for the block-stencil format. Block rows not stored (dropped
 /// empty rows) are rows of zeros: they get `beta y` (0 where `beta` is 0). Absent blocks
-/// on a diagonal are stored zeros and are multiplied, so a NaN or infinity in `x` reaches
-/// every row whose diagonals cover it.
+/// on a diagonal are stored as zeros, which add nothing (see the [module docs](self)).
 pub fn spmv_bdia<A: Element + MatrixScalar<V>, V: Element>(
     alpha: V,
     a: &Bdia<A>,
@@ -393,9 +396,8 @@ fn sbell_rows[A: Element + MatrixScalar<V>, V: Element](alpha: V, a: &Sbell<A>, 
 
 /// `y <- alpha A x + beta y` for the sliced masked BELL format. Block rows not stored get
 /// `beta y` (0 where `beta` is 0). Each row sums its blocks in slot order (diagonal first)
-/// over the entries of the slot masks only, so a NaN or infinity in `x` meets no stored
-/// structural zero (unlike BCSR, whose blocks keep their zeros). Same bits as
-/// `sparse::gpu::spmv_sbell`.
+/// over the entries of the slot masks only (zeros inside a mask add nothing, as in every
+/// format). Same bits as `sparse::gpu::spmv_sbell`.
 pub fn spmv_sbell<A: Element + MatrixScalar<V>, V: Element>(
     alpha: V,
     a: &Sbell<A>,

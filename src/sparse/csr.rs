@@ -1,8 +1,8 @@
 //! Compressed sparse rows.
 
 use super::{
-    Coo, CooParts, Element, Index, Rejected, SparseError, check_index_range, check_len, check_ptr,
-    check_rows_sorted,
+    Coo, CooParts, Element, Index, Rejected, SparseError, check_host_bytes, check_index_range,
+    check_len, check_ptr, check_rows_sorted, storage_bytes, try_vec, try_with_capacity,
 };
 
 /// The raw arrays of a [`Csr`] matrix.
@@ -168,27 +168,57 @@ fn validate<T>(p: &CsrParts<T>) -> Result<(), SparseError> {
     check_rows_sorted(op, "col_idx", &p.row_ptr, &p.col_idx, p.n_cols)
 }
 
-/// Sorts the triplets by row, then column, and sums duplicates (in triplet order).
+/// Sorts the triplets by row, then column, and sums duplicates (in triplet order). An
+/// allocation failure panics, as any `Vec`'s; [`Csr::try_from_coo`] returns it as an error.
 impl<T: Element> From<&Coo<T>> for Csr<T> {
     fn from(a: &Coo<T>) -> Self {
-        let (n_rows, n_cols) = (a.n_rows(), a.n_cols());
+        match Csr::try_from_coo(a) {
+            Ok(c) => c,
+            Err(e) => panic!("Csr::from(&Coo): {e}"),
+        }
+    }
+}
+
+impl<T: Element> Csr<T> {
+    /// [`Csr::from`]`(&Coo)`, with the memory it needs (row offsets for every row, even
+    /// where a file announces billions of rows and stores one entry) checked first:
+    /// errors with [`SparseError::OutOfHostMemory`] instead of aborting.
+    pub fn try_from_coo(a: &Coo<T>) -> Result<Self, SparseError> {
+        let (n_rows, n_cols, nnz) = (a.n_rows(), a.n_cols(), a.nnz());
+        let what = format!(
+            "Csr::try_from_coo: a {n_rows} x {n_cols} {} matrix with {nnz} entries",
+            T::SUFFIX
+        );
+        let ptrs = n_rows as u128 + 1;
+        check_host_bytes(
+            &what,
+            storage_bytes(&[
+                (3 * ptrs, size_of::<usize>()),
+                (
+                    nnz as u128,
+                    size_of::<usize>() + size_of::<Index>() + size_of::<T>(),
+                ),
+            ]),
+        )?;
         // Counting sort by row (stable, so duplicates keep their triplet order).
-        let mut count = vec![0usize; n_rows + 1];
+        let mut count = try_vec(&what, n_rows + 1, 0usize)?;
         for &r in a.rows() {
             count[r as usize + 1] += 1;
         }
         for i in 0..n_rows {
             count[i + 1] += count[i];
         }
-        let mut next = count.clone();
-        let mut order = vec![0usize; a.nnz()];
+        let mut next = try_with_capacity(&what, n_rows + 1)?;
+        next.extend_from_slice(&count);
+        let mut order = try_vec(&what, nnz, 0usize)?;
         for (k, &r) in a.rows().iter().enumerate() {
             order[next[r as usize]] = k;
             next[r as usize] += 1;
         }
-        let mut row_ptr = Vec::with_capacity(n_rows + 1);
-        let mut col_idx = Vec::with_capacity(a.nnz());
-        let mut values = Vec::with_capacity(a.nnz());
+        drop(next);
+        let mut row_ptr = try_with_capacity(&what, n_rows + 1)?;
+        let mut col_idx = try_with_capacity(&what, nnz)?;
+        let mut values = try_with_capacity(&what, nnz)?;
         row_ptr.push(0);
         for i in 0..n_rows {
             let seg = &mut order[count[i]..count[i + 1]];
@@ -207,13 +237,13 @@ impl<T: Element> From<&Coo<T>> for Csr<T> {
             }
             row_ptr.push(values.len());
         }
-        Csr::from_parts_trusted(CsrParts {
+        Ok(Csr::from_parts_trusted(CsrParts {
             n_rows,
             n_cols,
             row_ptr,
             col_idx,
             values,
-        })
+        }))
     }
 }
 

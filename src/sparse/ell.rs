@@ -1,8 +1,8 @@
 //! ELLPACK-ITPACK: every row padded to the same width, stored column-major.
 
 use super::{
-    Bcsr, Csr, CsrParts, Element, Index, Rejected, SparseError, check_index_range, check_len,
-    checked_mul, round_up,
+    Bcsr, Csr, CsrParts, Element, Index, Rejected, SparseError, check_host_bytes,
+    check_index_range, check_len, checked_mul, round_up, storage_bytes, try_vec, try_with_capacity,
 };
 
 /// Options of the ELL converters.
@@ -69,8 +69,9 @@ pub struct EllParts<T> {
     pub row_len: Vec<Index>,
 }
 
-/// A matrix in ELL form (column-major slots, see the table in [`crate::sparse`]). A kernel
-/// may ignore `row_len` and run all `width` slots: padding contributes `0 * x[valid]`.
+/// A matrix in ELL form (column-major slots, see the table in [`crate::sparse`]). Padding
+/// slots hold 0 and a valid column, so a kernel may run all `width` slots: a zero adds
+/// nothing (the SpMV rule of [`crate::sparse`]), not even `0 * inf`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ell<T> {
     p: EllParts<T>,
@@ -131,7 +132,9 @@ impl<T: Element> Ell<T> {
         self.p
     }
 
-    /// Converts a CSR matrix. Errors: `subsection` or `row_align` is 0; the size overflows.
+    /// Converts a CSR matrix. Errors: `subsection` or `row_align` is 0; the size overflows
+    /// or needs more memory than the host may allocate (every row is padded to the
+    /// longest: one dense row makes `n_rows x n_cols` slots), checked before allocating.
     pub fn from_csr(a: &Csr<T>, opts: &EllOptions) -> Result<Self, SparseError> {
         let rows = (0..a.n_rows()).map(|i| a.row(i));
         build("Ell::from_csr", a.n_rows(), a.n_cols(), rows, opts)
@@ -195,10 +198,24 @@ fn build<'a, T: Element>(
         .unwrap_or(0);
     let width = round_up(op, "width", max_len, opts.subsection)?;
     let n_rows_pad = round_up(op, "n_rows", n_rows, opts.row_align)?;
+    // Every row padded to the longest: checked before anything is allocated.
+    let slots = (width as u128).saturating_mul(n_rows_pad as u128);
+    let what = format!(
+        "{op}: {n_rows} rows (padded to {n_rows_pad}) x width {width} (the longest row, {max_len} entries, rounded up to a multiple of {}) of {} values and column indices",
+        opts.subsection,
+        T::SUFFIX
+    );
+    check_host_bytes(
+        &what,
+        storage_bytes(&[
+            (slots, size_of::<Index>() + size_of::<T>()),
+            (n_rows as u128, size_of::<Index>()),
+        ]),
+    )?;
     let total = checked_mul(op, "slots", width, n_rows_pad)?;
-    let mut col_idx: Vec<Index> = vec![0; total];
-    let mut values = vec![T::ZERO; total];
-    let mut row_len = Vec::with_capacity(n_rows);
+    let mut col_idx: Vec<Index> = try_vec(&what, total, 0)?;
+    let mut values = try_vec(&what, total, T::ZERO)?;
+    let mut row_len = try_with_capacity(&what, n_rows)?;
     for (i, (cs, vs)) in rows.enumerate() {
         let mut k = 0;
         let mut last: Index = 0;

@@ -31,7 +31,8 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
 use super::{
-    Bcsr, BcsrParts, BlockLayout, Element, Index, SparseError, check_index_range, checked_mul,
+    Bcsr, BcsrParts, BlockLayout, Element, Index, SparseError, check_host_bytes, check_index_range,
+    checked_mul, storage_bytes, try_vec, try_with_capacity,
 };
 use crate::RealScalar;
 use crate::blas1::reference::widen;
@@ -94,7 +95,12 @@ pub fn large() -> TraceSpec {
 
 /// Ordered pairs of cells at distance 1 or 2 on a line of `n` cells.
 fn pairs(n: usize) -> usize {
-    2 * n.saturating_sub(1) + 2 * n.saturating_sub(2)
+    mul(&[2, n.saturating_sub(1)]).saturating_add(mul(&[2, n.saturating_sub(2)]))
+}
+
+/// The product of `f`, saturating at `usize::MAX`.
+fn mul(f: &[usize]) -> usize {
+    f.iter().fold(1usize, |p, &x| p.saturating_mul(x))
 }
 
 impl TraceSpec {
@@ -119,35 +125,39 @@ impl TraceSpec {
         self.connect_grid_blocks = c;
         self
     }
+    // The counts below saturate at `usize::MAX` (a spec too large for any machine, which
+    // `trace_like` refuses) instead of overflowing.
+
     /// Real cells (`grid_blocks nx ntheta nr`).
     pub fn cells(&self) -> usize {
-        self.grid_blocks * self.nx * self.ntheta * self.nr
+        mul(&[self.grid_blocks, self.nx, self.ntheta, self.nr])
     }
     /// Block rows of one grid block including its ghost layer.
     pub fn block_rows_per_grid_block(&self) -> usize {
-        (self.nx + 2 * GHOST) * (self.ntheta + 2 * GHOST) * (self.nr + 2 * GHOST)
+        let g = |n: usize| n.saturating_add(2 * GHOST);
+        mul(&[g(self.nx), g(self.ntheta), g(self.nr)])
     }
     /// Block rows (= block columns) of the matrix, ghosts included.
     pub fn block_rows(&self) -> usize {
-        self.grid_blocks * self.block_rows_per_grid_block()
+        mul(&[self.grid_blocks, self.block_rows_per_grid_block()])
     }
     /// Nonzero blocks (formula in the [module docs](self)).
     pub fn nonzero_blocks(&self) -> usize {
-        let rr = self.grid_blocks * self.nr;
+        let rr = mul(&[self.grid_blocks, self.nr]);
         let pr = if self.connect_grid_blocks {
             pairs(rr)
         } else {
-            self.grid_blocks * pairs(self.nr)
+            mul(&[self.grid_blocks, pairs(self.nr)])
         };
         self.cells()
-            + pairs(self.nx) * self.ntheta * rr
-            + pairs(self.ntheta) * self.nx * rr
-            + pr * self.nx * self.ntheta
+            .saturating_add(mul(&[pairs(self.nx), self.ntheta, rr]))
+            .saturating_add(mul(&[pairs(self.ntheta), self.nx, rr]))
+            .saturating_add(mul(&[pr, self.nx, self.ntheta]))
     }
     /// Structural nonzero entries: 25 per diagonal block, 21 per off-diagonal block.
     pub fn nonzero_entries(&self) -> usize {
         let off = self.nonzero_blocks() - self.cells();
-        self.cells() * B * B + off * (B * B - OFFDIAG_ZEROS.len())
+        mul(&[self.cells(), B * B]).saturating_add(mul(&[off, B * B - OFFDIAG_ZEROS.len()]))
     }
     /// The block row of cell `(ix, it, ir)` of grid block `g`.
     pub fn block_row(&self, g: usize, ix: usize, it: usize, ir: usize) -> usize {
@@ -204,21 +214,47 @@ const GEN_CHUNK: usize = 256;
 
 /// Generates the matrix of `spec` as BCSR with `b = 5`, row-major blocks (structure and
 /// values in the [module docs](self)). Errors: the size exceeds the index type or memory
-/// addressing.
+/// addressing, or needs more memory than the host may allocate (checked before
+/// allocating: `300 x 300 x 300 x 1` is 28 M block rows and 350 M blocks, 140 GB in
+/// complex double).
 pub fn trace_like<T: Element>(spec: &TraceSpec) -> Result<Bcsr<T>, SparseError> {
     let op = "generate::trace_like";
-    let nbr = spec
-        .grid_blocks
-        .checked_mul(spec.nx + 4)
-        .and_then(|v| v.checked_mul(spec.ntheta + 4))
-        .and_then(|v| v.checked_mul(spec.nr + 4))
+    let with_ghosts = |n: usize| n.checked_add(2 * GHOST);
+    let nbr = with_ghosts(spec.nx)
+        .zip(with_ghosts(spec.ntheta))
+        .zip(with_ghosts(spec.nr))
+        .and_then(|((px, pt), pr)| {
+            spec.grid_blocks
+                .checked_mul(px)?
+                .checked_mul(pt)?
+                .checked_mul(pr)
+        })
         .ok_or_else(|| SparseError::InvalidArgument {
             op,
             reason: format!("{spec:?} overflows the address space"),
         })?;
     check_index_range(op, "n_rows", checked_mul(op, "rows", nbr, B)?)?;
+    // nbr * 5 fits Index, so the block count (at most 13 per cell) cannot overflow.
+    let nnzb = spec.nonzero_blocks();
+    let what = format!(
+        "{op}: {} x {} x {} cells x {} grid blocks, {nbr} block rows with {nnzb} blocks of 5 x 5 {} values",
+        spec.nx,
+        spec.ntheta,
+        spec.nr,
+        spec.grid_blocks,
+        T::SUFFIX
+    );
+    check_host_bytes(
+        &what,
+        storage_bytes(&[
+            (2 * nbr as u128 + 1, size_of::<usize>()),
+            (nnzb as u128, size_of::<Index>()),
+            (nnzb as u128 * (B * B) as u128, size_of::<T>()),
+        ]),
+    )?;
     // Block counts per row, then offsets.
-    let counts: Vec<usize> = (0..nbr)
+    let mut counts = try_with_capacity::<usize>(&what, nbr)?;
+    (0..nbr)
         .into_par_iter()
         .map_init(Vec::new, |buf, row| match spec.cell_of(row) {
             Some(cell) => {
@@ -227,15 +263,17 @@ pub fn trace_like<T: Element>(spec: &TraceSpec) -> Result<Bcsr<T>, SparseError> 
             }
             None => 0,
         })
-        .collect();
-    let mut row_ptr = Vec::with_capacity(nbr + 1);
+        .collect_into_vec(&mut counts);
+    let mut row_ptr = try_with_capacity(&what, nbr + 1)?;
     row_ptr.push(0usize);
     for c in &counts {
         row_ptr.push(row_ptr[row_ptr.len() - 1] + c);
     }
+    drop(counts);
+    debug_assert_eq!(row_ptr[nbr], nnzb);
     let nnzb = row_ptr[nbr];
-    let mut col_idx: Vec<Index> = vec![0; nnzb];
-    let mut values = vec![T::ZERO; checked_mul(op, "values", nnzb, B * B)?];
+    let mut col_idx: Vec<Index> = try_vec(&what, nnzb, 0)?;
+    let mut values = try_vec(&what, checked_mul(op, "values", nnzb, B * B)?, T::ZERO)?;
     // Split the arrays into per-task pieces (each a contiguous range of block rows).
     let mut tasks = Vec::with_capacity(nbr.div_ceil(GEN_CHUNK));
     {

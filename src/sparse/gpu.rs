@@ -360,7 +360,7 @@ impl<A: Element> DeviceSbell<A> {
 
     /// Copies `a`'s arrays (and the list of its empty block rows) to the device of `gpu`.
     pub fn upload(gpu: &Gpu, a: &Sbell<A>) -> Result<Self> {
-        let empty = a.empty_block_rows();
+        let empty = a.empty_block_rows()?;
         Ok(DeviceSbell {
             b: a.b(),
             n_block_rows: a.n_block_rows(),
@@ -479,7 +479,7 @@ impl<A: Element> DeviceBdia<A> {
 
     /// Copies `a`'s arrays (and the list of its unstored block rows) to the device of `gpu`.
     pub fn upload(gpu: &Gpu, a: &Bdia<A>) -> Result<Self> {
-        let empty = super::ghost_block_rows(a.row_index(), a.n_block_rows());
+        let empty = super::ghost_block_rows(a.row_index(), a.n_block_rows())?;
         Ok(DeviceBdia {
             b: a.b(),
             n_block_rows: a.n_block_rows(),

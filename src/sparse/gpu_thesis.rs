@@ -338,7 +338,7 @@ impl<A: Element> ThesisPlan<A> {
         let op = "ThesisPlan::new";
         let b = a.b();
         let (c, map) = a.compact_empty_block_rows();
-        let ghosts = ghost_block_rows(&map, a.n_block_rows());
+        let ghosts = ghost_block_rows(&map, a.n_block_rows())?;
         let (nbr, nnzb) = (c.n_block_rows(), c.nnz_blocks());
         let (sa, si) = (size_of::<A>(), size_of::<Index>());
         let shared_index = (nbr + ghosts.len()) * si; // map + ghost list

@@ -24,6 +24,19 @@
 //! | [`Bdia`] | `offsets[S]`, `row_index[nsr]`, `values[S b b nsr_pad]` | stored block row `s` is logical block row `R = row_index[s]`; diagonal `d` holds the block at block column `R + offsets[d]`, entry `(r, c)` at `(d b + c) (nsr_pad b) + s b + r`; absent / out-of-range blocks are stored as zero; **no column indices** |
 //! | [`Sbell`] | `row_index[nsr]`, `masks[w]`, `row_len`, `slice_{col,val}_ptr`, `block_col`, `values` | slices of 32 stored block rows; slot `k` of stored row `s` (lane `l = s % 32` of slice `sl`): block column `block_col[slice_col_ptr[sl] + 32 k + l]`, `e`-th set bit of `masks[k]` at `values[slice_val_ptr[sl] + 32 (E_k + e) + l]`; slot 0 the diagonal block; **no ghost rows, no in-block zeros** ([`sbell`]) |
 //!
+//! # Zero entries and non-finite values: the same in every format
+//! Every SpMV (CPU and GPU) skips entries whose value is exactly zero, whether the matrix
+//! stores them or a format padded them in (in-block zeros of BCSR/BELL/BDIA, padding slots
+//! of ELL/BELL, zeros inside SBELL masks): `A x` is the product of the matrix with its
+//! explicit zeros dropped. So a NaN or infinity in `x` reaches `y_i` only through a
+//! nonzero `a_ij`, and every format gives the same NaN/infinity pattern (and, where it
+//! sums in the same order, the same bits). NaN and infinity stored in `A` propagate. This
+//! differs from SciPy only for an explicitly stored zero facing a non-finite `x_j` (SciPy:
+//! `0 * inf = NaN`): the block formats cannot tell a stored zero from padding without a
+//! mask per block, so the rule that holds for all of them drops both
+//! ([`ferrocuda_kernels::sparse::spmv_term`]). Padded entries of `x` (blocked formats with
+//! [`BlockFit::Pad`]) are never read into a sum.
+//!
 //! # Converters
 //!
 //! `Coo -> Csr` ([`From`], sums duplicates, sorts), `Csr -> Coo`, `Csr <-> Bcsr`
@@ -32,6 +45,14 @@
 //! (fails with [`SparseError::NotStencil`] where the block pattern is not a small set of block
 //! diagonals), and each back to [`Csr`] with `to_csr()`. [`Bcsr::compact_empty_block_rows`]
 //! removes empty (ghost) block rows and returns the row map for [`cpu::spmv_bcsr_mapped`].
+//!
+//! Every converter (and [`generate::trace_like`], [`Csr::try_from_coo`], [`mm`]) computes
+//! the storage it will need with checked arithmetic before allocating, and returns
+//! [`SparseError::OutOfHostMemory`] naming the sizes (rows, block size, width) and the
+//! bytes where it exceeds what this process may allocate ([`crate::alloc`]): padding can
+//! make a small matrix huge (one dense row makes ELL `n x n`; a block size of 10^5 makes
+//! one block 80 GB). [`Bcsr::from_csr`] with [`BlockFit::Pad`] refuses a block size larger
+//! than a nonzero dimension.
 //!
 //! # Errors
 //! Every fallible function returns [`SparseError`], naming the operation and the offending
@@ -131,9 +152,14 @@ pub enum SparseError {
         reason: String,
     },
     /// A Matrix Market file that cannot be read.
-    #[error("Matrix Market line {line}: {reason}")]
+    #[error("{}", if *line == 0 {
+        format!("Matrix Market file: {reason}")
+    } else {
+        format!("Matrix Market line {line}: {reason}")
+    })]
     Parse {
-        /// 1-based line number (0: the end of the file).
+        /// 1-based line number (errors found at the end of the file name its last line;
+        /// 0 only for a file without any line).
         line: usize,
         /// What is wrong, with the text found.
         reason: String,
@@ -146,6 +172,11 @@ pub enum SparseError {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// A size (from a file or an argument) that needs more host memory than this process
+    /// may allocate: the [`crate::Error::OutOfHostMemory`] of [`crate::alloc`], naming the
+    /// request and its bytes, into which it converts.
+    #[error(transparent)]
+    OutOfHostMemory(Box<crate::Error>),
     /// A matrix the block-stencil format ([`Bdia`]) cannot hold.
     #[error("{op}: not a block-stencil matrix: {reason}")]
     NotStencil {
@@ -189,19 +220,63 @@ pub use crate::blas1::Element;
 
 /// The block rows `0..n_block_rows` that `map` (strictly increasing, as from
 /// [`Bcsr::compact_empty_block_rows`]) does not contain: the ghost rows, which a product sets to
-/// `beta y`.
-pub fn ghost_block_rows(map: &[Index], n_block_rows: usize) -> Vec<Index> {
-    let mut ghosts = Vec::with_capacity(n_block_rows.saturating_sub(map.len()));
+/// `beta y`. Errors: `n_block_rows` beyond [`Index`], or a list larger than the host can
+/// hold (a matrix with billions of empty block rows).
+pub fn ghost_block_rows(map: &[Index], n_block_rows: usize) -> Result<Vec<Index>, SparseError> {
+    let op = "ghost_block_rows";
+    check_index_range(op, "n_block_rows", n_block_rows)?;
+    let n = n_block_rows.saturating_sub(map.len());
+    let mut ghosts = try_with_capacity(
+        &format!("{op}: the list of {n} empty block rows of {n_block_rows}"),
+        n,
+    )?;
     let mut next = map.iter().peekable();
     for bi in 0..n_block_rows {
         if next.peek().is_some_and(|&&m| m as usize == bi) {
             next.next();
         } else {
-            // bi < n_block_rows, whose scalar count fits Index (checked by the format).
+            // bi < n_block_rows <= Index::MAX (checked above).
             ghosts.push(bi as Index);
         }
     }
-    ghosts
+    Ok(ghosts)
+}
+
+/// Bytes of arrays of `(count, bytes per element)`, exact (`u128`, saturating).
+pub(crate) fn storage_bytes(arrays: &[(u128, usize)]) -> u128 {
+    arrays.iter().fold(0u128, |sum, &(count, size)| {
+        sum.saturating_add(crate::alloc::bytes_of(count, size))
+    })
+}
+
+/// The sparse module's form of an allocation error of [`crate::alloc`].
+fn host_memory(e: crate::Error) -> SparseError {
+    SparseError::OutOfHostMemory(Box::new(e))
+}
+
+/// [`crate::alloc::check_host_bytes`] with the sparse module's error.
+pub(crate) fn check_host_bytes(what: &str, bytes: u128) -> Result<(), SparseError> {
+    crate::alloc::check_host_bytes(what, bytes).map_err(host_memory)
+}
+
+/// [`crate::alloc::try_with_capacity`] with the sparse module's error.
+pub(crate) fn try_with_capacity<T>(what: &str, len: usize) -> Result<Vec<T>, SparseError> {
+    crate::alloc::try_with_capacity(what, len).map_err(host_memory)
+}
+
+/// [`crate::alloc::try_vec`] with the sparse module's error.
+pub(crate) fn try_vec<T: Clone>(what: &str, len: usize, value: T) -> Result<Vec<T>, SparseError> {
+    crate::alloc::try_vec(what, len, value).map_err(host_memory)
+}
+
+/// Makes room for one more element of `v`, doubling fallibly ([`crate::alloc::try_reserve`]):
+/// for arrays that grow with what a file really holds.
+pub(crate) fn grow_for_push<T>(what: &str, v: &mut Vec<T>) -> Result<(), SparseError> {
+    if v.len() == v.capacity() {
+        let more = v.len().max(1024);
+        crate::alloc::try_reserve(what, v, more).map_err(host_memory)?;
+    }
+    Ok(())
 }
 
 /// Checks that `n` fits [`Index`] (as a count of columns or block columns).
@@ -246,6 +321,15 @@ pub(crate) fn checked_mul(
         .ok_or_else(|| SparseError::InvalidArgument {
             op,
             reason: format!("{what}: {a} x {b} overflows the address space"),
+        })
+}
+
+/// `a + b`, or an error naming the operation where it overflows.
+pub(crate) fn checked_add(op: &'static str, a: usize, b: usize) -> Result<usize, SparseError> {
+    a.checked_add(b)
+        .ok_or_else(|| SparseError::InvalidArgument {
+            op,
+            reason: format!("{a} + {b} overflows the address space"),
         })
 }
 

@@ -38,8 +38,8 @@
 //! bits; GPU and CPU of this format agree bit for bit.
 
 use super::{
-    Bcsr, BcsrParts, BlockLayout, Csr, Element, Index, Rejected, SparseError, check_index_range,
-    check_len, checked_mul,
+    Bcsr, BcsrParts, BlockLayout, Csr, Element, Index, Rejected, SparseError, check_host_bytes,
+    check_index_range, check_len, checked_add, checked_mul, storage_bytes, try_vec,
 };
 
 pub use ferrocuda_kernels::spmv::{SBELL_MAX_B as MAX_B, SBELL_SLICE as SLICE};
@@ -157,7 +157,8 @@ impl<T: Element> Sbell<T> {
     }
 
     /// Logical block rows that are not stored (each gets `beta y` in a product), in order.
-    pub fn empty_block_rows(&self) -> Vec<Index> {
+    /// Errors: a list larger than the host can hold ([`super::ghost_block_rows`]).
+    pub fn empty_block_rows(&self) -> Result<Vec<Index>, SparseError> {
         super::ghost_block_rows(&self.p.row_index, self.p.n_block_rows)
     }
 
@@ -242,13 +243,31 @@ impl<T: Element> Sbell<T> {
                 .map(len)
                 .max()
                 .unwrap_or(0);
-            slice_col_ptr[sl + 1] = slice_col_ptr[sl] + checked_mul(op, "slots", w, SLICE)?;
-            slice_val_ptr[sl + 1] =
-                slice_val_ptr[sl] + checked_mul(op, "entries", prefix[w], SLICE)?;
+            slice_col_ptr[sl + 1] =
+                checked_add(op, slice_col_ptr[sl], checked_mul(op, "slots", w, SLICE)?)?;
+            slice_val_ptr[sl + 1] = checked_add(
+                op,
+                slice_val_ptr[sl],
+                checked_mul(op, "entries", prefix[w], SLICE)?,
+            )?;
         }
-        let mut row_len = vec![0 as Index; n_slices * SLICE];
-        let mut block_col = vec![0 as Index; slice_col_ptr[n_slices]];
-        let mut values = vec![T::ZERO; slice_val_ptr[n_slices]];
+        // Each slice padded to its longest row: checked before allocating.
+        let (n_slots, n_entries) = (slice_col_ptr[n_slices], slice_val_ptr[n_slices]);
+        let what = format!(
+            "{op}: {n_stored} stored block rows in {n_slices} slices of {SLICE}, {n_slots} block slots and {n_entries} {} entries (block size {b})",
+            T::SUFFIX
+        );
+        check_host_bytes(
+            &what,
+            storage_bytes(&[
+                ((n_slices * SLICE) as u128, size_of::<Index>()),
+                (n_slots as u128, size_of::<Index>()),
+                (n_entries as u128, size_of::<T>()),
+            ]),
+        )?;
+        let mut row_len = try_vec(&what, n_slices * SLICE, 0 as Index)?;
+        let mut block_col = try_vec(&what, n_slots, 0 as Index)?;
+        let mut values = try_vec(&what, n_entries, T::ZERO)?;
         for s in 0..n_stored {
             let (sl, lane) = (s / SLICE, s % SLICE);
             // len <= nnz_blocks of one row <= n_block_cols <= Index::MAX.

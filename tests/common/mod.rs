@@ -128,7 +128,41 @@ pub fn assert_bits_eq<T: Element>(what: &str, got: &[T], want: &[T]) {
     );
 }
 
-/// `|v|` in `f64` (complex modulus for complex types).
+/// [`assert_bits_eq`], except that a NaN part matches any NaN: the GPU returns the
+/// canonical NaN where the CPU keeps an operand's payload.
+pub fn assert_bits_eq_nan<T: Element>(what: &str, got: &[T], want: &[T]) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths differ");
+    let part = |x: f64, y: f64| (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits();
+    let same = |a: T, b: T| {
+        let (a, b) = (reference::widen(a), reference::widen(b));
+        part(a.re, b.re) && part(a.im, b.im)
+    };
+    let bad: Vec<usize> = (0..got.len()).filter(|&i| !same(got[i], want[i])).collect();
+    if let Some(&i) = bad.first() {
+        panic!(
+            "{what}: {} of {} elements differ (NaN matching any NaN); first at index {i}: got {:?}, want {:?}",
+            bad.len(),
+            got.len(),
+            got[i],
+            want[i]
+        );
+    }
+}
+
+/// The request and bytes of the [`ferrocuda::Error::OutOfHostMemory`] that `r` must be
+/// (in its sparse form); panics with what `r` is otherwise.
+pub fn out_of_host_memory<T: std::fmt::Debug>(
+    r: Result<T, ferrocuda::sparse::SparseError>,
+) -> (String, u128) {
+    match r.map_err(ferrocuda::Error::from) {
+        Err(ferrocuda::Error::OutOfHostMemory {
+            what, requested, ..
+        }) => (what, requested),
+        other => panic!("expected an out-of-memory error, got {other:?}"),
+    }
+}
+
+/// `|v|` in `f64` (complex modulus for complex types)./// `|v|` in `f64` (complex modulus for complex types).
 pub fn abs<T: Element>(v: T) -> f64 {
     reference::widen(v).norm()
 }
