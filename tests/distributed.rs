@@ -356,6 +356,35 @@ fn distributed_gmres_rejects_bad_input_on_every_rank() {
             .contains("another rank"),
         "{res:?}"
     );
+    // A workspace beyond any machine (restart and max_iter huge): every rank refuses
+    // before allocating, naming restart and its n; none panics or hangs.
+    let res = std::thread::scope(|s| {
+        let hs: Vec<_> = ThreadComm::world(2)
+            .into_iter()
+            .map(|c| {
+                let (a, p) = (&a, &p);
+                s.spawn(move || {
+                    let op = DistributedBcsr::new(&c, p, p.local_rows(a, c.rank())?)?;
+                    let b = vec![1.0f64; LinOp::<f64>::nrows(&op)];
+                    let mut x = vec![0.0f64; b.len()];
+                    let opts = GmresOptions::default()
+                        .restart(usize::MAX)
+                        .max_iter(usize::MAX);
+                    cpu::gmres_distributed(&c, &op, None, &b, &mut x, &opts).map(|_| ())
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    for r in &res {
+        let msg = r.as_ref().unwrap_err().to_string();
+        assert!(
+            msg.contains("GMRES workspace") && msg.contains("bytes"),
+            "{msg}"
+        );
+    }
     // A partition for 3 ranks on a world of 2: both ranks refuse.
     let p3 = RowPartition::grid_blocks(&spec, 3).unwrap();
     let res = run_on_threads(2, |comm| {

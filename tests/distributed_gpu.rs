@@ -186,6 +186,23 @@ fn distributed_gpu_gmres_matches_the_cpu_distributed_solve() {
         kgpu::gmres_distributed(comm, &op, None, &bd, &mut xd, &opts).map(|_| ())
     });
     assert!(res.unwrap_err().to_string().contains("CGS2"));
+    // A workspace beyond the device: refused on every rank before allocating, no hang.
+    let opts = GmresOptions::default()
+        .restart(usize::MAX)
+        .max_iter(usize::MAX);
+    let res = run_on_threads(2, |comm| {
+        let gpu = rank_gpu(&base, comm.rank());
+        let local = p.local_rows(&a, comm.rank())?;
+        let op = DeviceDistributedBcsr::<f64, f64>::new(comm, &gpu, &p, &local)?;
+        let bd = gpu.upload(&vec![1.0; op.nrows()])?;
+        let mut xd = gpu.upload(&vec![0.0; op.nrows()])?;
+        kgpu::gmres_distributed(comm, &op, None, &bd, &mut xd, &opts).map(|_| ())
+    });
+    let msg = res.unwrap_err().to_string();
+    assert!(
+        msg.contains("GMRES workspace") && msg.contains("bytes"),
+        "{msg}"
+    );
 }
 
 /// Whether NCCL can be used; without it the NCCL tests say so on stderr and skip, or
