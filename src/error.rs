@@ -74,8 +74,8 @@ pub enum Error {
     },
     /// A host allocation larger than this process may make (a size from a user or a
     /// file); see [`crate::alloc`].
-    #[error("{what} needs {requested} bytes, {}", match limit {
-        Some(l) => format!("more than the {l} bytes this process may still allocate ({bound})"),
+    #[error("{what} needs {requested} bytes ({}), {}", gib(*requested), match limit {
+        Some(l) => format!("more than the {l} bytes ({}) of host memory this process may still allocate ({bound})", gib(*l as u128)),
         None => format!("more than {bound}"),
     })]
     OutOfHostMemory {
@@ -91,7 +91,9 @@ pub enum Error {
     /// A device allocation larger than the device's free memory (a size from a user or a
     /// file), refused before allocating; see [`crate::alloc::check_device_bytes`].
     #[error(
-        "{what} needs {requested} bytes of GPU memory, more than the {free} bytes free on device {ordinal} ({total} bytes in all)"
+        "{what} needs {requested} bytes ({}) of GPU memory, more than the {free} bytes ({}) free on device {ordinal} ({total} bytes in all)",
+        gib(*requested),
+        gib(*free as u128)
     )]
     OutOfDeviceMemory {
         /// What was to be allocated, with its dimensions.
@@ -177,6 +179,11 @@ impl Error {
     pub fn is_no_device(&self) -> bool {
         matches!(self, Error::Gpu(ferrocuda_host::Error::NoDevice { .. }))
     }
+}
+
+/// `bytes` in GiB for messages ("13.76 GiB").
+fn gib(bytes: u128) -> String {
+    format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
 
 /// Result with ferrocuda's [`Error`].
