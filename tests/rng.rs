@@ -587,3 +587,37 @@ fn amd_scheme_quirks() {
     assert!(amd_normals_cpu(&[seed], 9, &mut [0.0; 36]).is_err());
     assert!(amd_normals_cpu(&[seed], 8, &mut [0.0; 31]).is_err());
 }
+
+/// Counts from a user (`rng sfmt --count 1e12 --json`, a million million streams) are
+/// checked before allocating: an error naming the count and the bytes, the generator
+/// not advanced. In range, the vectors hold the generator's next outputs.
+#[test]
+fn oversized_counts_are_errors_not_aborts() {
+    let fresh = Sfmt::new(Mexp::M19937, 1234);
+    let mut g = fresh.clone();
+    for e in [
+        g.generate_u64(1_000_000_000_000).unwrap_err(),
+        g.generate_u32(usize::MAX).unwrap_err(),
+    ] {
+        let msg = e.to_string();
+        assert!(
+            matches!(e, ferrocuda::Error::OutOfHostMemory { .. })
+                && msg.contains("SFMT outputs")
+                && msg.contains("bytes"),
+            "{msg}"
+        );
+    }
+    assert_eq!(g, fresh, "advanced by a refused request");
+    let mut want = vec![0u32; 1000];
+    g.clone().fill_u32(&mut want);
+    assert_eq!(g.generate_u32(1000).unwrap(), want);
+    let mut h = fresh.clone();
+    let mut want = vec![0u64; 77];
+    h.clone().fill_u64(&mut want);
+    assert_eq!(h.generate_u64(77).unwrap(), want);
+    let e = jump::streams(&fresh, 1 << 40, 0).unwrap_err().to_string();
+    assert!(
+        e.contains("1099511627776 SFMT19937 streams") && e.contains("bytes"),
+        "{e}"
+    );
+}
