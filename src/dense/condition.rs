@@ -113,7 +113,7 @@ fn minus_dot<T: LuScalar>(s: T, c: &[T], y: &[T]) -> T {
 /// parallel), then the interchanges in reverse order.
 fn solve_transposed_column<T: LuScalar>(f: &[T], ipiv: &[u32], x: &mut [T], par_from: usize) {
     let n = x.len();
-    let mut part = vec![T::ZERO; SOLVE_BLOCK];
+    let mut part = [T::ZERO; SOLVE_BLOCK];
     // U^T: x_j = (x_j - sum_{i < j} u_ij x_i) / u_jj, i ascending.
     for b0 in (0..n).step_by(SOLVE_BLOCK) {
         let b1 = (b0 + SOLVE_BLOCK).min(n);
@@ -348,7 +348,7 @@ pub(crate) fn report<T: LuScalar>(done: Finished<'_, T>, opts: &LuOptions) -> Re
         rcond,
         precision: T::SUFFIX,
         eps,
-        singular_to_working_precision: !(rcond >= eps),
+        singular_to_working_precision: rcond.is_nan() || rcond < eps,
     })
 }
 
@@ -368,7 +368,7 @@ mod tests {
                 let u = x[p];
                 if u != 0.0 {
                     for i in p + 1..n {
-                        x[i] = x[i] - f[p * n + i] * u;
+                        x[i] -= f[p * n + i] * u;
                     }
                 }
             }
@@ -377,7 +377,7 @@ mod tests {
                 x[p] = v;
                 if v != 0.0 {
                     for i in 0..p {
-                        x[i] = x[i] - f[p * n + i] * v;
+                        x[i] -= f[p * n + i] * v;
                     }
                 }
             }

@@ -225,7 +225,7 @@ pub fn streams(base: &Sfmt, count: usize, log2_spacing: u32) -> Result<Vec<Sfmt>
                 }
             }
             let last = (first + run).min(count);
-            let mut out = crate::alloc::try_with_capacity(&what, last - first)?;
+            let mut out = crate::alloc::try_with_capacity(what, last - first)?;
             for i in first..last {
                 if i > first {
                     g.jump(&step)?;
