@@ -207,6 +207,23 @@ fn gmres_gpu_behaviour_on_special_and_bad_input() {
     assert!(!r.converged);
     assert_eq!(r.reason, StopReason::MaxIterations);
     assert_eq!(r.iterations, 3);
+    // A workspace beyond the device's memory: an error naming restart, n and the bytes,
+    // refused before allocating; x unchanged.
+    for restart in [usize::MAX, 1 << 40] {
+        let opts = GmresOptions::default()
+            .restart(restart)
+            .max_iter(usize::MAX);
+        let mut x = gpu.upload(&vec![0.5; n]).expect("x");
+        let e = kgpu::gmres(&a, None, &db, &mut x, &opts).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            matches!(e, ferrocuda::Error::OutOfDeviceMemory { .. })
+                && msg.contains(&format!("restart = {restart}"))
+                && msg.contains("n = 64"),
+            "{msg}"
+        );
+        assert!(x.download().expect("x").iter().all(|&v| v == 0.5));
+    }
 }
 
 /// On singular, inconsistent systems the GPU takes the CPU twin's decisions: the same
@@ -243,37 +260,5 @@ fn gmres_gpu_on_singular_systems_matches_the_cpu_reason_and_keeps_the_best_itera
                 r.residual
             );
         }
-    }
-}
-
-/// A workspace beyond the device's memory is an error naming restart, n and the bytes,
-/// refused before allocating; `x` is unchanged.
-#[test]
-fn gmres_gpu_restart_beyond_memory_is_an_error() {
-    let Some(gpu) = gpu_or_skip("gmres_gpu_restart_beyond_memory_is_an_error") else {
-        return;
-    };
-    let n = 64;
-    let coo = nonsymmetric::<f64>(n, 9);
-    let bcsr =
-        Bcsr::from_csr(&Csr::from(&coo), 1, BlockLayout::RowMajor, BlockFit::Exact).expect("bcsr");
-    let a = DeviceBcsr::upload(&gpu, &bcsr).expect("upload");
-    let db = gpu.upload(&random_vec::<f64>(n, 1)).expect("b");
-    for restart in [usize::MAX, 1 << 40] {
-        let opts = GmresOptions::default()
-            .restart(restart)
-            .max_iter(usize::MAX);
-        let mut x = gpu.upload(&vec![0.5; n]).expect("x");
-        let e = kgpu::gmres(&a, None, &db, &mut x, &opts).unwrap_err();
-        assert!(
-            matches!(e, ferrocuda::Error::OutOfDeviceMemory { .. }),
-            "{e}"
-        );
-        let msg = e.to_string();
-        assert!(
-            msg.contains(&format!("restart = {restart}")) && msg.contains("n = 64"),
-            "{msg}"
-        );
-        assert!(x.download().expect("x").iter().all(|&v| v == 0.5));
     }
 }
