@@ -157,7 +157,7 @@ fn pair_slices(m: usize, n: usize, p: usize) -> (usize, usize) {
     let jblocks = m.div_ceil(PAIR_BLOCK);
     let tiles = jblocks;
     let want = PAIR_TARGET_BLOCKS
-        .div_ceil(jblocks * n * p)
+        .div_ceil(jblocks.saturating_mul(n).saturating_mul(p))
         .clamp(1, tiles)
         .min(ferrocuda_host::MAX_GRID_YZ as usize / p);
     let chunk = tiles.div_ceil(want.max(1)) * PAIR_BLOCK;
@@ -214,8 +214,11 @@ fn fused_plan(
     Ok(Some(plan))
 }
 
+/// `len` (at least 1) NaNs on the device, filled there (no host buffer of that size).
 fn poisoned(gpu: &Gpu, len: usize) -> Result<DeviceBuffer<f64>> {
-    Ok(gpu.upload(&vec![f64::NAN; len.max(1)])?)
+    let mut b = gpu.alloc::<f64>(len.max(1))?;
+    crate::blas1::gpu::fill(&mut b, f64::NAN)?;
+    Ok(b)
 }
 
 impl GpuEvaluator {
@@ -272,6 +275,7 @@ impl GpuEvaluator {
         // stream no other thread issues work to.
         let gpu = &gpu.new_stream()?;
         let (m, n, p) = (model.objects, model.horizon, batch);
+        model.check_memory()?;
         let blocks = m.div_ceil(BLOCK);
         let (slices, chunk) = pair_slices(m, n, p);
         let fused = if method == Gradient::Exact {
@@ -279,6 +283,23 @@ impl GpuEvaluator {
         } else {
             None
         };
+        // Every buffer below, counted exactly before any is allocated (the sizes are
+        // then bounded by the device's memory).
+        let (mu, nu, pu) = (m as u128, n as u128, p as u128);
+        let values = pu
+            * (mu * NX as u128
+                + 3 * nu * mu * NU as u128
+                + (nu + 1) * mu * NX as u128
+                + 3 * slices as u128 * nu * mu
+                + 2 * blocks as u128
+                + 2 * (nu + 1)
+                + 2
+                + 2 * fused.map_or(1, |f| f.blocks) as u128);
+        crate::alloc::check_device_bytes(
+            gpu,
+            &format!("the MPC evaluator for objects = {m}, horizon = {n}, batch = {p}"),
+            values * 8 + pu * 4,
+        )?;
         let buf = Buffers {
             x0: poisoned(gpu, p * m * NX)?,
             u: poisoned(gpu, p * n * m * NU)?,

@@ -85,7 +85,12 @@ impl SfmtStreams {
     pub fn new(gpu: &Gpu, streams: &[Sfmt]) -> Result<SfmtStreams> {
         check_streams("rng::gpu::SfmtStreams::new", streams, 0, 4, 0)?;
         let ns = streams.len();
-        let mut packed = vec![0u32; ns * N19937 * 4];
+        // As large as the streams' states together, which exist.
+        let mut packed = crate::alloc::try_vec(
+            &format!("the packed state of {ns} SFMT streams"),
+            ns * N19937 * 4,
+            0u32,
+        )?;
         for (s, g) in streams.iter().enumerate() {
             for (i, w) in g.state().iter().enumerate() {
                 packed[4 * (i * ns + s)..][..4].copy_from_slice(w);
@@ -127,9 +132,13 @@ impl SfmtStreams {
         self.n_streams
     }
 
-    /// `u32` outputs of `blocks` blocks of every stream: `n_streams * blocks * 624`.
+    /// `u32` outputs of `blocks` blocks of every stream: `n_streams * blocks * 624`,
+    /// saturating at `usize::MAX` (more than any device holds: an allocation of that
+    /// length fails with an error).
     pub fn len_u32(&self, blocks: usize) -> usize {
-        self.n_streams * blocks * 4 * N19937
+        self.n_streams
+            .saturating_mul(blocks)
+            .saturating_mul(4 * N19937)
     }
 
     /// The streams as CPU generators (downloads the state), to continue on the CPU.
