@@ -776,7 +776,10 @@ pub unsafe fn mpc_fused_f64(
 
     // 3. The backward sweep of each own object.
     let (mut sj, mut sg) = (0.0, 0.0);
-    for_each_strided(tid, bd, own, |r| {
+    // A hand-written block-stride loop: through `for_each_strided`, ptxas gives this
+    // kernel 4 more registers on sm_80.
+    let mut r = tid;
+    while r < own {
         let jj = lo + r;
         let mut sw = Sweep::new();
         let mut i = n + 1;
@@ -802,7 +805,8 @@ pub unsafe fn mpc_fused_f64(
         sw.step(&p, 0, n, x, [0.0; 3], false);
         sj += sw.cost;
         sg += sw.constraint;
-    });
+        r += bd;
+    }
     let tj = block_sum(sj);
     let tg = block_sum(sg);
     if blocks == 1 {
