@@ -262,6 +262,24 @@ fn register_smoother_matches_the_loop_version_bit_for_bit() {
     }
 }
 
+/// The GPU smoother handles are indexed by block edge (`SMOOTH[s - 1]` runs edge `s`)
+/// and keep the PTX entry names that notes and `scripts/ptx-check` refer to.
+#[test]
+fn smoother_handles_are_indexed_by_block_edge() {
+    use ferrocuda_kernels::multigrid::{MAX_GPU_BLOCK, MultigridKernels};
+    fn check<T: MultigridKernels>(sfx: &str) {
+        let names: Vec<&str> = T::SMOOTH.iter().map(|k| k.name()).collect();
+        let expected: Vec<String> = (1..=MAX_GPU_BLOCK)
+            .map(|s| format!("mg_smooth_s{s}_{sfx}"))
+            .collect();
+        assert_eq!(names, expected, "smoother handles of {sfx}");
+        assert_eq!(T::RESIDUAL.name(), format!("mg_residual_{sfx}"));
+        assert_eq!(T::COARSE_SOLVE.name(), format!("mg_coarse_solve_{sfx}"));
+    }
+    check::<f32>("f32");
+    check::<f64>("f64");
+}
+
 #[test]
 fn transfer_operators() {
     // Full weighting keeps a linear function (weights sum to one and are symmetric);

@@ -655,319 +655,267 @@ unsafe fn line(m: usize, tab: *const f64, row: usize, src: impl Fn(usize) -> f64
     acc
 }
 
+// ---------------------------------------------------------------------------------------
+// Kernels. Launch shapes: the point-wise kernels and the smoother run a 3D grid, x threads
+// over a row (`THREADS` per block), grid y and z over the rows and planes; the norm kernel
+// one block of `NORM_THREADS` per z-plane (partials in a fixed order); the coarse solve
+// one block. Each generic body is instantiated per scalar type (and per block edge for the
+// smoother) by `multigrid_instances!` below.
+
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::abi::Kernel;
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    //! Generic kernel bodies; the entry points below instantiate them per scalar type
-    //! (and per block edge for the smoother).
-    //!
-    //! Launch shapes: the point-wise kernels and the smoother run a 3D grid, x threads
-    //! over a row (`THREADS` per block), grid y and z over the rows and planes; the norm
-    //! kernel one block of `NORM_THREADS` per z-plane (partials in a fixed order); the
-    //! coarse solve one block.
-    use super::*;
-    use crate::device::{
-        block_dim, block_idx, block_idx_y, block_idx_z, block_sum, dynamic_shared, sync_threads,
-        thread_idx,
-    };
+use crate::device::{
+    block_dim, block_idx, block_idx_y, block_idx_z, block_sum, dynamic_shared,
+    for_each_block_index, for_each_strided, global_index, sync_threads, thread_idx,
+};
+use crate::{instances, kernel};
 
-    /// `(x, y, z)` of this thread in a point-wise 3D launch.
-    #[inline(always)]
-    fn point() -> (usize, usize, usize) {
-        (
-            block_idx() * block_dim() + thread_idx(),
-            block_idx_y(),
-            block_idx_z(),
-        )
-    }
+/// `(x, y, z)` of this thread in a point-wise 3D launch.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn point() -> (usize, usize, usize) {
+    (global_index(), block_idx_y(), block_idx_z())
+}
 
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn smooth<T: RealScalar, const S: usize>(
-        n: usize,
-        nblocks: usize,
-        mode: u32,
-        iters: u32,
-        h2: f64,
-        omega: f64,
-        u_in: *const T,
-        f: *const T,
-        u_out: *mut T,
-    ) {
-        let (t, qy, qz) = point();
-        if let Some(qx) = block_of_thread(mode, t, qy, qz, nblocks) {
-            let q = [qx, qy, qz];
-            if smoother_shared_bytes_per_thread(S, size_of::<T>()) > 0 {
-                // The launch gives smoother_threads(S, elem) threads and this many bytes
-                // per thread of dynamic shared memory.
-                let mut r = Strided {
-                    base: unsafe { dynamic_shared::<T>().add(thread_idx()) },
-                    stride: block_dim(),
-                };
-                unsafe {
-                    smooth_block_with::<T, S, _>(n, q, iters, h2, omega, u_in, f, u_out, &mut r)
-                }
-            } else {
-                unsafe { smooth_block::<T, S>(n, q, iters, h2, omega, u_in, f, u_out) }
-            }
-        }
-    }
+/// The scalars of the block smoother ([`MgSmooth`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SmoothParams {
+    /// Points per dimension of the grid.
+    pub n: usize,
+    /// Blocks per dimension, [`blocks_per_dim`]`(n, S)`.
+    pub nblocks: usize,
+    /// [`MODE_ALL`], [`MODE_RED`] or [`MODE_BLACK`].
+    pub mode: u32,
+    /// Gauss-Seidel sweeps inside each block.
+    pub iters: u32,
+    /// `h^2`.
+    pub h2: f64,
+    /// Damping of the block correction.
+    pub omega: f64,
+}
 
-    #[inline(always)]
-    pub unsafe fn residual<T: RealScalar>(
-        n: usize,
-        inv_h2: f64,
-        u: *const T,
-        f: *const T,
-        r: *mut T,
-    ) {
-        let (x, y, z) = point();
-        if x >= n {
-            return;
-        }
-        let g = idx(n, x, y, z);
-        let interior = x > 0 && y > 0 && z > 0 && x < n - 1 && y < n - 1 && z < n - 1;
-        let v = if interior {
-            T::from_f64(unsafe { residual_at(n, g, inv_h2, u, f) })
-        } else {
-            T::ZERO
-        };
-        unsafe { *r.add(g) = v };
-    }
-
-    #[inline(always)]
-    pub unsafe fn restrict<T: RealScalar>(
-        nc: usize,
-        b: usize,
-        inv_b6: f64,
-        r: *const T,
-        fc: *mut T,
-    ) {
-        let (x, y, z) = point();
-        if x >= nc {
-            return;
-        }
-        let interior = x > 0 && y > 0 && z > 0 && x < nc - 1 && y < nc - 1 && z < nc - 1;
-        let v = if interior {
-            unsafe { restrict_at(b * (nc - 1) + 1, b, inv_b6, x, y, z, r) }
-        } else {
-            T::ZERO
-        };
-        unsafe { *fc.add(idx(nc, x, y, z)) = v };
-    }
-
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn interp<T: RealScalar>(
-        nf: usize,
-        b: u32,
-        inv_b3: f64,
-        add: u32,
-        uc: *const T,
-        uf: *mut T,
-    ) {
-        let (x, y, z) = point();
-        if x == 0 || y == 0 || z == 0 || x >= nf - 1 || y >= nf - 1 || z >= nf - 1 {
-            return;
-        }
-        let nc = (nf - 1) / b as usize + 1;
-        let e = unsafe { interp_at(nc, b, inv_b3, x as u32, y as u32, z as u32, uc) };
-        let g = idx(nf, x, y, z);
-        unsafe {
-            *uf.add(g) = if add != 0 {
-                T::from_f64((*uf.add(g)).to_f64() + e)
-            } else {
-                T::from_f64(e)
+/// The fused block smoother with block edge `S` built in ([`smooth_block`]): grid x over
+/// the blocks of a row (half of them for one colour, [`smoother_threads_x`]), grid y and
+/// z over the rows and planes of blocks. Reads `u_in` and `f`, writes the interior of
+/// `u_out` (`n^3` each; `u_out` may be `u_in` as [`smooth_block`] allows). Edges whose
+/// right-hand side lives in shared memory ([`smoother_shared_bytes_per_thread`]) need
+/// that many bytes per thread of dynamic shared memory.
+#[kernel(args = MgSmooth)]
+pub unsafe fn smooth<T: RealScalar, const S: usize>(
+    params: SmoothParams,
+    u_in: *const T,
+    f: *const T,
+    u_out: *mut T,
+) {
+    let SmoothParams {
+        n,
+        nblocks,
+        mode,
+        iters,
+        h2,
+        omega,
+    } = params;
+    let (t, qy, qz) = point();
+    if let Some(qx) = block_of_thread(mode, t, qy, qz, nblocks) {
+        let q = [qx, qy, qz];
+        if smoother_shared_bytes_per_thread(S, size_of::<T>()) > 0 {
+            // The launch gives smoother_threads(S, elem) threads and this many bytes
+            // per thread of dynamic shared memory.
+            let mut r = Strided {
+                base: unsafe { dynamic_shared::<T>().add(thread_idx()) },
+                stride: block_dim(),
             };
+            unsafe { smooth_block_with::<T, S, _>(n, q, iters, h2, omega, u_in, f, u_out, &mut r) }
+        } else {
+            unsafe { smooth_block::<T, S>(n, q, iters, h2, omega, u_in, f, u_out) }
         }
     }
+}
 
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn norms_partial<T: RealScalar>(
-        n: usize,
-        inv_h2: f64,
-        scale: f64,
-        s: *const f64,
-        u: *const T,
-        f: *const T,
-        partials: *mut f64,
-    ) {
-        let z = block_idx();
-        let mut acc = [0.0f64; NORM_SETS];
-        if z > 0 && z < n - 1 {
-            for y in 1..n - 1 {
-                let mut x = 1 + thread_idx();
-                while x < n - 1 {
-                    let t = unsafe { norm_terms(n, x, y, z, inv_h2, scale, s, u, f) };
-                    for k in 0..NORM_SETS {
-                        acc[k] += t[k];
-                    }
-                    x += block_dim();
+/// `r <- f - A u` ([`residual_at`]) on an `n^3` grid, zero on the boundary; `inv_h2 =
+/// 1 / h^2`.
+#[kernel(args = MgResidual)]
+pub unsafe fn residual<T: RealScalar>(n: usize, inv_h2: f64, u: *const T, f: *const T, r: *mut T) {
+    let (x, y, z) = point();
+    if x >= n {
+        return;
+    }
+    let g = idx(n, x, y, z);
+    let interior = x > 0 && y > 0 && z > 0 && x < n - 1 && y < n - 1 && z < n - 1;
+    let v = if interior {
+        T::from_f64(unsafe { residual_at(n, g, inv_h2, u, f) })
+    } else {
+        T::ZERO
+    };
+    unsafe { *r.add(g) = v };
+}
+
+/// Full weighting `fc <- R r` ([`restrict_at`]) onto the coarse grid of `nc` points per
+/// dimension from the fine grid `b (nc - 1) + 1`, zero on the boundary; `inv_b6 = 1 / b^6`.
+#[kernel(args = MgRestrict)]
+pub unsafe fn restrict<T: RealScalar>(nc: usize, b: usize, inv_b6: f64, r: *const T, fc: *mut T) {
+    let (x, y, z) = point();
+    if x >= nc {
+        return;
+    }
+    let interior = x > 0 && y > 0 && z > 0 && x < nc - 1 && y < nc - 1 && z < nc - 1;
+    let v = if interior {
+        unsafe { restrict_at(b * (nc - 1) + 1, b, inv_b6, x, y, z, r) }
+    } else {
+        T::ZERO
+    };
+    unsafe { *fc.add(idx(nc, x, y, z)) = v };
+}
+
+/// `uf <- uf + P uc` (`add != 0`) or `uf <- P uc` ([`interp_at`]) on the interior of the
+/// fine grid of `nf` points per dimension; `inv_b3 = 1 / b^3`.
+#[kernel(args = MgInterp)]
+pub unsafe fn interp<T: RealScalar>(
+    nf: usize,
+    b: u32,
+    inv_b3: f64,
+    add: u32,
+    uc: *const T,
+    uf: *mut T,
+) {
+    let (x, y, z) = point();
+    if x == 0 || y == 0 || z == 0 || x >= nf - 1 || y >= nf - 1 || z >= nf - 1 {
+        return;
+    }
+    let nc = (nf - 1) / b as usize + 1;
+    let e = unsafe { interp_at(nc, b, inv_b3, x as u32, y as u32, z as u32, uc) };
+    let g = idx(nf, x, y, z);
+    unsafe {
+        *uf.add(g) = if add != 0 {
+            T::from_f64((*uf.add(g)).to_f64() + e)
+        } else {
+            T::from_f64(e)
+        };
+    }
+}
+
+/// Per-plane partials of the three norm sums ([`norm_terms`]): block `z` writes
+/// `partials[k n + z]` for `k < NORM_SETS` (zero for the boundary planes). Needs
+/// `NORM_THREADS / 32` `f64` of dynamic shared memory.
+#[kernel(args = MgNormsPartial)]
+pub unsafe fn norms_partial<T: RealScalar>(
+    n: usize,
+    inv_h2: f64,
+    scale: f64,
+    s: *const f64,
+    u: *const T,
+    f: *const T,
+    partials: *mut f64,
+) {
+    let z = block_idx();
+    let mut acc = [0.0f64; NORM_SETS];
+    if z > 0 && z < n - 1 {
+        for y in 1..n - 1 {
+            for_each_strided(1 + thread_idx(), block_dim(), n - 1, |x| {
+                let t = unsafe { norm_terms(n, x, y, z, inv_h2, scale, s, u, f) };
+                for k in 0..NORM_SETS {
+                    acc[k] += t[k];
                 }
-            }
-        }
-        for (k, a) in acc.into_iter().enumerate() {
-            let total = block_sum(a);
-            if thread_idx() == 0 {
-                unsafe { *partials.add(k * n + z) = total };
-            }
+            });
         }
     }
-
-    #[inline(always)]
-    pub unsafe fn fill_rhs<T: RealScalar>(n: usize, amp: f64, s: *const f64, f: *mut T) {
-        let (x, y, z) = point();
-        if x < n {
-            unsafe { *f.add(idx(n, x, y, z)) = rhs_at(n, x, y, z, amp, s) };
-        }
-    }
-
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn coarse_solve<T: RealScalar>(
-        m: usize,
-        tab: *const f64,
-        w: *const f64,
-        fc: *const T,
-        a: *mut f64,
-        b: *mut f64,
-        uc: *mut T,
-    ) {
-        let count = m * m * m;
-        for pass in 0..COARSE_PASSES {
-            let mut l = thread_idx();
-            while l < count {
-                unsafe { coarse_point(pass, m, l, tab, w, fc, a, b, uc) };
-                l += block_dim();
-            }
-            sync_threads();
+    for (k, a) in acc.into_iter().enumerate() {
+        let total = block_sum(a);
+        if thread_idx() == 0 {
+            unsafe { *partials.add(k * n + z) = total };
         }
     }
 }
 
-/// Instantiates the block-smoother entry point of one scalar type and block edge.
-#[cfg(target_arch = "nvptx64")]
-macro_rules! smooth_entry {
-    ($name:ident, $t:ty, $export:expr, $s:literal) => {
-        #[unsafe(export_name = $export)]
-        #[allow(clippy::too_many_arguments)]
-        pub unsafe extern "ptx-kernel" fn $name(
-            n: usize,
-            nblocks: usize,
-            mode: u32,
-            iters: u32,
-            h2: f64,
-            omega: f64,
-            u_in: *const $t,
-            f: *const $t,
-            u_out: *mut $t,
-        ) {
-            unsafe { kernels::smooth::<$t, $s>(n, nblocks, mode, iters, h2, omega, u_in, f, u_out) }
-        }
-    };
+/// The sine test problem's right-hand side ([`rhs_at`]) on an `n^3` grid.
+#[kernel(args = MgFillRhs)]
+pub unsafe fn fill_rhs<T: RealScalar>(n: usize, amp: f64, s: *const f64, f: *mut T) {
+    let (x, y, z) = point();
+    if x < n {
+        unsafe { *f.add(idx(n, x, y, z)) = rhs_at(n, x, y, z, amp, s) };
+    }
 }
 
-#[cfg(target_arch = "nvptx64")]
-mod smooth_entries {
-    use super::kernels;
-    smooth_entry!(s1_f32, f32, "mg_smooth_s1_f32", 1);
-    smooth_entry!(s2_f32, f32, "mg_smooth_s2_f32", 2);
-    smooth_entry!(s3_f32, f32, "mg_smooth_s3_f32", 3);
-    smooth_entry!(s4_f32, f32, "mg_smooth_s4_f32", 4);
-    smooth_entry!(s5_f32, f32, "mg_smooth_s5_f32", 5);
-    smooth_entry!(s6_f32, f32, "mg_smooth_s6_f32", 6);
-    smooth_entry!(s1_f64, f64, "mg_smooth_s1_f64", 1);
-    smooth_entry!(s2_f64, f64, "mg_smooth_s2_f64", 2);
-    smooth_entry!(s3_f64, f64, "mg_smooth_s3_f64", 3);
-    smooth_entry!(s4_f64, f64, "mg_smooth_s4_f64", 4);
-    smooth_entry!(s5_f64, f64, "mg_smooth_s5_f64", 5);
-    smooth_entry!(s6_f64, f64, "mg_smooth_s6_f64", 6);
+/// The exact coarsest-grid solve ([`coarse_point`]), all passes in one block.
+#[kernel(args = MgCoarseSolve)]
+pub unsafe fn coarse_solve<T: RealScalar>(
+    m: usize,
+    tab: *const f64,
+    w: *const f64,
+    fc: *const T,
+    a: *mut f64,
+    b: *mut f64,
+    uc: *mut T,
+) {
+    let count = m * m * m;
+    for pass in 0..COARSE_PASSES {
+        for_each_block_index(count, |l| unsafe {
+            coarse_point(pass, m, l, tab, w, fc, a, b, uc)
+        });
+        sync_threads();
+    }
 }
 
-/// Instantiates the multigrid entry points of one scalar type; the exported names are
-/// the ones [`crate::names::MultigridNames`] lists for it.
-#[cfg(target_arch = "nvptx64")]
-macro_rules! multigrid_entries {
-    ($module:ident, $t:ty, $sfx:literal) => {
-        mod $module {
-            use super::kernels;
+/// The multigrid kernels of one real scalar type.
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait MultigridKernels: RealScalar + 'static {
+    /// `mg_smooth_s1_<t>`
+    const SMOOTH_S1: Kernel<MgSmooth<'static, Self>>;
+    /// `mg_smooth_s2_<t>`
+    const SMOOTH_S2: Kernel<MgSmooth<'static, Self>>;
+    /// `mg_smooth_s3_<t>`
+    const SMOOTH_S3: Kernel<MgSmooth<'static, Self>>;
+    /// `mg_smooth_s4_<t>`
+    const SMOOTH_S4: Kernel<MgSmooth<'static, Self>>;
+    /// `mg_smooth_s5_<t>`
+    const SMOOTH_S5: Kernel<MgSmooth<'static, Self>>;
+    /// `mg_smooth_s6_<t>`
+    const SMOOTH_S6: Kernel<MgSmooth<'static, Self>>;
+    /// The smoothers by block edge: `SMOOTH[s - 1]` has edge `s`.
+    const SMOOTH: [Kernel<MgSmooth<'static, Self>>; MAX_GPU_BLOCK] = [
+        Self::SMOOTH_S1,
+        Self::SMOOTH_S2,
+        Self::SMOOTH_S3,
+        Self::SMOOTH_S4,
+        Self::SMOOTH_S5,
+        Self::SMOOTH_S6,
+    ];
+    /// `mg_residual_<t>`
+    const RESIDUAL: Kernel<MgResidual<'static, Self>>;
+    /// `mg_restrict_<t>`
+    const RESTRICT: Kernel<MgRestrict<'static, Self>>;
+    /// `mg_interp_<t>`
+    const INTERP: Kernel<MgInterp<'static, Self>>;
+    /// `mg_norms_partial_<t>`
+    const NORMS_PARTIAL: Kernel<MgNormsPartial<'static, Self>>;
+    /// `mg_fill_rhs_<t>`
+    const FILL_RHS: Kernel<MgFillRhs<'static, Self>>;
+    /// `mg_coarse_solve_<t>`
+    const COARSE_SOLVE: Kernel<MgCoarseSolve<'static, Self>>;
+}
 
-            #[unsafe(export_name = concat!("mg_residual_", $sfx))]
-            pub unsafe extern "ptx-kernel" fn residual(
-                n: usize,
-                inv_h2: f64,
-                u: *const $t,
-                f: *const $t,
-                r: *mut $t,
-            ) {
-                unsafe { kernels::residual(n, inv_h2, u, f, r) }
-            }
-
-            #[unsafe(export_name = concat!("mg_restrict_", $sfx))]
-            pub unsafe extern "ptx-kernel" fn restrict(
-                nc: usize,
-                b: usize,
-                inv_b6: f64,
-                r: *const $t,
-                fc: *mut $t,
-            ) {
-                unsafe { kernels::restrict(nc, b, inv_b6, r, fc) }
-            }
-
-            #[unsafe(export_name = concat!("mg_interp_", $sfx))]
-            pub unsafe extern "ptx-kernel" fn interp(
-                nf: usize,
-                b: u32,
-                inv_b3: f64,
-                add: u32,
-                uc: *const $t,
-                uf: *mut $t,
-            ) {
-                unsafe { kernels::interp(nf, b, inv_b3, add, uc, uf) }
-            }
-
-            #[unsafe(export_name = concat!("mg_norms_partial_", $sfx))]
-            #[allow(clippy::too_many_arguments)]
-            pub unsafe extern "ptx-kernel" fn norms_partial(
-                n: usize,
-                inv_h2: f64,
-                scale: f64,
-                s: *const f64,
-                u: *const $t,
-                f: *const $t,
-                partials: *mut f64,
-            ) {
-                unsafe { kernels::norms_partial(n, inv_h2, scale, s, u, f, partials) }
-            }
-
-            #[unsafe(export_name = concat!("mg_fill_rhs_", $sfx))]
-            pub unsafe extern "ptx-kernel" fn fill_rhs(
-                n: usize,
-                amp: f64,
-                s: *const f64,
-                f: *mut $t,
-            ) {
-                unsafe { kernels::fill_rhs(n, amp, s, f) }
-            }
-
-            #[unsafe(export_name = concat!("mg_coarse_solve_", $sfx))]
-            #[allow(clippy::too_many_arguments)]
-            pub unsafe extern "ptx-kernel" fn coarse_solve(
-                m: usize,
-                tab: *const f64,
-                w: *const f64,
-                fc: *const $t,
-                a: *mut f64,
-                b: *mut f64,
-                uc: *mut $t,
-            ) {
-                unsafe { kernels::coarse_solve(m, tab, w, fc, a, b, uc) }
+macro_rules! multigrid_instances {
+    ($t:ty, $sfx:literal) => {
+        instances! {
+            impl MultigridKernels for $t {
+                SMOOTH_S1 = smooth::<$t, 1>(concat!("mg_smooth_s1_", $sfx));
+                SMOOTH_S2 = smooth::<$t, 2>(concat!("mg_smooth_s2_", $sfx));
+                SMOOTH_S3 = smooth::<$t, 3>(concat!("mg_smooth_s3_", $sfx));
+                SMOOTH_S4 = smooth::<$t, 4>(concat!("mg_smooth_s4_", $sfx));
+                SMOOTH_S5 = smooth::<$t, 5>(concat!("mg_smooth_s5_", $sfx));
+                SMOOTH_S6 = smooth::<$t, 6>(concat!("mg_smooth_s6_", $sfx));
+                RESIDUAL = residual::<$t>(concat!("mg_residual_", $sfx));
+                RESTRICT = restrict::<$t>(concat!("mg_restrict_", $sfx));
+                INTERP = interp::<$t>(concat!("mg_interp_", $sfx));
+                NORMS_PARTIAL = norms_partial::<$t>(concat!("mg_norms_partial_", $sfx));
+                FILL_RHS = fill_rhs::<$t>(concat!("mg_fill_rhs_", $sfx));
+                COARSE_SOLVE = coarse_solve::<$t>(concat!("mg_coarse_solve_", $sfx));
             }
         }
     };
 }
 
-#[cfg(target_arch = "nvptx64")]
-multigrid_entries!(entries_f32, f32, "f32");
-#[cfg(target_arch = "nvptx64")]
-multigrid_entries!(entries_f64, f64, "f64");
+multigrid_instances!(f32, "f32");
+multigrid_instances!(f64, "f64");

@@ -227,9 +227,6 @@ pub const ALL: &[&[&str]] = &[
     // The mixed pairs share the matrix type's invert kernel, listed above.
     &[<f32 as PrecondKernels<Complex<f32>>>::PRECOND.apply],
     &[<f64 as PrecondKernels<Complex<f64>>>::PRECOND.apply],
-    &rock4_list(ROCK4),
-    &multigrid_list(<f32 as MultigridKernels>::MULTIGRID),
-    &multigrid_list(<f64 as MultigridKernels>::MULTIGRID),
     &dense_list(<f32 as DenseKernels>::DENSE),
     &dense_list(<f64 as DenseKernels>::DENSE),
     &dense_special_list(DENSE_SPECIAL),
@@ -384,80 +381,6 @@ const fn precond_list(n: PrecondNames) -> [&'static str; 2] {
     [n.invert, n.apply]
 }
 
-/// Names of the ROCK4 kernels (`crate::rock4`, `f64` only). Stencil kinds are
-/// `crate::rock4::KIND_*`; the coefficients are `RadCoeffs`'s fields in order.
-#[derive(Debug, Clone, Copy)]
-pub struct Rock4Names {
-    /// `dy <- f(y)`: `(nx, ny, kind, nu, rx, ry, cx, cy, mu, y, dy)`.
-    pub stencil_eval: &'static str,
-    /// Fused stencil + recurrence stage `out <- ha f(g1) + (1 + c) g1 - c g2`:
-    /// `(nx, ny, kind, nu, rx, ry, cx, cy, mu, ha, c, g1, g2, out)`.
-    pub stencil_stage: &'static str,
-    /// Block maxima of the Gershgorin rows: `(n, kind, nu, rx, ry, cx, cy, mu, y, partials)`.
-    pub gershgorin_partial: &'static str,
-    /// Recurrence stage from a given `f`: `(n, ha, c, f, g1, g2, out)`.
-    pub recurrence: &'static str,
-    /// `out <- y + ha1 f`: `(n, ha1, y, f, out)`.
-    pub first: &'static str,
-    /// `out <- u + ha21 k1`: `(n, ha21, u, k1, out)`.
-    pub finish2: &'static str,
-    /// `(n, ha31, ha32, u, k1, k2, out)`.
-    pub finish3: &'static str,
-    /// `(n, ha41, ha42, ha43, u, k1, k2, k3, out)`.
-    pub finish4: &'static str,
-    /// `(n, hb1, hb2, hb3, hb4, u, k1, k2, k3, k4, out)`.
-    pub solution: &'static str,
-    /// `(n, hd1, hd2, hd3, hd4, hbe5, atol, rtol, k1, k2, k3, k4, k5, y_new, partials)`.
-    pub error_partial: &'static str,
-    /// `(n, rtol, atol, ft, fy, y, partials)`.
-    pub probe_partial: &'static str,
-    /// `(n, a, b, partials)`: partials of `sum (a_i - b_i)^2`.
-    pub diff_sq_partial: &'static str,
-    /// `out <- y + scale (a - b)`: `(n, scale, y, a, b, out)`.
-    pub shift: &'static str,
-    /// The whole integration of a stencil problem in one cooperative launch (stages,
-    /// error norm, spectral radius and step decisions on the device):
-    /// `(params: crate::rock4::PersistentParams)`.
-    pub persistent: &'static str,
-}
-
-/// The ROCK4 kernel names.
-pub const ROCK4: Rock4Names = Rock4Names {
-    stencil_eval: "rock4_stencil_eval_f64",
-    stencil_stage: "rock4_stencil_stage_f64",
-    gershgorin_partial: "rock4_gershgorin_partial_f64",
-    recurrence: "rock4_recurrence_f64",
-    first: "rock4_first_f64",
-    finish2: "rock4_finish2_f64",
-    finish3: "rock4_finish3_f64",
-    finish4: "rock4_finish4_f64",
-    solution: "rock4_solution_f64",
-    error_partial: "rock4_error_partial_f64",
-    probe_partial: "rock4_probe_partial_f64",
-    diff_sq_partial: "rock4_diff_sq_partial_f64",
-    shift: "rock4_shift_f64",
-    persistent: "rock4_persistent_f64",
-};
-
-const fn rock4_list(n: Rock4Names) -> [&'static str; 14] {
-    [
-        n.stencil_eval,
-        n.stencil_stage,
-        n.gershgorin_partial,
-        n.recurrence,
-        n.first,
-        n.finish2,
-        n.finish3,
-        n.finish4,
-        n.solution,
-        n.error_partial,
-        n.probe_partial,
-        n.diff_sq_partial,
-        n.shift,
-        n.persistent,
-    ]
-}
-
 /// Names of the dense LU kernels (`crate::dense`) of one real scalar type.
 #[derive(Debug, Clone, Copy)]
 pub struct DenseNames {
@@ -556,73 +479,3 @@ pub const HOPPER_GEMM_F64: [&str; 3] = [
     "gemm_dmma_sm90_k8_f64",
     "gemm_dmma_sm90_k16_f64",
 ];
-
-/// Names of the multigrid kernels (`crate::multigrid`) of one real scalar type.
-#[derive(Debug, Clone, Copy)]
-pub struct MultigridNames {
-    /// Fused block smoother, block edge `s = i + 1` built in: `(n, nblocks, mode, iters,
-    /// h2: f64, omega: f64, u_in, f, u_out)`; grid x over the blocks of a row (half of them for
-    /// one colour), grid y and z over the rows and planes of blocks.
-    pub smooth: [&'static str; crate::multigrid::MAX_GPU_BLOCK],
-    /// `r <- f - A u` (zero on the boundary): `(n, inv_h2, u, f, r)`.
-    pub residual: &'static str,
-    /// Full weighting `fc <- R r`: `(nc, b, inv_b6, r, fc)`.
-    pub restrict: &'static str,
-    /// `uf <- uf + P uc` (`add = 1`) or `uf <- P uc` (`add = 0`): `(nf, b, inv_b3, add, uc, uf)`.
-    pub interp: &'static str,
-    /// Per-plane partials of the three norm sums: `(n, inv_h2, scale, s, u, f, partials)`.
-    pub norms_partial: &'static str,
-    /// The sine test problem's right-hand side: `(n, amp, s, f)`.
-    pub fill_rhs: &'static str,
-    /// Exact coarsest-grid solve, one block: `(m, tab, w, fc, a, b, uc)`.
-    pub coarse_solve: &'static str,
-}
-
-/// Real scalars with multigrid kernels.
-pub trait MultigridKernels: Scalar {
-    /// This type's kernel names.
-    const MULTIGRID: MultigridNames;
-}
-
-macro_rules! multigrid_names {
-    ($t:ty, $sfx:literal) => {
-        impl MultigridKernels for $t {
-            const MULTIGRID: MultigridNames = MultigridNames {
-                smooth: [
-                    concat!("mg_smooth_s1_", $sfx),
-                    concat!("mg_smooth_s2_", $sfx),
-                    concat!("mg_smooth_s3_", $sfx),
-                    concat!("mg_smooth_s4_", $sfx),
-                    concat!("mg_smooth_s5_", $sfx),
-                    concat!("mg_smooth_s6_", $sfx),
-                ],
-                residual: concat!("mg_residual_", $sfx),
-                restrict: concat!("mg_restrict_", $sfx),
-                interp: concat!("mg_interp_", $sfx),
-                norms_partial: concat!("mg_norms_partial_", $sfx),
-                fill_rhs: concat!("mg_fill_rhs_", $sfx),
-                coarse_solve: concat!("mg_coarse_solve_", $sfx),
-            };
-        }
-    };
-}
-
-multigrid_names!(f32, "f32");
-multigrid_names!(f64, "f64");
-
-const fn multigrid_list(n: MultigridNames) -> [&'static str; 12] {
-    [
-        n.smooth[0],
-        n.smooth[1],
-        n.smooth[2],
-        n.smooth[3],
-        n.smooth[4],
-        n.smooth[5],
-        n.residual,
-        n.restrict,
-        n.interp,
-        n.norms_partial,
-        n.fill_rhs,
-        n.coarse_solve,
-    ]
-}

@@ -541,8 +541,8 @@ pub struct AttemptLog {
     pub accepted: u64,
 }
 
-/// The parameters of `rock4_persistent_f64`, passed by value. Pointers are device
-/// addresses (`u64`) of `f64` vectors of `nx ny` elements unless noted.
+/// The scalars of `rock4_persistent_f64` ([`Rock4PersistentF64`]), passed by value; its
+/// vectors and tables are kernel parameters of their own.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PersistentParams {
@@ -576,892 +576,873 @@ pub struct PersistentParams {
     pub pause_at: u64,
     /// `records` at this launch: the history is written from `history[records - base]`.
     pub record_base: u64,
-    /// The solution pair `y` (and `y_new`).
-    pub y: [u64; 2],
-    /// The pair `f(y)` (and `k5`).
-    pub fy: [u64; 2],
-    /// Recurrence vectors.
-    pub g: [u64; 2],
+}
+
+/// A 5-point stencil problem on `nx x ny` points as the stencil kernels take it: the
+/// kind ([`KIND_HEAT`], [`KIND_RAD_CENTRAL`], [`KIND_RAD_FORWARD`]) and the coefficients
+/// of [`stencil_point`].
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stencil {
+    /// Grid columns.
+    pub nx: usize,
+    /// Grid rows.
+    pub ny: usize,
+    /// Stencil kind (`KIND_*`).
+    pub kind: u32,
+    /// Stencil coefficients.
+    pub coeffs: RadCoeffs,
+}
+
+/// The scalars of the error-norm kernel `rock4_error_partial_f64`
+/// ([`Rock4ErrorPartialF64`]): the weights of [`error_term`] and the tolerances.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ErrorWeights {
+    /// `h (be_i - b_i)`, `i = 1..4`.
+    pub hd: [f64; 4],
+    /// `h be_5`.
+    pub hbe5: f64,
+    /// Absolute tolerance.
+    pub atol: f64,
+    /// Relative tolerance.
+    pub rtol: f64,
+}
+
+// ---------------------------------------------------------------------------------------
+// Kernels (`f64` only). The stencil kernels run a 2D grid: grid y over the rows `j`
+// (grid-stride), grid x over the columns `i` (grid-stride); the element-wise ones a 1D
+// grid-stride loop; the reductions give one partial per block in a fixed order
+// (`block_sum`), reduced by `sum_partials_f64` on the host's call. Device pointers are
+// kernel parameters of their own (LLVM knows those address global memory and emits
+// `ld.global`/`st.global`; a pointer read from a by-value struct gets generic accesses).
+
+#[cfg(target_arch = "nvptx64")]
+use crate::device::{
+    block_broadcast, block_idx, block_idx_y, block_max, block_sum, for_each_block_index,
+    for_each_index, for_each_strided, global_index, grid_dim, grid_dim_y, grid_sync, sync_threads,
+    thread_idx,
+};
+use crate::kernel;
+#[cfg(target_arch = "nvptx64")]
+use crate::math::sqrt_f64;
+
+/// The value at `(i, j)` and its neighbours west, east, south, north, zero outside.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn gather(nx: usize, ny: usize, i: usize, j: usize, y: *const f64) -> [f64; 5] {
+    let k = j * nx + i;
+    unsafe {
+        [
+            *y.add(k),
+            if i > 0 { *y.add(k - 1) } else { 0.0 },
+            if i + 1 < nx { *y.add(k + 1) } else { 0.0 },
+            if j > 0 { *y.add(k - nx) } else { 0.0 },
+            if j + 1 < ny { *y.add(k + nx) } else { 0.0 },
+        ]
+    }
+}
+
+/// Calls `f(i, j)` for the points of this thread: rows from grid y, columns from grid x
+/// (both grid-stride).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn for_each_point(nx: usize, ny: usize, mut f: impl FnMut(usize, usize)) {
+    for_each_strided(block_idx_y(), grid_dim_y(), ny, |j| {
+        for_each_index(nx, |i| f(i, j))
+    });
+}
+
+/// `(f(y), y)` of stencil `kind` at point `(i, j)`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn point(
+    nx: usize,
+    ny: usize,
+    kind: u32,
+    p: &RadCoeffs,
+    i: usize,
+    j: usize,
+    y: *const f64,
+) -> (f64, f64) {
+    let [c, w, e, s, n] = unsafe { gather(nx, ny, i, j, y) };
+    (stencil_point(kind, p, c, w, e, s, n), c)
+}
+
+/// Sums `term(i)` over the grid-stride loop; one partial per block.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn partial_sum(n: usize, partials: *mut f64, term: impl Fn(usize) -> f64) {
+    let mut acc = 0.0;
+    for_each_index(n, |i| acc += term(i));
+    let total = block_sum(acc);
+    if thread_idx() == 0 {
+        unsafe { *partials.add(block_idx()) = total };
+    }
+}
+
+/// `dy <- f(y)` for stencil `st` on `nx x ny` points.
+#[kernel]
+pub unsafe fn rock4_stencil_eval_f64(st: Stencil, y: *const f64, dy: *mut f64) {
+    let Stencil {
+        nx,
+        ny,
+        kind,
+        coeffs: p,
+    } = st;
+    for_each_point(nx, ny, |i, j| unsafe {
+        *dy.add(j * nx + i) = point(nx, ny, kind, &p, i, j, y).0;
+    });
+}
+
+/// Fused recurrence stage: `out <- ha f(g1) + (1 + c) g1 - c g2` with `f(g1)` from the
+/// stencil at each point (reads `g1`, `g2`, writes `out`; `out` may be `g2`).
+#[kernel]
+pub unsafe fn rock4_stencil_stage_f64(
+    st: Stencil,
+    ha: f64,
+    c: f64,
+    g1: *const f64,
+    g2: *const f64,
+    out: *mut f64,
+) {
+    let Stencil {
+        nx,
+        ny,
+        kind,
+        coeffs: p,
+    } = st;
+    for_each_point(nx, ny, |i, j| unsafe {
+        let k = j * nx + i;
+        let (f, g1k) = point(nx, ny, kind, &p, i, j, g1);
+        *out.add(k) = recurrence_step(ha, f, c, g1k, *g2.add(k));
+    });
+}
+
+/// Block maxima of the Gershgorin row bounds of stencil `kind` at `y` (`n` values).
+#[kernel]
+pub unsafe fn rock4_gershgorin_partial_f64(
+    n: usize,
+    kind: u32,
+    coeffs: RadCoeffs,
+    y: *const f64,
+    partials: *mut f64,
+) {
+    let mut acc = 0.0f64;
+    for_each_index(n, |i| {
+        let r = gershgorin_row(kind, &coeffs, unsafe { *y.add(i) });
+        acc = if r > acc { r } else { acc };
+    });
+    let total = block_max(acc);
+    if thread_idx() == 0 {
+        unsafe { *partials.add(block_idx()) = total };
+    }
+}
+
+/// Generic recurrence stage: `out <- ha f + (1 + c) g1 - c g2` (`out` may be `g2`).
+#[kernel]
+pub unsafe fn rock4_recurrence_f64(
+    n: usize,
+    ha: f64,
+    c: f64,
+    f: *const f64,
+    g1: *const f64,
+    g2: *const f64,
+    out: *mut f64,
+) {
+    for_each_index(n, |i| unsafe {
+        *out.add(i) = recurrence_step(ha, *f.add(i), c, *g1.add(i), *g2.add(i))
+    });
+}
+
+/// `out <- y + ha1 f` (first recurrence stage).
+#[kernel]
+pub unsafe fn rock4_first_f64(n: usize, ha1: f64, y: *const f64, f: *const f64, out: *mut f64) {
+    for_each_index(n, |i| unsafe {
+        *out.add(i) = recurrence_first(*y.add(i), ha1, *f.add(i))
+    });
+}
+
+/// `out <- u + ha21 k1`.
+#[kernel]
+pub unsafe fn rock4_finish2_f64(n: usize, ha21: f64, u: *const f64, k1: *const f64, out: *mut f64) {
+    for_each_index(n, |i| unsafe {
+        *out.add(i) = finish2(*u.add(i), ha21, *k1.add(i))
+    });
+}
+
+/// `out <- u + ha31 k1 + ha32 k2`.
+#[kernel]
+pub unsafe fn rock4_finish3_f64(
+    n: usize,
+    ha31: f64,
+    ha32: f64,
+    u: *const f64,
+    k1: *const f64,
+    k2: *const f64,
+    out: *mut f64,
+) {
+    for_each_index(n, |i| unsafe {
+        *out.add(i) = finish3(*u.add(i), ha31, *k1.add(i), ha32, *k2.add(i))
+    });
+}
+
+/// `out <- u + ha41 k1 + ha42 k2 + ha43 k3` with `ha = [ha41, ha42, ha43]`.
+#[kernel]
+pub unsafe fn rock4_finish4_f64(
+    n: usize,
+    ha: [f64; 3],
+    u: *const f64,
+    k1: *const f64,
+    k2: *const f64,
+    k3: *const f64,
+    out: *mut f64,
+) {
+    for_each_index(n, |i| unsafe {
+        *out.add(i) = finish4(*u.add(i), ha, *k1.add(i), *k2.add(i), *k3.add(i))
+    });
+}
+
+/// `out <- u + hb1 k1 + .. + hb4 k4` (the new solution).
+#[kernel]
+pub unsafe fn rock4_solution_f64(
+    n: usize,
+    hb: [f64; 4],
+    u: *const f64,
+    k1: *const f64,
+    k2: *const f64,
+    k3: *const f64,
+    k4: *const f64,
+    out: *mut f64,
+) {
+    for_each_index(n, |i| unsafe {
+        *out.add(i) = finish_solution(
+            *u.add(i),
+            hb,
+            *k1.add(i),
+            *k2.add(i),
+            *k3.add(i),
+            *k4.add(i),
+        )
+    });
+}
+
+/// Block partials of the weighted error sum `sum_i error_term(..)`.
+#[kernel]
+pub unsafe fn rock4_error_partial_f64(
+    n: usize,
+    weights: ErrorWeights,
+    k1: *const f64,
+    k2: *const f64,
+    k3: *const f64,
+    k4: *const f64,
+    k5: *const f64,
+    y_new: *const f64,
+    partials: *mut f64,
+) {
+    let ErrorWeights {
+        hd,
+        hbe5,
+        atol,
+        rtol,
+    } = weights;
+    unsafe {
+        partial_sum(n, partials, |i| {
+            error_term(
+                hd,
+                hbe5,
+                *k1.add(i),
+                *k2.add(i),
+                *k3.add(i),
+                *k4.add(i),
+                *k5.add(i),
+                *y_new.add(i),
+                atol,
+                rtol,
+            )
+        })
+    }
+}
+
+/// Block partials of the start-up probe `sum_i probe_term(..)`.
+#[kernel]
+pub unsafe fn rock4_probe_partial_f64(
+    n: usize,
+    rtol: f64,
+    atol: f64,
+    ft: *const f64,
+    fy: *const f64,
+    y: *const f64,
+    partials: *mut f64,
+) {
+    unsafe {
+        partial_sum(n, partials, |i| {
+            probe_term(*ft.add(i), *fy.add(i), *y.add(i), rtol, atol)
+        })
+    }
+}
+
+/// Block partials of `sum_i (a_i - b_i)^2`.
+#[kernel]
+pub unsafe fn rock4_diff_sq_partial_f64(
+    n: usize,
+    a: *const f64,
+    b: *const f64,
+    partials: *mut f64,
+) {
+    unsafe { partial_sum(n, partials, |i| diff_sq_step(0.0, *a.add(i), *b.add(i))) }
+}
+
+/// `out <- y + scale (a - b)`.
+#[kernel]
+pub unsafe fn rock4_shift_f64(
+    n: usize,
+    scale: f64,
+    y: *const f64,
+    a: *const f64,
+    b: *const f64,
+    out: *mut f64,
+) {
+    for_each_index(n, |i| unsafe {
+        *out.add(i) = shift(scale, *y.add(i), *a.add(i), *b.add(i))
+    });
+}
+
+// ----------------------------------------------------------------------------------
+// The persistent integration: one cooperative launch runs attempt after attempt,
+// every block taking the same decisions from the same grid-wide reductions (the
+// block partials are added in a fixed order by every block), with a grid barrier
+// after each vector operation.
+
+/// The coefficient tables of the degrees on the device: `recf` (`f64`), `fpa` (6 per
+/// degree), `fpb` (4), `fpbe` (5), `ms` and the `recf` block starts (`u64`, one per
+/// degree).
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy)]
+struct Tables {
+    recf: *const f64,
+    fpa: *const f64,
+    fpb: *const f64,
+    fpbe: *const f64,
+    ms: *const u64,
+    starts: *const u64,
+}
+
+/// One launch's view of its parameters.
+#[cfg(target_arch = "nvptx64")]
+struct Persist<'a> {
+    p: &'a PersistentParams,
+    n: usize,
+    nx: u32,
+    bar: *mut u32,
+    /// `2 gridDim` reduction partials.
+    partials: *mut f64,
+    /// Recurrence vectors (the power iteration's `z`, `f(z)`).
+    g: [*mut f64; 2],
     /// Finishing-procedure stages `k1 .. k4`.
-    pub k: [u64; 4],
+    k: [*mut f64; 4],
     /// The power iteration's saved direction.
-    pub v: u64,
-    /// `2 gridDim` `f64` reduction partials.
-    pub partials: u64,
-    /// The [`PersistentState`].
-    pub state: u64,
-    /// [`AttemptLog`]s, room for `pause_at - ctl.attempts` of them.
-    pub history: u64,
-    /// The grid barrier's `u32` counter (zero before the first launch).
-    pub barrier: u64,
-    /// Coefficient tables: `recf` (`f64`), `fpa` (6 per degree), `fpb` (4), `fpbe` (5),
-    /// `ms` and the `recf` block starts (`u64`, one per degree).
-    pub recf: u64,
-    /// `fpa`.
-    pub fpa: u64,
-    /// `fpb`.
-    pub fpb: u64,
-    /// `fpbe`.
-    pub fpbe: u64,
-    /// `ms`.
-    pub ms: u64,
-    /// Block starts in `recf`.
-    pub starts: u64,
+    v: *mut f64,
+    tab: Tables,
+    /// Reductions so far: they alternate between two partial areas, so one block's
+    /// next partial never overwrites one that another block is still adding.
+    red: usize,
+}
+
+/// `pair[parity]`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn pick(pair: [*mut f64; 2], parity: u64) -> *mut f64 {
+    if parity == 0 { pair[0] } else { pair[1] }
 }
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    //! Device entry points of ROCK4 (`f64` only). The stencil kernels run a 2D grid: grid
-    //! y over the rows `j` (grid-stride), grid x over the columns `i` (grid-stride); the
-    //! element-wise ones a 1D grid-stride loop; the reductions give one partial per block
-    //! in a fixed order (`block_sum`), reduced by `sum_partials_f64` on the host's call.
-    use super::*;
-    use crate::device::{
-        block_broadcast, block_dim, block_idx, block_idx_y, block_max, block_sum, global_index,
-        grid_dim, grid_dim_y, grid_stride, grid_sync, sync_threads, thread_idx,
-    };
-    use crate::math::sqrt_f64;
-
-    /// The value at `(i, j)` and its neighbours west, east, south, north, zero outside.
+impl Persist<'_> {
     #[inline(always)]
-    unsafe fn gather(nx: usize, ny: usize, i: usize, j: usize, y: *const f64) -> [f64; 5] {
-        let k = j * nx + i;
-        unsafe {
-            [
-                *y.add(k),
-                if i > 0 { *y.add(k - 1) } else { 0.0 },
-                if i + 1 < nx { *y.add(k + 1) } else { 0.0 },
-                if j > 0 { *y.add(k - nx) } else { 0.0 },
-                if j + 1 < ny { *y.add(k + nx) } else { 0.0 },
-            ]
-        }
+    fn sync(&self) {
+        unsafe { grid_sync(self.bar) }
     }
 
-    /// Calls `f(i, j)` for the points of this thread.
+    /// `f(k)` for this thread's elements (grid-stride).
     #[inline(always)]
-    fn for_each_point(nx: usize, ny: usize, mut f: impl FnMut(usize, usize)) {
-        let mut j = block_idx_y();
-        while j < ny {
-            let mut i = block_idx() * block_dim() + thread_idx();
-            while i < nx {
-                f(i, j);
-                i += grid_dim() * block_dim();
-            }
-            j += grid_dim_y();
-        }
+    fn each(&self, f: impl FnMut(usize)) {
+        for_each_index(self.n, f);
     }
 
-    /// `f(y)` of stencil `kind` at point `(i, j)`.
+    /// `(f(y)_k, y_k)` of the stencil.
     #[inline(always)]
-    unsafe fn point(
-        nx: usize,
-        ny: usize,
-        kind: u32,
-        p: &RadCoeffs,
-        i: usize,
-        j: usize,
-        y: *const f64,
-    ) -> (f64, f64) {
-        let [c, w, e, s, n] = unsafe { gather(nx, ny, i, j, y) };
-        (stencil_point(kind, p, c, w, e, s, n), c)
+    unsafe fn f_at(&self, y: *const f64, k: usize) -> (f64, f64) {
+        let k32 = k as u32;
+        let (i, j) = ((k32 % self.nx) as usize, (k32 / self.nx) as usize);
+        let p = self.p;
+        let kind = p.kind as u32;
+        unsafe { point(p.nx as usize, p.ny as usize, kind, &p.coeffs, i, j, y) }
     }
 
-    /// Sums `term(i)` over the grid-stride loop; one partial per block.
+    /// `dy <- f(y)`, then a grid barrier.
     #[inline(always)]
-    unsafe fn partial_sum(n: usize, partials: *mut f64, term: impl Fn(usize) -> f64) {
-        let mut acc = 0.0;
-        let mut i = global_index();
-        while i < n {
-            acc += term(i);
-            i += grid_stride();
-        }
-        let total = block_sum(acc);
+    unsafe fn eval(&self, y: *const f64, dy: *mut f64) {
+        self.each(|k| unsafe { *dy.add(k) = self.f_at(y, k).0 });
+        self.sync();
+    }
+
+    /// Block totals (thread 0's `block`) to the partials, a grid barrier, then the
+    /// sum (or maximum) of the partials in a fixed order, in every thread.
+    #[inline(always)]
+    unsafe fn combine(&mut self, block: f64, max: bool) -> f64 {
+        let area = unsafe { self.partials.add((self.red % 2) * grid_dim()) };
+        self.red += 1;
         if thread_idx() == 0 {
-            unsafe { *partials.add(block_idx()) = total };
+            unsafe { *area.add(block_idx()) = block };
         }
-    }
-
-    /// `dy <- f(y)` for stencil `kind` on `nx x ny` points.
-    #[unsafe(no_mangle)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "ptx-kernel" fn rock4_stencil_eval_f64(
-        nx: usize,
-        ny: usize,
-        kind: u32,
-        nu: f64,
-        rx: f64,
-        ry: f64,
-        cx: f64,
-        cy: f64,
-        mu: f64,
-        y: *const f64,
-        dy: *mut f64,
-    ) {
-        let p = RadCoeffs {
-            nu,
-            rx,
-            ry,
-            cx,
-            cy,
-            mu,
-        };
-        for_each_point(nx, ny, |i, j| unsafe {
-            *dy.add(j * nx + i) = point(nx, ny, kind, &p, i, j, y).0;
-        });
-    }
-
-    /// Fused recurrence stage: `out <- ha f(g1) + (1 + c) g1 - c g2` with `f(g1)` from the
-    /// stencil at each point (reads `g1`, `g2`, writes `out`; `out` may be `g2`).
-    #[unsafe(no_mangle)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "ptx-kernel" fn rock4_stencil_stage_f64(
-        nx: usize,
-        ny: usize,
-        kind: u32,
-        nu: f64,
-        rx: f64,
-        ry: f64,
-        cx: f64,
-        cy: f64,
-        mu: f64,
-        ha: f64,
-        c: f64,
-        g1: *const f64,
-        g2: *const f64,
-        out: *mut f64,
-    ) {
-        let p = RadCoeffs {
-            nu,
-            rx,
-            ry,
-            cx,
-            cy,
-            mu,
-        };
-        for_each_point(nx, ny, |i, j| unsafe {
-            let k = j * nx + i;
-            let (f, g1k) = point(nx, ny, kind, &p, i, j, g1);
-            *out.add(k) = recurrence_step(ha, f, c, g1k, *g2.add(k));
-        });
-    }
-
-    /// Block maxima of the Gershgorin row bounds of stencil `kind` at `y`.
-    #[unsafe(no_mangle)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "ptx-kernel" fn rock4_gershgorin_partial_f64(
-        n: usize,
-        kind: u32,
-        nu: f64,
-        rx: f64,
-        ry: f64,
-        cx: f64,
-        cy: f64,
-        mu: f64,
-        y: *const f64,
-        partials: *mut f64,
-    ) {
-        let p = RadCoeffs {
-            nu,
-            rx,
-            ry,
-            cx,
-            cy,
-            mu,
-        };
+        self.sync();
         let mut acc = 0.0f64;
-        let mut i = global_index();
-        while i < n {
-            let r = gershgorin_row(kind, &p, unsafe { *y.add(i) });
-            acc = if r > acc { r } else { acc };
-            i += grid_stride();
-        }
-        let total = block_max(acc);
-        if thread_idx() == 0 {
-            unsafe { *partials.add(block_idx()) = total };
-        }
-    }
-
-    /// Generic recurrence stage: `out <- ha f + (1 + c) g1 - c g2` (`out` may be `g2`).
-    #[unsafe(no_mangle)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "ptx-kernel" fn rock4_recurrence_f64(
-        n: usize,
-        ha: f64,
-        c: f64,
-        f: *const f64,
-        g1: *const f64,
-        g2: *const f64,
-        out: *mut f64,
-    ) {
-        let mut i = global_index();
-        while i < n {
-            unsafe { *out.add(i) = recurrence_step(ha, *f.add(i), c, *g1.add(i), *g2.add(i)) };
-            i += grid_stride();
-        }
-    }
-
-    /// `out <- y + ha1 f` (first recurrence stage).
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn rock4_first_f64(
-        n: usize,
-        ha1: f64,
-        y: *const f64,
-        f: *const f64,
-        out: *mut f64,
-    ) {
-        let mut i = global_index();
-        while i < n {
-            unsafe { *out.add(i) = recurrence_first(*y.add(i), ha1, *f.add(i)) };
-            i += grid_stride();
-        }
-    }
-
-    /// `out <- u + ha21 k1`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn rock4_finish2_f64(
-        n: usize,
-        ha21: f64,
-        u: *const f64,
-        k1: *const f64,
-        out: *mut f64,
-    ) {
-        let mut i = global_index();
-        while i < n {
-            unsafe { *out.add(i) = finish2(*u.add(i), ha21, *k1.add(i)) };
-            i += grid_stride();
-        }
-    }
-
-    /// `out <- u + ha31 k1 + ha32 k2`.
-    #[unsafe(no_mangle)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "ptx-kernel" fn rock4_finish3_f64(
-        n: usize,
-        ha31: f64,
-        ha32: f64,
-        u: *const f64,
-        k1: *const f64,
-        k2: *const f64,
-        out: *mut f64,
-    ) {
-        let mut i = global_index();
-        while i < n {
-            unsafe { *out.add(i) = finish3(*u.add(i), ha31, *k1.add(i), ha32, *k2.add(i)) };
-            i += grid_stride();
-        }
-    }
-
-    /// `out <- u + ha41 k1 + ha42 k2 + ha43 k3`.
-    #[unsafe(no_mangle)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "ptx-kernel" fn rock4_finish4_f64(
-        n: usize,
-        ha41: f64,
-        ha42: f64,
-        ha43: f64,
-        u: *const f64,
-        k1: *const f64,
-        k2: *const f64,
-        k3: *const f64,
-        out: *mut f64,
-    ) {
-        let ha = [ha41, ha42, ha43];
-        let mut i = global_index();
-        while i < n {
-            unsafe { *out.add(i) = finish4(*u.add(i), ha, *k1.add(i), *k2.add(i), *k3.add(i)) };
-            i += grid_stride();
-        }
-    }
-
-    /// `out <- u + hb1 k1 + .. + hb4 k4` (the new solution).
-    #[unsafe(no_mangle)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "ptx-kernel" fn rock4_solution_f64(
-        n: usize,
-        hb1: f64,
-        hb2: f64,
-        hb3: f64,
-        hb4: f64,
-        u: *const f64,
-        k1: *const f64,
-        k2: *const f64,
-        k3: *const f64,
-        k4: *const f64,
-        out: *mut f64,
-    ) {
-        let hb = [hb1, hb2, hb3, hb4];
-        let mut i = global_index();
-        while i < n {
-            unsafe {
-                *out.add(i) = finish_solution(
-                    *u.add(i),
-                    hb,
-                    *k1.add(i),
-                    *k2.add(i),
-                    *k3.add(i),
-                    *k4.add(i),
-                )
+        for_each_block_index(grid_dim(), |b| {
+            let v = unsafe { *area.add(b) };
+            acc = if max {
+                if v > acc { v } else { acc }
+            } else {
+                acc + v
             };
-            i += grid_stride();
+        });
+        let total = if max { block_max(acc) } else { block_sum(acc) };
+        block_broadcast(total)
+    }
+
+    /// `sum_k term(k)`, in every thread.
+    #[inline(always)]
+    unsafe fn sum(&mut self, term: impl Fn(usize) -> f64) -> f64 {
+        let mut acc = 0.0;
+        self.each(|k| acc += term(k));
+        let block = block_sum(acc);
+        unsafe { self.combine(block, false) }
+    }
+
+    /// `max(0, max_k term(k))`, in every thread.
+    #[inline(always)]
+    unsafe fn max(&mut self, term: impl Fn(usize) -> f64) -> f64 {
+        let mut acc = 0.0f64;
+        self.each(|k| {
+            let r = term(k);
+            acc = if r > acc { r } else { acc };
+        });
+        let block = block_max(acc);
+        unsafe { self.combine(block, true) }
+    }
+
+    /// Abdulle's nonlinear power iteration (`rockfrho`) at `(y, fy)`, as the CPU's,
+    /// with `z = g[0]`, `fz = g[1]`: `(estimate, converged)`.
+    #[inline(always)]
+    unsafe fn power(
+        &mut self,
+        s: *mut PersistentState,
+        yp: *const f64,
+        fyp: *const f64,
+    ) -> (f64, bool) {
+        let (z, fz, v) = (self.g[0], self.g[1], self.v);
+        unsafe {
+            if (*s).v_valid != 0 {
+                self.each(|k| *z.add(k) = *v.add(k));
+                self.sync();
+            } else {
+                self.eval(fyp, z);
+                count(s, |s| s.f_evals += 1);
+            }
+            let ynor = sqrt_f64(self.sum(|k| diff_sq_step(0.0, *yp.add(k), 0.0)));
+            let znor = sqrt_f64(self.sum(|k| diff_sq_step(0.0, *z.add(k), 0.0)));
+            let dz;
+            if ynor != 0.0 && znor != 0.0 {
+                dz = ynor * SQRTU;
+                let q = dz / znor;
+                self.each(|k| *z.add(k) = fma_f64(q, *z.add(k), *yp.add(k)));
+            } else if ynor != 0.0 {
+                dz = ynor * SQRTU;
+                self.each(|k| *z.add(k) = *yp.add(k) * (1.0 + SQRTU));
+            } else if znor != 0.0 {
+                dz = UROUND;
+                let q = dz / znor;
+                self.each(|k| *z.add(k) *= q);
+            } else {
+                dz = UROUND;
+                self.each(|k| *z.add(k) = UROUND);
+            }
+            self.sync();
+            let mut sig = 0.0;
+            let mut iter = 1;
+            while iter <= 50 {
+                self.eval(z, fz);
+                count(s, |s| s.f_evals += 1);
+                let d = sqrt_f64(self.sum(|k| diff_sq_step(0.0, *fz.add(k), *fyp.add(k))));
+                let sig_old = sig;
+                sig = 1.2 * d / dz;
+                if iter >= 2 && libm::fabs(sig - sig_old) <= 0.05 * sig {
+                    self.each(|k| *v.add(k) = *z.add(k) - *yp.add(k));
+                    self.sync();
+                    update(s, |s| s.v_valid = 1);
+                    return (sig, true);
+                }
+                if d != 0.0 {
+                    let q = dz / d;
+                    self.each(|k| *z.add(k) = shift(q, *yp.add(k), *fz.add(k), *fyp.add(k)));
+                } else if global_index() == 0 {
+                    let kk = iter % self.n;
+                    if *z.add(kk) != *yp.add(kk) {
+                        *z.add(kk) = *yp.add(kk) - (*z.add(kk) - *yp.add(kk));
+                    }
+                }
+                self.sync();
+                iter += 1;
+            }
+            (sig, false)
         }
     }
 
-    /// Block partials of the weighted error sum `sum_i error_term(..)`.
-    #[unsafe(no_mangle)]
+    /// A spectral-radius estimate at `(y, fy)`: Gershgorin's bound (a constant for
+    /// the heat equation) or the power iteration.
+    #[inline(always)]
+    unsafe fn rho(&mut self, s: *mut PersistentState, y: *const f64, fy: *const f64) -> f64 {
+        unsafe { count(s, |s| s.rho_evals += 1) };
+        let p = self.p;
+        let kind = p.kind as u32;
+        if p.power == 0 {
+            if kind == KIND_HEAT {
+                return gershgorin_row(KIND_HEAT, &p.coeffs, 0.0);
+            }
+            return unsafe { self.max(|k| gershgorin_row(kind, &p.coeffs, *y.add(k))) };
+        }
+        let (r, converged) = unsafe { self.power(s, y, fy) };
+        if !converged {
+            unsafe { count(s, |s| s.rho_unconverged += 1) };
+        }
+        r
+    }
+
+    /// One attempt of degree index `d` with step `h` from `(y, fy)`: fills `y_new`,
+    /// `k5 = f(y_new)` and returns the weighted error; the same kernels' math as the
+    /// host-decided path.
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "ptx-kernel" fn rock4_error_partial_f64(
-        n: usize,
-        hd1: f64,
-        hd2: f64,
-        hd3: f64,
-        hd4: f64,
-        hbe5: f64,
-        atol: f64,
-        rtol: f64,
-        k1: *const f64,
-        k2: *const f64,
-        k3: *const f64,
-        k4: *const f64,
-        k5: *const f64,
-        y_new: *const f64,
-        partials: *mut f64,
-    ) {
-        let hd = [hd1, hd2, hd3, hd4];
+    unsafe fn attempt(
+        &mut self,
+        d: usize,
+        h: f64,
+        yp: *const f64,
+        fyp: *const f64,
+        yn: *mut f64,
+        k5: *mut f64,
+        s: *mut PersistentState,
+    ) -> f64 {
+        let p = self.p;
+        let tab = self.tab;
         unsafe {
-            partial_sum(n, partials, |i| {
+            let m = *tab.ms.add(d) as usize;
+            let recf = tab.recf.add(*tab.starts.add(d) as usize);
+            let (mut ga, mut gb) = (self.g[0], self.g[1]);
+            let ha1 = h * *recf;
+            self.each(|k| *ga.add(k) = recurrence_first(*yp.add(k), ha1, *fyp.add(k)));
+            self.sync();
+            let mut j = 2;
+            while j <= m {
+                let o = 2 * (j - 2) + 1;
+                let (ha, c) = (h * *recf.add(o), *recf.add(o + 1));
+                let g2 = if j == 2 { yp } else { gb as *const f64 };
+                let (g1, out) = (ga as *const f64, gb);
+                self.each(|k| {
+                    let (f, g1k) = self.f_at(g1, k);
+                    *out.add(k) = recurrence_step(ha, f, c, g1k, *g2.add(k));
+                });
+                self.sync();
+                core::mem::swap(&mut ga, &mut gb);
+                j += 1;
+            }
+            count(s, |s| s.f_evals += (m + 4) as u64);
+            // Finishing procedure from u = g_m; its arguments in gb.
+            let fpa = tab.fpa.add(6 * d);
+            let a = |i: usize| *fpa.add(i);
+            let u = ga as *const f64;
+            let [k1, k2, k3, k4] = self.k;
+            let k5p = k5 as *const f64;
+            self.eval(u, k1);
+            let ha21 = h * a(0);
+            self.each(|k| *gb.add(k) = finish2(*u.add(k), ha21, *k1.add(k)));
+            self.sync();
+            self.eval(gb, k2);
+            let (ha31, ha32) = (h * a(1), h * a(2));
+            self.each(|k| *gb.add(k) = finish3(*u.add(k), ha31, *k1.add(k), ha32, *k2.add(k)));
+            self.sync();
+            self.eval(gb, k3);
+            let ha4 = [h * a(3), h * a(4), h * a(5)];
+            self.each(|k| *gb.add(k) = finish4(*u.add(k), ha4, *k1.add(k), *k2.add(k), *k3.add(k)));
+            self.sync();
+            self.eval(gb, k4);
+            let fpb = tab.fpb.add(4 * d);
+            let b = |i: usize| *fpb.add(i);
+            let hb = [h * b(0), h * b(1), h * b(2), h * b(3)];
+            self.each(|k| {
+                *yn.add(k) = finish_solution(
+                    *u.add(k),
+                    hb,
+                    *k1.add(k),
+                    *k2.add(k),
+                    *k3.add(k),
+                    *k4.add(k),
+                )
+            });
+            self.sync();
+            self.eval(yn, k5);
+            let fpbe = tab.fpbe.add(5 * d);
+            let be = |i: usize| *fpbe.add(i);
+            let hd = [
+                h * (be(0) - b(0)),
+                h * (be(1) - b(1)),
+                h * (be(2) - b(2)),
+                h * (be(3) - b(3)),
+            ];
+            let hbe5 = h * be(4);
+            let (atol, rtol) = (p.atol, p.rtol);
+            let sum = self.sum(|k| {
                 error_term(
                     hd,
                     hbe5,
-                    *k1.add(i),
-                    *k2.add(i),
-                    *k3.add(i),
-                    *k4.add(i),
-                    *k5.add(i),
-                    *y_new.add(i),
+                    *k1.add(k),
+                    *k2.add(k),
+                    *k3.add(k),
+                    *k4.add(k),
+                    *k5p.add(k),
+                    *yn.add(k),
                     atol,
                     rtol,
                 )
-            })
-        }
-    }
-
-    /// Block partials of the start-up probe `sum_i probe_term(..)`.
-    #[unsafe(no_mangle)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "ptx-kernel" fn rock4_probe_partial_f64(
-        n: usize,
-        rtol: f64,
-        atol: f64,
-        ft: *const f64,
-        fy: *const f64,
-        y: *const f64,
-        partials: *mut f64,
-    ) {
-        unsafe {
-            partial_sum(n, partials, |i| {
-                probe_term(*ft.add(i), *fy.add(i), *y.add(i), rtol, atol)
-            })
-        }
-    }
-
-    /// Block partials of `sum_i (a_i - b_i)^2`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn rock4_diff_sq_partial_f64(
-        n: usize,
-        a: *const f64,
-        b: *const f64,
-        partials: *mut f64,
-    ) {
-        unsafe { partial_sum(n, partials, |i| diff_sq_step(0.0, *a.add(i), *b.add(i))) }
-    }
-
-    /// `out <- y + scale (a - b)`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn rock4_shift_f64(
-        n: usize,
-        scale: f64,
-        y: *const f64,
-        a: *const f64,
-        b: *const f64,
-        out: *mut f64,
-    ) {
-        let mut i = global_index();
-        while i < n {
-            unsafe { *out.add(i) = shift(scale, *y.add(i), *a.add(i), *b.add(i)) };
-            i += grid_stride();
-        }
-    }
-
-    // ----------------------------------------------------------------------------------
-    // The persistent integration: one cooperative launch runs attempt after attempt,
-    // every block taking the same decisions from the same grid-wide reductions (the
-    // block partials are added in a fixed order by every block), with a grid barrier
-    // after each vector operation.
-
-    /// One launch's view of its parameters.
-    struct Persist<'a> {
-        p: &'a PersistentParams,
-        n: usize,
-        nx: u32,
-        bar: *mut u32,
-        /// Reductions so far: they alternate between two partial areas, so one block's
-        /// next partial never overwrites one that another block is still adding.
-        red: usize,
-    }
-
-    /// `pair[parity]`.
-    #[inline(always)]
-    fn pick(pair: [u64; 2], parity: u64) -> u64 {
-        if parity == 0 { pair[0] } else { pair[1] }
-    }
-
-    impl Persist<'_> {
-        #[inline(always)]
-        fn sync(&self) {
-            unsafe { grid_sync(self.bar) }
-        }
-
-        /// `f(k)` for this thread's elements (grid-stride).
-        #[inline(always)]
-        fn each(&self, mut f: impl FnMut(usize)) {
-            let mut k = global_index();
-            while k < self.n {
-                f(k);
-                k += grid_stride();
-            }
-        }
-
-        /// `(f(y)_k, y_k)` of the stencil.
-        #[inline(always)]
-        unsafe fn f_at(&self, y: *const f64, k: usize) -> (f64, f64) {
-            let k32 = k as u32;
-            let (i, j) = ((k32 % self.nx) as usize, (k32 / self.nx) as usize);
-            let p = self.p;
-            let kind = p.kind as u32;
-            unsafe { point(p.nx as usize, p.ny as usize, kind, &p.coeffs, i, j, y) }
-        }
-
-        /// `dy <- f(y)`, then a grid barrier.
-        #[inline(always)]
-        unsafe fn eval(&self, y: u64, dy: u64) {
-            let (y, dy) = (y as *const f64, dy as *mut f64);
-            self.each(|k| unsafe { *dy.add(k) = self.f_at(y, k).0 });
-            self.sync();
-        }
-
-        /// Block totals (thread 0's `block`) to the partials, a grid barrier, then the
-        /// sum (or maximum) of the partials in a fixed order, in every thread.
-        #[inline(always)]
-        unsafe fn combine(&mut self, block: f64, max: bool) -> f64 {
-            let area = unsafe { (self.p.partials as *mut f64).add((self.red % 2) * grid_dim()) };
-            self.red += 1;
-            if thread_idx() == 0 {
-                unsafe { *area.add(block_idx()) = block };
-            }
-            self.sync();
-            let mut acc = 0.0f64;
-            let mut b = thread_idx();
-            while b < grid_dim() {
-                let v = unsafe { *area.add(b) };
-                acc = if max {
-                    if v > acc { v } else { acc }
-                } else {
-                    acc + v
-                };
-                b += block_dim();
-            }
-            let total = if max { block_max(acc) } else { block_sum(acc) };
-            block_broadcast(total)
-        }
-
-        /// `sum_k term(k)`, in every thread.
-        #[inline(always)]
-        unsafe fn sum(&mut self, term: impl Fn(usize) -> f64) -> f64 {
-            let mut acc = 0.0;
-            self.each(|k| acc += term(k));
-            let block = block_sum(acc);
-            unsafe { self.combine(block, false) }
-        }
-
-        /// `max(0, max_k term(k))`, in every thread.
-        #[inline(always)]
-        unsafe fn max(&mut self, term: impl Fn(usize) -> f64) -> f64 {
-            let mut acc = 0.0f64;
-            self.each(|k| {
-                let r = term(k);
-                acc = if r > acc { r } else { acc };
             });
-            let block = block_max(acc);
-            unsafe { self.combine(block, true) }
-        }
-
-        /// Abdulle's nonlinear power iteration (`rockfrho`) at `(y, fy)`, as the CPU's,
-        /// with `z = g[0]`, `fz = g[1]`: `(estimate, converged)`.
-        #[inline(always)]
-        unsafe fn power(&mut self, s: *mut PersistentState, y: u64, fy: u64) -> (f64, bool) {
-            let p = self.p;
-            let (yp, fyp) = (y as *const f64, fy as *const f64);
-            let (z, fz, v) = (p.g[0] as *mut f64, p.g[1] as *mut f64, p.v as *mut f64);
-            unsafe {
-                if (*s).v_valid != 0 {
-                    self.each(|k| *z.add(k) = *v.add(k));
-                    self.sync();
-                } else {
-                    self.eval(fy, p.g[0]);
-                    count(s, |s| s.f_evals += 1);
-                }
-                let ynor = sqrt_f64(self.sum(|k| diff_sq_step(0.0, *yp.add(k), 0.0)));
-                let znor = sqrt_f64(self.sum(|k| diff_sq_step(0.0, *z.add(k), 0.0)));
-                let dz;
-                if ynor != 0.0 && znor != 0.0 {
-                    dz = ynor * SQRTU;
-                    let q = dz / znor;
-                    self.each(|k| *z.add(k) = fma_f64(q, *z.add(k), *yp.add(k)));
-                } else if ynor != 0.0 {
-                    dz = ynor * SQRTU;
-                    self.each(|k| *z.add(k) = *yp.add(k) * (1.0 + SQRTU));
-                } else if znor != 0.0 {
-                    dz = UROUND;
-                    let q = dz / znor;
-                    self.each(|k| *z.add(k) *= q);
-                } else {
-                    dz = UROUND;
-                    self.each(|k| *z.add(k) = UROUND);
-                }
-                self.sync();
-                let mut sig = 0.0;
-                let mut iter = 1;
-                while iter <= 50 {
-                    self.eval(p.g[0], p.g[1]);
-                    count(s, |s| s.f_evals += 1);
-                    let d = sqrt_f64(self.sum(|k| diff_sq_step(0.0, *fz.add(k), *fyp.add(k))));
-                    let sig_old = sig;
-                    sig = 1.2 * d / dz;
-                    if iter >= 2 && libm::fabs(sig - sig_old) <= 0.05 * sig {
-                        self.each(|k| *v.add(k) = *z.add(k) - *yp.add(k));
-                        self.sync();
-                        update(s, |s| s.v_valid = 1);
-                        return (sig, true);
-                    }
-                    if d != 0.0 {
-                        let q = dz / d;
-                        self.each(|k| *z.add(k) = shift(q, *yp.add(k), *fz.add(k), *fyp.add(k)));
-                    } else if global_index() == 0 {
-                        let kk = iter % self.n;
-                        if *z.add(kk) != *yp.add(kk) {
-                            *z.add(kk) = *yp.add(kk) - (*z.add(kk) - *yp.add(kk));
-                        }
-                    }
-                    self.sync();
-                    iter += 1;
-                }
-                (sig, false)
-            }
-        }
-
-        /// A spectral-radius estimate at `(y, fy)`: Gershgorin's bound (a constant for
-        /// the heat equation) or the power iteration.
-        #[inline(always)]
-        unsafe fn rho(&mut self, s: *mut PersistentState, y: u64, fy: u64) -> f64 {
-            unsafe { count(s, |s| s.rho_evals += 1) };
-            let p = self.p;
-            let kind = p.kind as u32;
-            if p.power == 0 {
-                if kind == KIND_HEAT {
-                    return gershgorin_row(KIND_HEAT, &p.coeffs, 0.0);
-                }
-                let yp = y as *const f64;
-                return unsafe { self.max(|k| gershgorin_row(kind, &p.coeffs, *yp.add(k))) };
-            }
-            let (r, converged) = unsafe { self.power(s, y, fy) };
-            if !converged {
-                unsafe { count(s, |s| s.rho_unconverged += 1) };
-            }
-            r
-        }
-
-        /// One attempt of degree index `d` with step `h` from `(y, fy)`: fills `y_new`,
-        /// `k5 = f(y_new)` and returns the weighted error; the same kernels' math as the
-        /// host-decided path.
-        #[inline(always)]
-        #[allow(clippy::too_many_arguments)]
-        unsafe fn attempt(
-            &mut self,
-            d: usize,
-            h: f64,
-            y: u64,
-            fy: u64,
-            y_new: u64,
-            k5: u64,
-            s: *mut PersistentState,
-        ) -> f64 {
-            let p = self.p;
-            unsafe {
-                let m = *(p.ms as *const u64).add(d) as usize;
-                let recf = (p.recf as *const f64).add(*(p.starts as *const u64).add(d) as usize);
-                let (yp, fyp) = (y as *const f64, fy as *const f64);
-                let (mut ga, mut gb) = (p.g[0] as *mut f64, p.g[1] as *mut f64);
-                let ha1 = h * *recf;
-                self.each(|k| *ga.add(k) = recurrence_first(*yp.add(k), ha1, *fyp.add(k)));
-                self.sync();
-                let mut j = 2;
-                while j <= m {
-                    let o = 2 * (j - 2) + 1;
-                    let (ha, c) = (h * *recf.add(o), *recf.add(o + 1));
-                    let g2 = if j == 2 { yp } else { gb as *const f64 };
-                    let (g1, out) = (ga as *const f64, gb);
-                    self.each(|k| {
-                        let (f, g1k) = self.f_at(g1, k);
-                        *out.add(k) = recurrence_step(ha, f, c, g1k, *g2.add(k));
-                    });
-                    self.sync();
-                    core::mem::swap(&mut ga, &mut gb);
-                    j += 1;
-                }
-                count(s, |s| s.f_evals += (m + 4) as u64);
-                // Finishing procedure from u = g_m; its arguments in gb.
-                let fpa = (p.fpa as *const f64).add(6 * d);
-                let a = |i: usize| *fpa.add(i);
-                let u = ga as *const f64;
-                let [k1, k2, k3, k4] = p.k.map(|x| x as *mut f64);
-                let (yn, k5p) = (y_new as *mut f64, k5 as *const f64);
-                self.eval(u as u64, p.k[0]);
-                let ha21 = h * a(0);
-                self.each(|k| *gb.add(k) = finish2(*u.add(k), ha21, *k1.add(k)));
-                self.sync();
-                self.eval(gb as u64, p.k[1]);
-                let (ha31, ha32) = (h * a(1), h * a(2));
-                self.each(|k| *gb.add(k) = finish3(*u.add(k), ha31, *k1.add(k), ha32, *k2.add(k)));
-                self.sync();
-                self.eval(gb as u64, p.k[2]);
-                let ha4 = [h * a(3), h * a(4), h * a(5)];
-                self.each(|k| {
-                    *gb.add(k) = finish4(*u.add(k), ha4, *k1.add(k), *k2.add(k), *k3.add(k))
-                });
-                self.sync();
-                self.eval(gb as u64, p.k[3]);
-                let fpb = (p.fpb as *const f64).add(4 * d);
-                let b = |i: usize| *fpb.add(i);
-                let hb = [h * b(0), h * b(1), h * b(2), h * b(3)];
-                self.each(|k| {
-                    *yn.add(k) = finish_solution(
-                        *u.add(k),
-                        hb,
-                        *k1.add(k),
-                        *k2.add(k),
-                        *k3.add(k),
-                        *k4.add(k),
-                    )
-                });
-                self.sync();
-                self.eval(y_new, k5);
-                let fpbe = (p.fpbe as *const f64).add(5 * d);
-                let be = |i: usize| *fpbe.add(i);
-                let hd = [
-                    h * (be(0) - b(0)),
-                    h * (be(1) - b(1)),
-                    h * (be(2) - b(2)),
-                    h * (be(3) - b(3)),
-                ];
-                let hbe5 = h * be(4);
-                let (atol, rtol) = (p.atol, p.rtol);
-                let sum = self.sum(|k| {
-                    error_term(
-                        hd,
-                        hbe5,
-                        *k1.add(k),
-                        *k2.add(k),
-                        *k3.add(k),
-                        *k4.add(k),
-                        *k5p.add(k),
-                        *yn.add(k),
-                        atol,
-                        rtol,
-                    )
-                });
-                sqrt_f64(sum / self.n as f64)
-            }
+            sqrt_f64(sum / self.n as f64)
         }
     }
+}
 
-    /// The per-block decisions of one attempt, beside the state in shared memory.
-    #[repr(C)]
-    struct Step {
-        /// Leave the loop.
-        stop: u64,
-        /// The attempt refreshes the spectral radius.
-        need: u64,
-        /// Degree index.
-        d: u64,
+/// The per-block decisions of one attempt, beside the state in shared memory.
+#[cfg(target_arch = "nvptx64")]
+#[repr(C)]
+struct Step {
+    /// Leave the loop.
+    stop: u64,
+    /// The attempt refreshes the spectral radius.
+    need: u64,
+    /// Degree index.
+    d: u64,
+}
+
+/// Words of dynamic shared memory before the block's state: the reductions' area
+/// (one `f64` per warp of up to 1024 threads; see [`PERSISTENT_SHARED_BYTES`]).
+#[cfg(target_arch = "nvptx64")]
+const SHARED_REDUCE_WORDS: usize = 32;
+
+/// Counts in the block's state (thread 0 only; counters nobody reads during the run).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn count(s: *mut PersistentState, f: impl FnOnce(&mut PersistentState)) {
+    if thread_idx() == 0 {
+        f(unsafe { &mut *s });
     }
+}
 
-    /// Words of dynamic shared memory before the block's state: the reductions' area
-    /// (one `f64` per warp of up to 1024 threads; see [`PERSISTENT_SHARED_BYTES`]).
-    const SHARED_REDUCE_WORDS: usize = 32;
+/// Changes the block's state (thread 0, between two block barriers, so every thread
+/// reads the old values before and the new ones after).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn update<R>(s: *mut PersistentState, f: impl FnOnce(&mut PersistentState) -> R) {
+    sync_threads();
+    if thread_idx() == 0 {
+        f(unsafe { &mut *s });
+    }
+    sync_threads();
+}
 
-    /// Counts in the block's state (thread 0 only; counters nobody reads during the run).
-    #[inline(always)]
-    unsafe fn count(s: *mut PersistentState, f: impl FnOnce(&mut PersistentState)) {
+/// The whole integration of a stencil problem (or the next `pause_at - attempts`
+/// attempts of it): start-up (`f(y)`, spectral radius, initial step), then per
+/// attempt the spectral-radius refresh, the degree, the `m + 4` stages, the error
+/// norm and the controller's decision, all on the device; the state goes back to
+/// `state` at the end. Each block keeps the state in its shared memory, thread 0
+/// takes the decisions (from grid-wide values every block has identically), so every
+/// block takes the same ones. Launch cooperatively (all blocks resident), 1D blocks
+/// of a multiple of 32 threads, with `PERSISTENT_SHARED_BYTES` of dynamic shared memory.
+///
+/// Vectors (`nx ny` values): the solution pair `y0`/`y1` (`y` and `y_new`, by the
+/// state's parity), the pair `fy0`/`fy1` (`f(y)` and `k5`), the recurrence vectors
+/// `g0`, `g1`, the finishing stages `k1 .. k4` and the power iteration's saved direction
+/// `v`. `partials`: `2 gridDim` values; `state`: the [`PersistentState`] as words;
+/// `history`: room for `pause_at - ctl.attempts` [`AttemptLog`]s as words; `barrier`:
+/// the grid barrier's counter (zero before the first launch); the coefficient tables
+/// `recf`, `fpa` (6 per degree), `fpb` (4), `fpbe` (5), `ms` and the `recf` block starts
+/// `starts` (one per degree).
+#[kernel]
+pub unsafe fn rock4_persistent_f64(
+    p: PersistentParams,
+    y0: *mut f64,
+    y1: *mut f64,
+    fy0: *mut f64,
+    fy1: *mut f64,
+    g0: *mut f64,
+    g1: *mut f64,
+    k1: *mut f64,
+    k2: *mut f64,
+    k3: *mut f64,
+    k4: *mut f64,
+    v: *mut f64,
+    partials: *mut f64,
+    state: *mut u64,
+    history: *mut u64,
+    barrier: *mut u32,
+    recf: *const f64,
+    fpa: *const f64,
+    fpb: *const f64,
+    fpbe: *const f64,
+    ms: *const u64,
+    starts: *const u64,
+) {
+    let mut r = Persist {
+        p: &p,
+        n: (p.nx * p.ny) as usize,
+        nx: p.nx as u32,
+        bar: barrier,
+        partials,
+        g: [g0, g1],
+        k: [k1, k2, k3, k4],
+        v,
+        tab: Tables {
+            recf,
+            fpa,
+            fpb,
+            fpbe,
+            ms,
+            starts,
+        },
+        red: 0,
+    };
+    let (ys, fys) = ([y0, y1], [fy0, fy1]);
+    let st = state.cast::<PersistentState>();
+    let fixed = p.fixed != 0;
+    let n = r.n;
+    unsafe {
+        let s = crate::device::dynamic_shared::<f64>()
+            .add(SHARED_REDUCE_WORDS)
+            .cast::<PersistentState>();
+        let step = s.add(1).cast::<Step>();
         if thread_idx() == 0 {
-            f(unsafe { &mut *s });
-        }
-    }
-
-    /// Changes the block's state (thread 0, between two block barriers, so every thread
-    /// reads the old values before and the new ones after).
-    #[inline(always)]
-    unsafe fn update<R>(s: *mut PersistentState, f: impl FnOnce(&mut PersistentState) -> R) {
-        sync_threads();
-        if thread_idx() == 0 {
-            f(unsafe { &mut *s });
+            *s = core::ptr::read_volatile(st);
         }
         sync_threads();
-    }
-
-    /// The whole integration of a stencil problem (or the next `pause_at - attempts`
-    /// attempts of it): start-up (`f(y)`, spectral radius, initial step), then per
-    /// attempt the spectral-radius refresh, the degree, the `m + 4` stages, the error
-    /// norm and the controller's decision, all on the device; the state goes back to
-    /// `p.state` at the end. Each block keeps the state in its shared memory, thread 0
-    /// takes the decisions (from grid-wide values every block has identically), so every
-    /// block takes the same ones. Launch cooperatively (all blocks resident), 1D blocks
-    /// of a multiple of 32 threads, with `PERSISTENT_SHARED_BYTES` of dynamic shared memory.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn rock4_persistent_f64(p: PersistentParams) {
-        let mut r = Persist {
-            p: &p,
-            n: (p.nx * p.ny) as usize,
-            nx: p.nx as u32,
-            bar: p.barrier as *mut u32,
-            red: 0,
-        };
-        let st = p.state as *mut PersistentState;
-        let fixed = p.fixed != 0;
-        let n = r.n;
-        unsafe {
-            let s = crate::device::dynamic_shared::<f64>()
-                .add(SHARED_REDUCE_WORDS)
-                .cast::<PersistentState>();
-            let step = s.add(1).cast::<Step>();
-            if thread_idx() == 0 {
-                *s = core::ptr::read_volatile(st);
-            }
-            sync_threads();
-            if (*s).started == 0 {
-                let par = (*s).parity;
-                let (y, fy) = (pick(p.y, par), pick(p.fy, par));
-                r.eval(y, fy);
+        if (*s).started == 0 {
+            let par = (*s).parity;
+            let (y, fy) = (pick(ys, par), pick(fys, par));
+            r.eval(y, fy);
+            count(s, |s| s.f_evals += 1);
+            if p.h0_given == 0 {
+                let rho = r.rho(s, y, fy);
+                let span = p.t_end - p.t0;
+                let (h, hmin) = initial_trial_step(rho, p.t0, span);
+                let (yt, ft) = (k2, k3);
+                r.each(|k| *yt.add(k) = recurrence_first(*y.add(k), h, *fy.add(k)));
+                r.sync();
+                r.eval(yt, ft);
                 count(s, |s| s.f_evals += 1);
-                if p.h0_given == 0 {
-                    let rho = r.rho(s, y, fy);
-                    let span = p.t_end - p.t0;
-                    let (h, hmin) = initial_trial_step(rho, p.t0, span);
-                    let (yp, fyp) = (y as *const f64, fy as *const f64);
-                    let (yt, ft) = (p.k[1] as *mut f64, p.k[2] as *const f64);
-                    r.each(|k| *yt.add(k) = recurrence_first(*yp.add(k), h, *fyp.add(k)));
-                    r.sync();
-                    r.eval(p.k[1], p.k[2]);
-                    count(s, |s| s.f_evals += 1);
-                    let (atol, rtol) = (p.atol, p.rtol);
-                    let sum =
-                        r.sum(|k| probe_term(*ft.add(k), *fyp.add(k), *yp.add(k), rtol, atol));
-                    let est = h * sqrt_f64(sum / n as f64);
-                    update(s, |s| {
-                        s.ctl = Control::new(p.t0, initial_step(h, hmin, span, est));
-                        s.ctl.rho = rho;
-                        s.ctl.rho_current = 1;
-                    });
-                }
-                update(s, |s| s.started = 1);
+                let (atol, rtol) = (p.atol, p.rtol);
+                let sum = r.sum(|k| probe_term(*ft.add(k), *fy.add(k), *y.add(k), rtol, atol));
+                let est = h * sqrt_f64(sum / n as f64);
+                update(s, |s| {
+                    s.ctl = Control::new(p.t0, initial_step(h, hmin, span, est));
+                    s.ctl.rho = rho;
+                    s.ctl.rho_current = 1;
+                });
             }
-            loop {
-                update(s, |s| {
-                    let st = &mut *step;
-                    st.stop = 1;
-                    if s.ctl.attempts >= p.pause_at {
-                        s.status = RUN_PAUSED;
-                        return;
-                    }
-                    let go = begin_attempt(&mut s.ctl, p.t_end, p.max_attempts);
-                    if go != GO {
-                        s.status = if go == STEP_TOO_SMALL {
-                            RUN_STEP_TOO_SMALL
-                        } else {
-                            RUN_MAX_ATTEMPTS
-                        };
-                        return;
-                    }
-                    st.stop = 0;
-                    st.need = u64::from(
-                        needs_rho(&s.ctl, p.jacobian_constant != 0) && s.ctl.rho_current == 0,
-                    );
-                });
-                if (*step).stop != 0 {
-                    break;
+            update(s, |s| s.started = 1);
+        }
+        loop {
+            update(s, |s| {
+                let st = &mut *step;
+                st.stop = 1;
+                if s.ctl.attempts >= p.pause_at {
+                    s.status = RUN_PAUSED;
+                    return;
                 }
-                let par = (*s).parity;
-                let (y, fy) = (pick(p.y, par), pick(p.fy, par));
-                let (y_new, k5) = (pick(p.y, 1 - par), pick(p.fy, 1 - par));
-                let fresh = if (*step).need != 0 {
-                    r.rho(s, y, fy)
-                } else {
-                    0.0
-                };
-                update(s, |s| {
-                    if needs_rho(&s.ctl, p.jacobian_constant != 0) {
-                        if s.ctl.rho_current == 0 {
-                            s.ctl.rho = fresh;
-                        }
-                        s.ctl.rho_known = 1;
-                        s.rho_min = s.rho_min.min(s.ctl.rho);
-                        s.rho_max = s.rho_max.max(s.ctl.rho);
-                    }
-                    s.ctl.rho_current = 0;
-                    let m0 = stages_needed(&mut s.ctl);
-                    let ms = p.ms as *const u64;
-                    let d = degree_index(m0, |i| *ms.add(i) as usize);
-                    (*step).d = d as u64;
-                    s.max_stages = s.max_stages.max(*ms.add(d) + 4);
-                });
-                let d = (*step).d as usize;
-                let (t, h, rho) = ((*s).ctl.t, (*s).ctl.h, (*s).ctl.rho);
-                let err = r.attempt(d, h, y, fy, y_new, k5, s);
-                update(s, |s| {
-                    let out = finish_attempt(&mut s.ctl, err, p.t_end, fixed);
-                    if block_idx() == 0 {
-                        let log = (p.history as *mut AttemptLog)
-                            .add((s.records - p.record_base) as usize);
-                        *log = AttemptLog {
-                            t,
-                            h,
-                            rho,
-                            err,
-                            stages: *(p.ms as *const u64).add(d) + 4,
-                            accepted: (out & ACCEPTED) as u64,
-                        };
-                    }
-                    s.records += 1;
-                    if out & ACCEPTED != 0 {
-                        s.accepted += 1;
-                        s.parity = 1 - s.parity;
+                let go = begin_attempt(&mut s.ctl, p.t_end, p.max_attempts);
+                if go != GO {
+                    s.status = if go == STEP_TOO_SMALL {
+                        RUN_STEP_TOO_SMALL
                     } else {
-                        s.rejected += 1;
-                    }
-                    (*step).stop = 0;
-                    if out & DONE != 0 {
-                        s.status = RUN_FINISHED;
-                        (*step).stop = 1;
-                    }
-                });
-                if (*step).stop != 0 {
-                    break;
+                        RUN_MAX_ATTEMPTS
+                    };
+                    return;
                 }
+                st.stop = 0;
+                st.need = u64::from(
+                    needs_rho(&s.ctl, p.jacobian_constant != 0) && s.ctl.rho_current == 0,
+                );
+            });
+            if (*step).stop != 0 {
+                break;
             }
-            // Every block has read the state at its start before block 0 writes it back.
-            r.sync();
-            if global_index() == 0 {
-                core::ptr::write_volatile(st, *s);
+            let par = (*s).parity;
+            let (y, fy) = (pick(ys, par), pick(fys, par));
+            let (y_new, k5) = (pick(ys, 1 - par), pick(fys, 1 - par));
+            let fresh = if (*step).need != 0 {
+                r.rho(s, y, fy)
+            } else {
+                0.0
+            };
+            update(s, |s| {
+                if needs_rho(&s.ctl, p.jacobian_constant != 0) {
+                    if s.ctl.rho_current == 0 {
+                        s.ctl.rho = fresh;
+                    }
+                    s.ctl.rho_known = 1;
+                    s.rho_min = s.rho_min.min(s.ctl.rho);
+                    s.rho_max = s.rho_max.max(s.ctl.rho);
+                }
+                s.ctl.rho_current = 0;
+                let m0 = stages_needed(&mut s.ctl);
+                let d = degree_index(m0, |i| *ms.add(i) as usize);
+                (*step).d = d as u64;
+                s.max_stages = s.max_stages.max(*ms.add(d) + 4);
+            });
+            let d = (*step).d as usize;
+            let (t, h, rho) = ((*s).ctl.t, (*s).ctl.h, (*s).ctl.rho);
+            let err = r.attempt(d, h, y, fy, y_new, k5, s);
+            update(s, |s| {
+                let out = finish_attempt(&mut s.ctl, err, p.t_end, fixed);
+                if block_idx() == 0 {
+                    let log = history
+                        .cast::<AttemptLog>()
+                        .add((s.records - p.record_base) as usize);
+                    *log = AttemptLog {
+                        t,
+                        h,
+                        rho,
+                        err,
+                        stages: *ms.add(d) + 4,
+                        accepted: (out & ACCEPTED) as u64,
+                    };
+                }
+                s.records += 1;
+                if out & ACCEPTED != 0 {
+                    s.accepted += 1;
+                    s.parity = 1 - s.parity;
+                } else {
+                    s.rejected += 1;
+                }
+                (*step).stop = 0;
+                if out & DONE != 0 {
+                    s.status = RUN_FINISHED;
+                    (*step).stop = 1;
+                }
+            });
+            if (*step).stop != 0 {
+                break;
             }
+        }
+        // Every block has read the state at its start before block 0 writes it back.
+        r.sync();
+        if global_index() == 0 {
+            core::ptr::write_volatile(st, *s);
         }
     }
 }

@@ -95,25 +95,6 @@ impl Gpu {
     }
 
     #[doc(hidden)]
-    pub fn resident_blocks_untyped(
-        &self,
-        kernel: &'static str,
-        threads: u32,
-        shared_bytes: usize,
-    ) -> Result<usize> {
-        let f = self.function_untyped(kernel)?;
-        self.bind_to_thread()?;
-        let per_sm = f
-            .occupancy_max_active_blocks_per_multiprocessor(threads, shared_bytes, None)
-            .map_err(|e| Error::Driver {
-                call: format!("cuOccupancyMaxActiveBlocksPerMultiprocessor({kernel})"),
-                status: DriverStatus(e),
-            })?;
-        let sms = self.multiprocessors()?;
-        Ok(per_sm as usize * sms)
-    }
-
-    #[doc(hidden)]
     pub fn allow_dynamic_shared_untyped(&self, kernel: &'static str, bytes: usize) -> Result<()> {
         let f = self.function_untyped(kernel)?;
         self.bind_to_thread()?;

@@ -4,7 +4,7 @@
 //! written on another stream of the same device must be ordered first with
 //! [`ferrocuda_host::Gpu::wait_for`].
 
-use ferrocuda_host::{DeviceSlice, DeviceSliceMut, DeviceViewMut, Gpu, LaunchConfig, Out};
+use ferrocuda_host::{DeviceSlice, DeviceSliceMut, Gpu, LaunchConfig, Out};
 use ferrocuda_kernels::blas1::{
     Axpby, Axpy, CopyVec, DotPartial, Fill, MULTI_DOT_CHUNK, MultiDotPartial, Nrm2Partial, Scal,
     SumPartials, reduction_blocks,
@@ -128,14 +128,14 @@ fn finish_config<R>(sets: usize) -> LaunchConfig {
 }
 
 /// Stage two of a reduction: `out[s] = sum of partials[s*count..(s+1)*count]` for
-/// `s < out.len()`.
+/// `s < sets`, queued on `gpu`.
 ///
 /// # Safety
-/// `partials` holds `out.len() * count` values.
-unsafe fn finish_sum<T: Element>(
+/// `partials` holds `sets * count` values and `out` has room for `sets`.
+pub(crate) unsafe fn finish_sum<T: Element>(
     gpu: &Gpu,
     count: usize,
-    partials: &DeviceViewMut<'_, T>,
+    partials: &impl DeviceSlice<T>,
     out: Out<'_, T>,
     sets: usize,
 ) -> Result<()> {

@@ -13,15 +13,16 @@
 
 use std::time::Instant;
 
-use ferrocuda_host::{DeviceBuffer, DeviceSlice, Gpu, LaunchConfig, arg};
+use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, LaunchConfig};
 use ferrocuda_kernels::multigrid::{
-    MAX_GPU_BLOCK, NORM_SETS, NORM_THREADS, THREADS, blocks_per_dim,
+    MAX_GPU_BLOCK, MgCoarseSolve, MgFillRhs, MgInterp, MgNormsPartial, MgResidual, MgRestrict,
+    MgSmooth, NORM_SETS, NORM_THREADS, SmoothParams, THREADS, blocks_per_dim,
     smoother_shared_bytes_per_thread, smoother_threads, smoother_threads_x,
 };
-use ferrocuda_kernels::names::Blas1Kernels;
 
 use super::grid::{CoarseTables, SineProblem};
 use super::{Hierarchy, Levels, MgOptions, MgReal, MgReport, Sweep, precision_name, solve_with};
+use crate::blas1::gpu::finish_sum;
 use crate::error::{Error, Result};
 
 /// One grid level on the device.
@@ -117,16 +118,16 @@ impl<T: MgReal> Solver<T> {
             omega: opts.omega_value(),
             setup_seconds: 0.0,
         };
-        let (amp, sp) = (s.problem.amp, s.sine.device_ptr());
-        let fp = s.levels.last().expect("a level").f.device_ptr();
-        // SAFETY: mg_fill_rhs_<t>(n, amp, s, f) reads s[0..n], writes f[0..n^3].
-        unsafe {
-            s.gpu.launch_untyped(
-                T::MULTIGRID.fill_rhs,
-                points_config(n),
-                &mut [arg(&n), arg(&amp), arg(&sp), arg(&fp)],
-            )?
+        let args = MgFillRhs {
+            n,
+            amp: s.problem.amp,
+            s: s.sine.as_in(),
+            f: s.levels.last_mut().expect("a level").f.as_out(),
         };
+        // SAFETY: the finest level's f was allocated with n^3 values and the sine table
+        // with n (`SineProblem::new(n)`) above; the grid covers x < n (checked in the
+        // kernel), y, z < n.
+        unsafe { s.gpu.launch(&T::FILL_RHS, points_config(n), args)? };
         s.gpu.synchronize()?;
         s.setup_seconds = start.elapsed().as_secs_f64();
         Ok(s)
@@ -162,43 +163,49 @@ impl<T: MgReal> Solver<T> {
     }
 
     /// `r <- f - A u` on `level` into its second buffer.
-    fn residual(&self, level: usize) -> Result<()> {
-        let lv = &self.levels[level];
+    fn residual(&mut self, level: usize) -> Result<()> {
+        let lv = &mut self.levels[level];
         let n = lv.n;
         let h = 1.0 / (n - 1) as f64;
-        let inv_h2 = 1.0 / (h * h);
-        let (u, f, r) = (
-            lv.u[lv.cur].device_ptr(),
-            lv.f.device_ptr(),
-            lv.u[1 - lv.cur].device_ptr(),
-        );
-        // SAFETY: mg_residual_<t>(n, inv_h2, u, f, r) reads u, f and writes r, n^3 each;
-        // r is the other buffer.
-        unsafe {
-            self.gpu.launch_untyped(
-                T::MULTIGRID.residual,
-                points_config(n),
-                &mut [arg(&n), arg(&inv_h2), arg(&u), arg(&f), arg(&r)],
-            )?
+        let [u0, u1] = &mut lv.u;
+        let (u, r) = if lv.cur == 0 { (u0, u1) } else { (u1, u0) };
+        let args = MgResidual {
+            n,
+            inv_h2: 1.0 / (h * h),
+            u: u.as_in(),
+            f: lv.f.as_in(),
+            r: r.as_out(),
         };
+        // SAFETY: u, f and r (the level's other buffer, so no alias) hold n^3 values
+        // (allocated per level in `new`); the grid covers x < n (checked in the kernel),
+        // y, z < n.
+        unsafe { self.gpu.launch(&T::RESIDUAL, points_config(n), args)? };
         Ok(())
     }
 
-    /// `f_{l-1} <- R src` for a fine array `src` of `level`.
-    fn restrict_from(&self, level: usize, src: u64) -> Result<()> {
+    /// `f_{l-1} <- R src` for an array `src` of the fine `level`: its `f` (`from_rhs`)
+    /// or its residual (in the second buffer of its `u`).
+    fn restrict_from(&mut self, level: usize, from_rhs: bool) -> Result<()> {
         let b = self.opts.base;
-        let nc = self.levels[level - 1].n;
-        let inv_b6 = 1.0 / (b as f64).powi(6);
-        let fc = self.levels[level - 1].f.device_ptr();
-        // SAFETY: mg_restrict_<t>(nc, b, inv_b6, r, fc) reads the fine grid
-        // (b (nc - 1) + 1)^3 and writes fc, nc^3.
-        unsafe {
-            self.gpu.launch_untyped(
-                T::MULTIGRID.restrict,
-                points_config(nc),
-                &mut [arg(&nc), arg(&b), arg(&inv_b6), arg(&src), arg(&fc)],
-            )?
+        let (coarse, fine) = self.levels.split_at_mut(level);
+        let (coarse, fine) = (&mut coarse[level - 1], &fine[0]);
+        let nc = coarse.n;
+        let src = if from_rhs {
+            &fine.f
+        } else {
+            &fine.u[1 - fine.cur]
         };
+        let args = MgRestrict {
+            nc,
+            b,
+            inv_b6: 1.0 / (b as f64).powi(6),
+            r: src.as_in(),
+            fc: coarse.f.as_out(),
+        };
+        // SAFETY: the fine level has (b (nc - 1) + 1)^3 values (the hierarchy's sizes,
+        // `Hierarchy`), the coarse f nc^3; the grid covers x < nc (checked in the
+        // kernel), y, z < nc.
+        unsafe { self.gpu.launch(&T::RESTRICT, points_config(nc), args)? };
         Ok(())
     }
 }
@@ -232,15 +239,18 @@ impl<T: MgReal> Levels for Solver<T> {
         let h2 = h * h;
         let nb = blocks_per_dim(n, s);
         let mode = sweep.mode();
-        let (src, dst) = match sweep {
-            Sweep::AllOutOfPlace => (lv.cur, 1 - lv.cur),
-            _ => (lv.cur, lv.cur),
+        let out_of_place = matches!(sweep, Sweep::AllOutOfPlace);
+        let cur = lv.cur;
+        let [u0, u1] = &mut lv.u;
+        let (u_cur, u_other) = if cur == 0 { (u0, u1) } else { (u1, u0) };
+        // Out of place: read the iterate, write the other buffer; else both in the iterate.
+        let (src, dst) = if out_of_place {
+            (Some(&*u_cur), u_other)
+        } else {
+            (None, u_cur)
         };
-        let (u_in, f, u_out) = (
-            lv.u[src].device_ptr(),
-            lv.f.device_ptr(),
-            lv.u[dst].device_ptr(),
-        );
+        let u_out = dst.as_out();
+        let u_in = src.map_or_else(|| u_out.as_in(), |u| u.as_in());
         let tx = smoother_threads_x(nb, mode);
         let elem = size_of::<T>();
         let threads = tx.next_multiple_of(32).min(smoother_threads(s, elem));
@@ -249,102 +259,82 @@ impl<T: MgReal> Levels for Solver<T> {
             .with_grid_y(nb as u32)
             .with_grid_z(nb as u32)
             .with_shared_bytes(shared as u32);
-        // SAFETY: mg_smooth_s<s>_<t>(n, nblocks, mode, iters, h2, omega, u_in, f, u_out)
-        // reads u_in and f and writes the interior of u_out, n^3 each; the shared-memory
-        // variants get their bytes per thread for every thread of the launch. In place only for
-        // one colour (the other colour's halo is not written) or the racy variant the
-        // caller asked for.
-        unsafe {
-            self.gpu.launch_untyped(
-                T::MULTIGRID.smooth[s - 1],
-                cfg,
-                &mut [
-                    arg(&n),
-                    arg(&nb),
-                    arg(&mode),
-                    arg(&iters),
-                    arg(&h2),
-                    arg(&omega),
-                    arg(&u_in),
-                    arg(&f),
-                    arg(&u_out),
-                ],
-            )?
+        let args = MgSmooth {
+            params: SmoothParams {
+                n,
+                nblocks: nb,
+                mode,
+                iters,
+                h2,
+                omega,
+            },
+            u_in,
+            f: lv.f.as_in(),
+            u_out,
         };
-        lv.cur = dst;
+        // SAFETY: u_in, f and u_out hold n^3 values (allocated per level in `new`); the
+        // kernel of edge s (1..=MAX_GPU_BLOCK, checked in `new`) updates blocks q <
+        // nblocks = blocks_per_dim(n, s) per dimension (grid y, z = nb; threads past the
+        // row's blocks do nothing); the shared-memory variants get their bytes per
+        // thread for every thread of the launch. In place only for one colour (the other
+        // colour's halo is not written) or the racy variant the caller asked for.
+        unsafe { self.gpu.launch(&T::SMOOTH[s - 1], cfg, args)? };
+        if out_of_place {
+            lv.cur = 1 - cur;
+        }
         Ok(())
     }
 
     fn restrict_residual(&mut self, level: usize) -> Result<()> {
         self.residual(level)?;
-        let fine = &self.levels[level];
-        self.restrict_from(level, fine.u[1 - fine.cur].device_ptr())?;
+        self.restrict_from(level, false)?;
         let coarse = &mut self.levels[level - 1];
         coarse.cur = 0;
         crate::blas1::gpu::fill(&mut coarse.u[0], T::ZERO)
     }
 
     fn restrict_rhs(&mut self, level: usize) -> Result<()> {
-        self.restrict_from(level, self.levels[level].f.device_ptr())
+        self.restrict_from(level, true)
     }
 
     fn prolong(&mut self, level: usize, add: bool) -> Result<()> {
         let b = self.opts.base as u32;
         let inv_b3 = 1.0 / (b as f64).powi(3);
-        let (coarse, fine) = (&self.levels[level - 1], &self.levels[level]);
+        let (coarse, fine) = self.levels.split_at_mut(level);
+        let (coarse, fine) = (&coarse[level - 1], &mut fine[0]);
         let nf = fine.n;
-        let add = add as u32;
-        let (uc, uf) = (
-            coarse.u[coarse.cur].device_ptr(),
-            fine.u[fine.cur].device_ptr(),
-        );
-        // SAFETY: mg_interp_<t>(nf, b, inv_b3, add, uc, uf) reads uc ((nf-1)/b + 1)^3 and
-        // updates the interior of uf, nf^3.
-        unsafe {
-            self.gpu.launch_untyped(
-                T::MULTIGRID.interp,
-                points_config(nf),
-                &mut [
-                    arg(&nf),
-                    arg(&b),
-                    arg(&inv_b3),
-                    arg(&add),
-                    arg(&uc),
-                    arg(&uf),
-                ],
-            )?
+        let args = MgInterp {
+            nf,
+            b,
+            inv_b3,
+            add: add as u32,
+            uc: coarse.u[coarse.cur].as_in(),
+            uf: fine.u[fine.cur].as_out(),
         };
+        // SAFETY: the coarse u holds ((nf - 1) / b + 1)^3 values, the fine u nf^3 (the
+        // hierarchy's sizes); the kernel touches interior fine points only (x, y, z <
+        // nf - 1, checked in the kernel).
+        unsafe { self.gpu.launch(&T::INTERP, points_config(nf), args)? };
         Ok(())
     }
 
     fn solve_coarsest(&mut self) -> Result<()> {
-        let m = self.m;
-        let lv = &self.levels[0];
-        let p = [
-            self.tab.device_ptr(),
-            self.w.device_ptr(),
-            lv.f.device_ptr(),
-            self.scratch[0].device_ptr(),
-            self.scratch[1].device_ptr(),
-            lv.u[lv.cur].device_ptr(),
-        ];
-        // SAFETY: mg_coarse_solve_<t>(m, tab, w, fc, a, b, uc): tab m^2, w, a, b m^3,
-        // fc, uc (m + 2)^3; one block runs the passes in order.
-        unsafe {
-            self.gpu.launch_untyped(
-                T::MULTIGRID.coarse_solve,
-                LaunchConfig::blocks(1, NORM_THREADS as u32),
-                &mut [
-                    arg(&m),
-                    arg(&p[0]),
-                    arg(&p[1]),
-                    arg(&p[2]),
-                    arg(&p[3]),
-                    arg(&p[4]),
-                    arg(&p[5]),
-                ],
-            )?
+        let lv = &mut self.levels[0];
+        let [a, b] = &mut self.scratch;
+        let args = MgCoarseSolve {
+            m: self.m,
+            tab: self.tab.as_in(),
+            w: self.w.as_in(),
+            fc: lv.f.as_in(),
+            a: a.as_out(),
+            b: b.as_out(),
+            uc: lv.u[lv.cur].as_out(),
         };
+        // SAFETY: `CoarseTables::new(base)` gave tab m^2 and w m^3 values, a and b were
+        // allocated with m^3, and the coarsest level has m + 2 points per dimension
+        // (f and u (m + 2)^3); one block runs the passes in order.
+        let cfg = LaunchConfig::blocks(1, NORM_THREADS as u32);
+        unsafe { self.gpu.launch(&T::COARSE_SOLVE, cfg, args)? };
         Ok(())
     }
 
@@ -354,41 +344,22 @@ impl<T: MgReal> Levels for Solver<T> {
         let h = 1.0 / (n - 1) as f64;
         let inv_h2 = 1.0 / (h * h);
         let scale = self.problem.scale;
-        let (sp, u, f, parts, out) = (
-            self.sine.device_ptr(),
-            top.u[top.cur].device_ptr(),
-            top.f.device_ptr(),
-            self.partials.device_ptr(),
-            self.sums.device_ptr(),
-        );
-        let cfg = LaunchConfig::blocks(n as u32, NORM_THREADS as u32)
-            .with_shared_bytes((NORM_THREADS / 32 * size_of::<f64>()) as u32);
-        // SAFETY: mg_norms_partial_<t>(n, inv_h2, scale, s, u, f, partials) reads s (n),
-        // u, f (n^3) and writes NORM_SETS sets of n partials; then each set is summed
-        // into sums[set].
-        unsafe {
-            self.gpu.launch_untyped(
-                T::MULTIGRID.norms_partial,
-                cfg,
-                &mut [
-                    arg(&n),
-                    arg(&inv_h2),
-                    arg(&scale),
-                    arg(&sp),
-                    arg(&u),
-                    arg(&f),
-                    arg(&parts),
-                ],
-            )?;
-            crate::blas1::gpu::finish_reduction::<f64>(
-                &self.gpu,
-                f64::BLAS1.sum_partials,
-                NORM_SETS,
-                n,
-                parts,
-                out,
-            )?;
-        }
+        let shared = (NORM_THREADS / 32 * size_of::<f64>()) as u32;
+        let args = MgNormsPartial {
+            n,
+            inv_h2,
+            scale,
+            s: self.sine.as_in(),
+            u: top.u[top.cur].as_in(),
+            f: top.f.as_in(),
+            partials: self.partials.as_out(),
+        };
+        let cfg = LaunchConfig::blocks(n as u32, NORM_THREADS as u32).with_shared_bytes(shared);
+        // SAFETY: the sine table has n values, u and f n^3 (allocated in `new` for the
+        // finest n), partials NORM_SETS n; block z < n writes partials[k n + z].
+        unsafe { self.gpu.launch(&T::NORMS_PARTIAL, cfg, args)? };
+        // SAFETY: partials holds NORM_SETS sets of n values, sums NORM_SETS.
+        unsafe { finish_sum(&self.gpu, n, &self.partials, self.sums.as_out(), NORM_SETS)? };
         let sums = self.sums.download()?;
         let h3 = h * h * h;
         Ok([0, 1, 2].map(|k| (h3 * sums[k]).sqrt()))

@@ -59,8 +59,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use ferrocuda_kernels::multigrid::{MODE_ALL, MODE_BLACK, MODE_RED};
-use ferrocuda_kernels::names::MultigridKernels;
+use ferrocuda_kernels::multigrid::{MODE_ALL, MODE_BLACK, MODE_RED, MultigridKernels};
 
 use crate::error::{Error, Result};
 pub use grid::Hierarchy;

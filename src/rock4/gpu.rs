@@ -29,12 +29,17 @@
 //! same per-element math (`ferrocuda_kernels::rock4`), so on the heat problem the two
 //! take the same steps and agree to rounding (the reductions add in different orders).
 
-use ferrocuda_host::{
-    DeviceBuffer, DeviceSlice, DeviceSliceMut, DeviceView, Gpu, LaunchConfig, arg,
-};
+use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, DeviceView, Gpu, LaunchConfig};
 use ferrocuda_kernels::blas1::{BLOCK, reduction_blocks};
-use ferrocuda_kernels::names::{Blas1Kernels, ROCK4};
-use ferrocuda_kernels::rock4::RadCoeffs;
+use ferrocuda_kernels::rock4::{
+    ErrorWeights, ROCK4_DIFF_SQ_PARTIAL_F64, ROCK4_ERROR_PARTIAL_F64, ROCK4_FINISH2_F64,
+    ROCK4_FINISH3_F64, ROCK4_FINISH4_F64, ROCK4_FIRST_F64, ROCK4_GERSHGORIN_PARTIAL_F64,
+    ROCK4_PERSISTENT_F64, ROCK4_PROBE_PARTIAL_F64, ROCK4_RECURRENCE_F64, ROCK4_SHIFT_F64,
+    ROCK4_SOLUTION_F64, ROCK4_STENCIL_EVAL_F64, ROCK4_STENCIL_STAGE_F64, Rock4DiffSqPartialF64,
+    Rock4ErrorPartialF64, Rock4Finish2F64, Rock4Finish3F64, Rock4Finish4F64, Rock4FirstF64,
+    Rock4GershgorinPartialF64, Rock4PersistentF64, Rock4ProbePartialF64, Rock4RecurrenceF64,
+    Rock4ShiftF64, Rock4SolutionF64, Rock4StencilEvalF64, Rock4StencilStageF64, Stencil,
+};
 
 use super::coeffs::Degree;
 use super::driver::{self, SQRTU, UROUND};
@@ -46,19 +51,9 @@ use crate::error::{Error, Result, check_device, check_len};
 
 const OP: &str = "rock4::gpu::integrate";
 
-/// Launches an element-wise grid-stride kernel over `n > 0` elements.
-///
-/// # Safety
-/// `params` match `kernel`'s parameters, and its pointers are valid for `n` elements.
-unsafe fn elementwise(
-    gpu: &Gpu,
-    kernel: &'static str,
-    n: usize,
-    params: &mut [*mut std::ffi::c_void],
-) -> Result<()> {
-    // SAFETY: forwarded.
-    unsafe { gpu.launch_untyped(kernel, LaunchConfig::for_elements(n, BLOCK as u32), params)? };
-    Ok(())
+/// The launch of an element-wise grid-stride kernel over `n > 0` elements.
+fn elementwise(n: usize) -> LaunchConfig {
+    LaunchConfig::for_elements(n, BLOCK as u32)
 }
 
 /// The launch of a stage-one reduction kernel over `n` elements: `reduction_blocks(n)`
@@ -95,150 +90,129 @@ pub fn recurrence(
     check_len(OP, "g1", n, g1.len())?;
     check_device(OP, "f", out.gpu(), f.gpu())?;
     check_device(OP, "g1", out.gpu(), g1.gpu())?;
-    let g2p = match g2 {
-        Some(g2) => {
-            check_len(OP, "g2", n, g2.len())?;
-            check_device(OP, "g2", out.gpu(), g2.gpu())?;
-            g2.device_ptr()
-        }
-        None => out.device_ptr(),
-    };
+    if let Some(g2) = g2 {
+        check_len(OP, "g2", n, g2.len())?;
+        check_device(OP, "g2", out.gpu(), g2.gpu())?;
+    }
     if n == 0 {
         return Ok(());
     }
-    let (fp, g1p, op) = (f.device_ptr(), g1.device_ptr(), out.device_ptr());
-    // SAFETY: rock4_recurrence_f64(n, ha, c, f, g1, g2, out) reads f, g1, g2 and writes
-    // out, all n elements; g2 may be out (each thread reads its element before writing it).
-    unsafe {
-        elementwise(
-            out.gpu(),
-            ROCK4.recurrence,
-            n,
-            &mut [
-                arg(&n),
-                arg(&ha),
-                arg(&c),
-                arg(&fp),
-                arg(&g1p),
-                arg(&g2p),
-                arg(&op),
-            ],
-        )
-    }
+    let gpu = out.gpu().clone();
+    let out = out.as_out();
+    let args = Rock4RecurrenceF64 {
+        n,
+        ha,
+        c,
+        f: f.as_in(),
+        g1: g1.as_in(),
+        g2: g2.map_or_else(|| out.as_in(), |g2| g2.as_in()),
+        out,
+    };
+    // SAFETY: f, g1, g2 and out have n elements (checked above); `&mut out` excludes
+    // aliasing with f and g1, and g2 may be out (each thread reads its element before
+    // writing it).
+    unsafe { gpu.launch(&ROCK4_RECURRENCE_F64, elementwise(n), args)? };
+    Ok(())
 }
 
 /// A 5-point stencil on `nx x ny` points (`ferrocuda_kernels::rock4::stencil_point` of
 /// `kind`), the device side of the test problems.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct StencilLaunch {
-    pub nx: usize,
-    pub ny: usize,
-    pub kind: u32,
-    pub p: RadCoeffs,
-}
+pub(crate) struct StencilLaunch(pub(crate) Stencil);
 
 impl StencilLaunch {
-    /// `dy <- f(y)` on `gpu` (the output's stream).
-    ///
-    /// # Safety
-    /// `y` and `dy` are device pointers to `nx ny` elements, `dy` not aliasing `y`.
-    pub(crate) unsafe fn eval(&self, gpu: &Gpu, y: u64, dy: u64) -> Result<()> {
-        let (nx, ny, kind, p) = (self.nx, self.ny, self.kind, self.p);
-        // SAFETY: rock4_stencil_eval_f64(nx, ny, kind, coeffs.., y, dy) reads y and writes
-        // dy, nx ny elements each (the caller's promise).
+    /// Points `nx ny`.
+    pub(crate) fn len(&self) -> usize {
+        self.0.nx * self.0.ny
+    }
+
+    /// Errors unless `v` has [`StencilLaunch::len`] elements.
+    fn check(&self, op: &'static str, what: &'static str, v: &impl DeviceSlice<f64>) -> Result<()> {
+        check_len(op, what, self.len(), v.len())
+    }
+
+    /// `dy <- f(y)`, queued on `dy`'s stream. Errors: lengths other than `nx ny`.
+    pub(crate) fn eval(
+        &self,
+        y: &impl DeviceSlice<f64>,
+        dy: &mut impl DeviceSliceMut<f64>,
+    ) -> Result<()> {
+        self.check("rock4 stencil eval", "y", y)?;
+        self.check("rock4 stencil eval", "dy", dy)?;
+        let gpu = dy.gpu().clone();
+        let args = Rock4StencilEvalF64 {
+            st: self.0,
+            y: y.as_in(),
+            dy: dy.as_out(),
+        };
+        // SAFETY: y and dy have nx ny elements (checked above), `&mut dy` excludes
+        // aliasing; the kernel touches points i < nx, j < ny only.
         unsafe {
-            gpu.launch_untyped(
-                ROCK4.stencil_eval,
-                stencil_config(nx, ny),
-                &mut [
-                    arg(&nx),
-                    arg(&ny),
-                    arg(&kind),
-                    arg(&p.nu),
-                    arg(&p.rx),
-                    arg(&p.ry),
-                    arg(&p.cx),
-                    arg(&p.cy),
-                    arg(&p.mu),
-                    arg(&y),
-                    arg(&dy),
-                ],
-            )?;
-        }
+            gpu.launch(
+                &ROCK4_STENCIL_EVAL_F64,
+                stencil_config(self.0.nx, self.0.ny),
+                args,
+            )?
+        };
         Ok(())
     }
 
-    /// The fused stage `out <- ha f(g1) + (1 + c) g1 - c g2` on `gpu`.
-    ///
-    /// # Safety
-    /// All pointers address `nx ny` elements; `out` does not alias `g1` (it may be `g2`).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) unsafe fn stage(
+    /// The fused stage `out <- ha f(g1) + (1 + c) g1 - c g2` (`g2 = None`: `out` holds
+    /// `g_{j-2}`), queued on `out`'s stream. Errors: lengths other than `nx ny`.
+    pub(crate) fn stage(
         &self,
-        gpu: &Gpu,
         ha: f64,
         c: f64,
-        g1: u64,
-        g2: u64,
-        out: u64,
+        g1: &impl DeviceSlice<f64>,
+        g2: Option<&DeviceView<'_, f64>>,
+        out: &mut impl DeviceSliceMut<f64>,
     ) -> Result<()> {
-        let (nx, ny, kind, p) = (self.nx, self.ny, self.kind, self.p);
-        // SAFETY: rock4_stencil_stage_f64(nx, ny, kind, coeffs.., ha, c, g1, g2, out) reads
-        // g1 (stencil) and g2, writes out, nx ny elements each (the caller's promise).
-        unsafe {
-            gpu.launch_untyped(
-                ROCK4.stencil_stage,
-                stencil_config(nx, ny),
-                &mut [
-                    arg(&nx),
-                    arg(&ny),
-                    arg(&kind),
-                    arg(&p.nu),
-                    arg(&p.rx),
-                    arg(&p.ry),
-                    arg(&p.cx),
-                    arg(&p.cy),
-                    arg(&p.mu),
-                    arg(&ha),
-                    arg(&c),
-                    arg(&g1),
-                    arg(&g2),
-                    arg(&out),
-                ],
-            )?;
+        const OP: &str = "rock4 stencil stage";
+        self.check(OP, "g1", g1)?;
+        self.check(OP, "out", out)?;
+        if let Some(g2) = g2 {
+            self.check(OP, "g2", g2)?;
         }
+        let gpu = out.gpu().clone();
+        let out = out.as_out();
+        let args = Rock4StencilStageF64 {
+            st: self.0,
+            ha,
+            c,
+            g1: g1.as_in(),
+            g2: g2.map_or_else(|| out.as_in(), |g2| g2.as_in()),
+            out,
+        };
+        // SAFETY: g1, g2 and out have nx ny elements (checked above); `&mut out`
+        // excludes aliasing with g1 (the stencil reads g1's neighbours), and g2 may be
+        // out (each thread reads its element before writing it).
+        unsafe {
+            gpu.launch(
+                &ROCK4_STENCIL_STAGE_F64,
+                stencil_config(self.0.nx, self.0.ny),
+                args,
+            )?
+        };
         Ok(())
     }
 
     /// `max_i gershgorin_row(kind, p, y_i)`: block maxima on the device, their maximum
     /// on the host (waits for the stream; the maximum does not depend on the order).
     pub(crate) fn gershgorin(&self, y: &DeviceView<'_, f64>) -> Result<f64> {
-        let n = self.nx * self.ny;
-        check_len("rock4 gershgorin", "y", n, y.len())?;
+        self.check("rock4 gershgorin", "y", y)?;
+        let n = self.len();
         let gpu = y.gpu();
-        let blocks = reduction_blocks(n);
-        let partials = gpu.alloc::<f64>(blocks)?;
-        let (kind, p, yp, pp) = (self.kind, self.p, y.device_ptr(), partials.device_ptr());
-        // SAFETY: rock4_gershgorin_partial_f64(n, kind, coeffs.., y, partials) reads
-        // y[0..n] and writes `blocks` partials.
-        unsafe {
-            gpu.launch_untyped(
-                ROCK4.gershgorin_partial,
-                reduction_config(n),
-                &mut [
-                    arg(&n),
-                    arg(&kind),
-                    arg(&p.nu),
-                    arg(&p.rx),
-                    arg(&p.ry),
-                    arg(&p.cx),
-                    arg(&p.cy),
-                    arg(&p.mu),
-                    arg(&yp),
-                    arg(&pp),
-                ],
-            )?;
-        }
+        let mut partials = gpu.alloc::<f64>(reduction_blocks(n))?;
+        let args = Rock4GershgorinPartialF64 {
+            n,
+            kind: self.0.kind,
+            coeffs: self.0.coeffs,
+            y: y.as_in(),
+            partials: partials.as_out(),
+        };
+        // SAFETY: y has n elements (checked above); the reduction_blocks(n) blocks of
+        // the launch write one partial each.
+        unsafe { gpu.launch(&ROCK4_GERSHGORIN_PARTIAL_F64, reduction_config(n), args)? };
         let values = partials.download()?;
         Ok(values.into_iter().fold(0.0, f64::max))
     }
@@ -377,29 +351,29 @@ impl<'a, R: DeviceRhs + ?Sized> GpuBackend<'a, R> {
     /// the host (one 8-byte read back; waits for the stream).
     fn finish_sum(&mut self) -> Result<f64> {
         let eb = reduction_blocks(self.n);
-        let (pp, sp) = (self.partials.device_ptr(), self.scalar.device_ptr());
-        // SAFETY: partials holds eb values (stage one over n elements), scalar has room
-        // for the one set.
-        unsafe {
-            b1::finish_reduction::<f64>(&self.gpu, f64::BLAS1.sum_partials, 1, eb, pp, sp)?;
-        }
+        // SAFETY: partials holds eb values (allocated in `new`, written by stage one over
+        // n elements), scalar has room for the one set.
+        unsafe { b1::finish_sum(&self.gpu, eb, &self.partials, self.scalar.as_out(), 1)? };
         let mut out = [0.0];
         self.scalar.copy_to_host(&mut out)?;
         Ok(out[0])
     }
 
-    /// `sqrt(sum (a_i - b_i)^2)`.
-    fn diff_norm(&mut self, a: u64, b: u64) -> Result<f64> {
-        let (n, pp) = (self.n, self.partials.device_ptr());
-        // SAFETY: rock4_diff_sq_partial_f64(n, a, b, partials) reads a, b (n elements,
-        // buffers of this backend) and writes reduction_blocks(n) partials.
+    /// `sqrt(sum (fz_i - fy_i)^2)` with `fz = gb` (the power iteration's distance).
+    fn fz_distance(&mut self) -> Result<f64> {
+        let n = self.n;
+        let args = Rock4DiffSqPartialF64 {
+            n,
+            a: self.gb.as_in(),
+            b: self.fy.as_in(),
+            partials: self.partials.as_out(),
+        };
+        // SAFETY: gb and fy have n elements and partials reduction_blocks(n) (allocated
+        // in `new`), one per block of the launch.
         unsafe {
-            self.gpu.launch_untyped(
-                ROCK4.diff_sq_partial,
-                reduction_config(n),
-                &mut [arg(&n), arg(&a), arg(&b), arg(&pp)],
-            )?;
-        }
+            self.gpu
+                .launch(&ROCK4_DIFF_SQ_PARTIAL_F64, reduction_config(n), args)?
+        };
         Ok(self.finish_sum()?.sqrt())
     }
 
@@ -431,7 +405,7 @@ impl<'a, R: DeviceRhs + ?Sized> GpuBackend<'a, R> {
         let mut sig = 0.0;
         for iter in 1..=50 {
             eval(self.rhs, &mut self.evals, t, &self.ga, &mut self.gb)?;
-            let d = self.diff_norm(self.gb.device_ptr(), self.fy.device_ptr())?;
+            let d = self.fz_distance()?;
             let sig_old = sig;
             sig = 1.2 * d / dz;
             if iter >= 2 && (sig - sig_old).abs() <= 0.05 * sig {
@@ -445,23 +419,17 @@ impl<'a, R: DeviceRhs + ?Sized> GpuBackend<'a, R> {
                 return Ok((sig, true));
             }
             if d != 0.0 {
-                let q = dz / d;
-                let (yp, fzp, fyp, zp) = (
-                    self.y.device_ptr(),
-                    self.gb.device_ptr(),
-                    self.fy.device_ptr(),
-                    self.ga.device_ptr(),
-                );
-                // SAFETY: rock4_shift_f64(n, q, y, fz, fy, z) reads y, fz, fy and writes
-                // z, n elements each, z distinct from the others.
-                unsafe {
-                    elementwise(
-                        &self.gpu,
-                        ROCK4.shift,
-                        n,
-                        &mut [arg(&n), arg(&q), arg(&yp), arg(&fzp), arg(&fyp), arg(&zp)],
-                    )?;
-                }
+                let args = Rock4ShiftF64 {
+                    n,
+                    scale: dz / d,
+                    y: self.y.as_in(),
+                    a: self.gb.as_in(),
+                    b: self.fy.as_in(),
+                    out: self.ga.as_out(),
+                };
+                // SAFETY: y, fz = gb, fy and z = ga are distinct buffers of n elements
+                // (allocated in `new`).
+                unsafe { self.gpu.launch(&ROCK4_SHIFT_F64, elementwise(n), args)? };
             } else {
                 // Rare (f constant near y): reflect one component on the host.
                 let kk = iter % n;
@@ -497,39 +465,32 @@ impl<R: DeviceRhs + ?Sized> driver::Backend for GpuBackend<'_, R> {
 
     fn probe(&mut self, t: f64, h: f64, rtol: f64, atol: f64) -> Result<f64> {
         let n = self.n;
-        let (yp, fyp, ytp) = (
-            self.y.device_ptr(),
-            self.fy.device_ptr(),
-            self.k2.device_ptr(),
-        );
-        // SAFETY: rock4_first_f64(n, h, y, fy, out = k2), n elements each.
-        unsafe {
-            elementwise(
-                &self.gpu,
-                ROCK4.first,
-                n,
-                &mut [arg(&n), arg(&h), arg(&yp), arg(&fyp), arg(&ytp)],
-            )?;
-        }
+        let args = Rock4FirstF64 {
+            n,
+            ha1: h,
+            y: self.y.as_in(),
+            f: self.fy.as_in(),
+            out: self.k2.as_out(),
+        };
+        // SAFETY (this launch and the one below): y, fy, k2, k3 are distinct buffers of n
+        // elements and partials has reduction_blocks(n), one per block (allocated in
+        // `new`).
+        unsafe { self.gpu.launch(&ROCK4_FIRST_F64, elementwise(n), args)? };
         eval(self.rhs, &mut self.evals, t + h, &self.k2, &mut self.k3)?;
-        let (ftp, pp) = (self.k3.device_ptr(), self.partials.device_ptr());
-        // SAFETY: rock4_probe_partial_f64(n, rtol, atol, ft = k3, fy, y, partials) reads n
-        // elements of each vector, writes reduction_blocks(n) partials.
+        let args = Rock4ProbePartialF64 {
+            n,
+            rtol,
+            atol,
+            ft: self.k3.as_in(),
+            fy: self.fy.as_in(),
+            y: self.y.as_in(),
+            partials: self.partials.as_out(),
+        };
+        // SAFETY: as above.
         unsafe {
-            self.gpu.launch_untyped(
-                ROCK4.probe_partial,
-                reduction_config(n),
-                &mut [
-                    arg(&n),
-                    arg(&rtol),
-                    arg(&atol),
-                    arg(&ftp),
-                    arg(&fyp),
-                    arg(&yp),
-                    arg(&pp),
-                ],
-            )?;
-        }
+            self.gpu
+                .launch(&ROCK4_PROBE_PARTIAL_F64, reduction_config(n), args)?
+        };
         Ok((self.finish_sum()? / n as f64).sqrt())
     }
 
@@ -537,21 +498,17 @@ impl<R: DeviceRhs + ?Sized> driver::Backend for GpuBackend<'_, R> {
         let n = self.n;
         let gpu = self.gpu.clone();
         let a1 = deg.a1();
-        let ha1 = h * a1;
-        let (yp, fyp, gap) = (
-            self.y.device_ptr(),
-            self.fy.device_ptr(),
-            self.ga.device_ptr(),
-        );
-        // SAFETY: rock4_first_f64(n, ha1, y, fy, out = ga), n elements each.
-        unsafe {
-            elementwise(
-                &gpu,
-                ROCK4.first,
-                n,
-                &mut [arg(&n), arg(&ha1), arg(&yp), arg(&fyp), arg(&gap)],
-            )?;
-        }
+        let first = Rock4FirstF64 {
+            n,
+            ha1: h * a1,
+            y: self.y.as_in(),
+            f: self.fy.as_in(),
+            out: self.ga.as_out(),
+        };
+        // SAFETY (this launch and the five below): their vectors are distinct buffers of
+        // this backend with n elements each and partials has reduction_blocks(n), one per
+        // block (allocated in `new`); `&mut` on each output excludes aliasing.
+        unsafe { gpu.launch(&ROCK4_FIRST_F64, elementwise(n), first)? };
         let (mut t1, mut t2) = (t + h * a1, t);
         for j in 2..=deg.m {
             let (a, c) = deg.ac(j);
@@ -577,140 +534,82 @@ impl<R: DeviceRhs + ?Sized> driver::Backend for GpuBackend<'_, R> {
         // Finishing procedure from u = g_m (in ga) at tau = t_m; arguments in gb.
         let tau = t1;
         let [a21, a31, a32, a41, a42, a43] = *deg.fpa;
-        let (ha21, ha31, ha32) = (h * a21, h * a31, h * a32);
-        let (ha41, ha42, ha43) = (h * a41, h * a42, h * a43);
-        let (up, gbp) = (self.ga.device_ptr(), self.gb.device_ptr());
-        let (k1p, k2p, k3p, k4p, k5p) = (
-            self.k1.device_ptr(),
-            self.k2.device_ptr(),
-            self.k3.device_ptr(),
-            self.k4.device_ptr(),
-            self.k5.device_ptr(),
-        );
-        let ynp = self.y_new.device_ptr();
         eval(self.rhs, &mut self.evals, tau, &self.ga, &mut self.k1)?;
-        // SAFETY (the four launches below): every pointer addresses one of this backend's
-        // n-element buffers; the output (gb or y_new) is none of the inputs.
-        unsafe {
-            elementwise(
-                &gpu,
-                ROCK4.finish2,
-                n,
-                &mut [arg(&n), arg(&ha21), arg(&up), arg(&k1p), arg(&gbp)],
-            )?;
-        }
-        eval(
-            self.rhs,
-            &mut self.evals,
-            h.mul_add(a21, tau),
-            &self.gb,
-            &mut self.k2,
-        )?;
-        unsafe {
-            elementwise(
-                &gpu,
-                ROCK4.finish3,
-                n,
-                &mut [
-                    arg(&n),
-                    arg(&ha31),
-                    arg(&ha32),
-                    arg(&up),
-                    arg(&k1p),
-                    arg(&k2p),
-                    arg(&gbp),
-                ],
-            )?;
-        }
-        eval(
-            self.rhs,
-            &mut self.evals,
-            h.mul_add(a31 + a32, tau),
-            &self.gb,
-            &mut self.k3,
-        )?;
-        unsafe {
-            elementwise(
-                &gpu,
-                ROCK4.finish4,
-                n,
-                &mut [
-                    arg(&n),
-                    arg(&ha41),
-                    arg(&ha42),
-                    arg(&ha43),
-                    arg(&up),
-                    arg(&k1p),
-                    arg(&k2p),
-                    arg(&k3p),
-                    arg(&gbp),
-                ],
-            )?;
-        }
-        eval(
-            self.rhs,
-            &mut self.evals,
-            h.mul_add(a41 + a42 + a43, tau),
-            &self.gb,
-            &mut self.k4,
-        )?;
+        let finish2 = Rock4Finish2F64 {
+            n,
+            ha21: h * a21,
+            u: self.ga.as_in(),
+            k1: self.k1.as_in(),
+            out: self.gb.as_out(),
+        };
+        // SAFETY: as for the first launch of `attempt`.
+        unsafe { gpu.launch(&ROCK4_FINISH2_F64, elementwise(n), finish2)? };
+        let tau2 = h.mul_add(a21, tau);
+        eval(self.rhs, &mut self.evals, tau2, &self.gb, &mut self.k2)?;
+        let finish3 = Rock4Finish3F64 {
+            n,
+            ha31: h * a31,
+            ha32: h * a32,
+            u: self.ga.as_in(),
+            k1: self.k1.as_in(),
+            k2: self.k2.as_in(),
+            out: self.gb.as_out(),
+        };
+        // SAFETY: as for the first launch of `attempt`.
+        unsafe { gpu.launch(&ROCK4_FINISH3_F64, elementwise(n), finish3)? };
+        let tau3 = h.mul_add(a31 + a32, tau);
+        eval(self.rhs, &mut self.evals, tau3, &self.gb, &mut self.k3)?;
+        let finish4 = Rock4Finish4F64 {
+            n,
+            ha: [h * a41, h * a42, h * a43],
+            u: self.ga.as_in(),
+            k1: self.k1.as_in(),
+            k2: self.k2.as_in(),
+            k3: self.k3.as_in(),
+            out: self.gb.as_out(),
+        };
+        // SAFETY: as for the first launch of `attempt`.
+        unsafe { gpu.launch(&ROCK4_FINISH4_F64, elementwise(n), finish4)? };
+        let tau4 = h.mul_add(a41 + a42 + a43, tau);
+        eval(self.rhs, &mut self.evals, tau4, &self.gb, &mut self.k4)?;
         let b = *deg.fpb;
-        let hb = [h * b[0], h * b[1], h * b[2], h * b[3]];
-        unsafe {
-            elementwise(
-                &gpu,
-                ROCK4.solution,
-                n,
-                &mut [
-                    arg(&n),
-                    arg(&hb[0]),
-                    arg(&hb[1]),
-                    arg(&hb[2]),
-                    arg(&hb[3]),
-                    arg(&up),
-                    arg(&k1p),
-                    arg(&k2p),
-                    arg(&k3p),
-                    arg(&k4p),
-                    arg(&ynp),
-                ],
-            )?;
-        }
+        let solution = Rock4SolutionF64 {
+            n,
+            hb: [h * b[0], h * b[1], h * b[2], h * b[3]],
+            u: self.ga.as_in(),
+            k1: self.k1.as_in(),
+            k2: self.k2.as_in(),
+            k3: self.k3.as_in(),
+            k4: self.k4.as_in(),
+            out: self.y_new.as_out(),
+        };
+        // SAFETY: as for the first launch of `attempt`.
+        unsafe { gpu.launch(&ROCK4_SOLUTION_F64, elementwise(n), solution)? };
         eval(self.rhs, &mut self.evals, t + h, &self.y_new, &mut self.k5)?;
         let be = *deg.fpbe;
-        let hd = [
-            h * (be[0] - b[0]),
-            h * (be[1] - b[1]),
-            h * (be[2] - b[2]),
-            h * (be[3] - b[3]),
-        ];
-        let hbe5 = h * be[4];
-        let pp = self.partials.device_ptr();
-        // SAFETY: rock4_error_partial_f64(n, hd.., hbe5, atol, rtol, k1..k5, y_new,
-        // partials) reads n elements of each vector, writes reduction_blocks(n) partials.
-        unsafe {
-            gpu.launch_untyped(
-                ROCK4.error_partial,
-                reduction_config(n),
-                &mut [
-                    arg(&n),
-                    arg(&hd[0]),
-                    arg(&hd[1]),
-                    arg(&hd[2]),
-                    arg(&hd[3]),
-                    arg(&hbe5),
-                    arg(&atol),
-                    arg(&rtol),
-                    arg(&k1p),
-                    arg(&k2p),
-                    arg(&k3p),
-                    arg(&k4p),
-                    arg(&k5p),
-                    arg(&ynp),
-                    arg(&pp),
+        let error = Rock4ErrorPartialF64 {
+            n,
+            weights: ErrorWeights {
+                hd: [
+                    h * (be[0] - b[0]),
+                    h * (be[1] - b[1]),
+                    h * (be[2] - b[2]),
+                    h * (be[3] - b[3]),
                 ],
-            )?;
-        }
+                hbe5: h * be[4],
+                atol,
+                rtol,
+            },
+            k1: self.k1.as_in(),
+            k2: self.k2.as_in(),
+            k3: self.k3.as_in(),
+            k4: self.k4.as_in(),
+            k5: self.k5.as_in(),
+            y_new: self.y_new.as_in(),
+            partials: self.partials.as_out(),
+        };
+        // SAFETY: as for the first launch of `attempt`.
+        unsafe { gpu.launch(&ROCK4_ERROR_PARTIAL_F64, reduction_config(n), error)? };
         Ok((self.finish_sum()? / n as f64).sqrt())
     }
 
@@ -786,9 +685,9 @@ fn integrate_persistent(
         RUN_STEP_TOO_SMALL,
     };
     let start = std::time::Instant::now();
-    let n = st.nx * st.ny;
+    let n = st.len();
     let shared = ferrocuda_kernels::rock4::PERSISTENT_SHARED_BYTES;
-    let resident = gpu.resident_blocks_untyped(ROCK4.persistent, PERSISTENT_THREADS, shared)?;
+    let resident = gpu.resident_blocks(&ROCK4_PERSISTENT_F64, PERSISTENT_THREADS, shared)?;
     if resident == 0 {
         return Err(Error::InvalidArgument {
             op: OP,
@@ -810,10 +709,10 @@ fn integrate_persistent(
     };
     let mut ya = vec()?;
     ya.copy_from_device(&*y)?;
-    let (yb, fa, fb, ga, gb) = (vec()?, vec()?, vec()?, vec()?, vec()?);
-    let ks = [vec()?, vec()?, vec()?, vec()?];
-    let v = vec()?;
-    let partials = gpu.alloc::<f64>(2 * blocks)?;
+    let (mut yb, mut fa, mut fb, mut ga, mut gb) = (vec()?, vec()?, vec()?, vec()?, vec()?);
+    let mut ks = [vec()?, vec()?, vec()?, vec()?];
+    let mut v = vec()?;
+    let mut partials = gpu.alloc::<f64>(2 * blocks)?;
     let tab = super::coeffs::tables();
     let recf = gpu.upload(&tab.recf)?;
     let fpa = gpu.upload(&tab.fpa.concat())?;
@@ -825,7 +724,7 @@ fn integrate_persistent(
             .map(|i| tab.block_start(i) as u64)
             .collect::<Vec<_>>(),
     )?;
-    let barrier = gpu.upload(&[0u32])?;
+    let mut barrier = gpu.upload(&[0u32])?;
     let init = PersistentState {
         ctl: Control::new(t0, o.h0.unwrap_or(0.0)),
         status: RUN_PAUSED,
@@ -842,19 +741,19 @@ fn integrate_persistent(
         rho_max: 0.0,
         records: 0,
     };
-    let state = gpu.upload(&to_words(&init))?;
+    let mut state = gpu.upload(&to_words(&init))?;
     // Bounded by the device's memory (checked above).
-    let history = gpu.alloc::<u64>(per_launch * log_words)?;
+    let mut history = gpu.alloc::<u64>(per_launch * log_words)?;
     let mut s = init;
     let mut report = Rock4Report::start(t0);
     let cfg =
         LaunchConfig::blocks(blocks as u32, PERSISTENT_THREADS).with_shared_bytes(shared as u32);
     loop {
         let params = PersistentParams {
-            nx: st.nx as u64,
-            ny: st.ny as u64,
-            kind: u64::from(st.kind),
-            coeffs: st.p,
+            nx: st.0.nx as u64,
+            ny: st.0.ny as u64,
+            kind: u64::from(st.0.kind),
+            coeffs: st.0.coeffs,
             t0,
             t_end,
             atol: o.atol,
@@ -866,32 +765,39 @@ fn integrate_persistent(
             max_attempts: o.max_steps as u64,
             pause_at: s.ctl.attempts + per_launch as u64,
             record_base: s.records,
-            y: [ya.device_ptr(), yb.device_ptr()],
-            fy: [fa.device_ptr(), fb.device_ptr()],
-            g: [ga.device_ptr(), gb.device_ptr()],
-            k: [
-                ks[0].device_ptr(),
-                ks[1].device_ptr(),
-                ks[2].device_ptr(),
-                ks[3].device_ptr(),
-            ],
-            v: v.device_ptr(),
-            partials: partials.device_ptr(),
-            state: state.device_ptr(),
-            history: history.device_ptr(),
-            barrier: barrier.device_ptr(),
-            recf: recf.device_ptr(),
-            fpa: fpa.device_ptr(),
-            fpb: fpb.device_ptr(),
-            fpbe: fpbe.device_ptr(),
-            ms: ms.device_ptr(),
-            starts: starts.device_ptr(),
         };
-        // SAFETY: rock4_persistent_f64(params) by value; every pointer is one of the
-        // buffers above with the lengths the struct documents (vectors of n, 2 blocks
-        // partials, the state, per_launch logs: pause_at bounds the attempts of
-        // this launch), alive until the state is read back below (which waits).
-        unsafe { gpu.launch_cooperative_untyped(ROCK4.persistent, cfg, &mut [arg(&params)])? };
+        let [k1, k2, k3, k4] = &mut ks;
+        let args = Rock4PersistentF64 {
+            p: params,
+            y0: ya.as_out(),
+            y1: yb.as_out(),
+            fy0: fa.as_out(),
+            fy1: fb.as_out(),
+            g0: ga.as_out(),
+            g1: gb.as_out(),
+            k1: k1.as_out(),
+            k2: k2.as_out(),
+            k3: k3.as_out(),
+            k4: k4.as_out(),
+            v: v.as_out(),
+            partials: partials.as_out(),
+            state: state.as_out(),
+            history: history.as_out(),
+            barrier: barrier.as_out(),
+            recf: recf.as_in(),
+            fpa: fpa.as_in(),
+            fpb: fpb.as_in(),
+            fpbe: fpbe.as_in(),
+            ms: ms.as_in(),
+            starts: starts.as_in(),
+        };
+        // SAFETY: every buffer above was allocated for this grid: the vectors with n
+        // values, partials 2 blocks, the state's words, per_launch logs (pause_at bounds
+        // the attempts of this launch), the barrier zeroed; the tables are the degrees'
+        // (`coeffs::tables`); the grid is at most `resident` blocks of
+        // PERSISTENT_THREADS with PERSISTENT_SHARED_BYTES, as the kernel needs; the state
+        // is read back below (which waits) before any buffer is touched again.
+        unsafe { gpu.launch_cooperative(&ROCK4_PERSISTENT_F64, cfg, args)? };
         report.device_launches += 1;
         let base = s.records;
         s = from_words(&state.download()?);

@@ -16,7 +16,7 @@ use std::f64::consts::PI;
 
 use rayon::prelude::*;
 
-use ferrocuda_host::{DeviceSlice, DeviceView, DeviceViewMut, Gpu};
+use ferrocuda_host::{DeviceView, DeviceViewMut, Gpu};
 
 use super::gpu::StencilLaunch;
 use super::{DeviceRhs, Rhs};
@@ -86,12 +86,12 @@ impl Kind {
 
 impl Stencil {
     fn launch(&self) -> StencilLaunch {
-        StencilLaunch {
+        StencilLaunch(k::Stencil {
             nx: self.nx,
             ny: self.ny,
             kind: self.kind.code(),
-            p: self.coeffs,
-        }
+            coeffs: self.coeffs,
+        })
     }
 
     fn eval(&self, y: &[f64], dy: &mut [f64]) -> Result<()> {
@@ -413,7 +413,7 @@ impl<P> OnDevice<P> {
 
 impl<P> DeviceRhs for OnDevice<P> {
     fn dim(&self) -> usize {
-        self.stencil.nx * self.stencil.ny
+        self.stencil.len()
     }
     fn gpu(&self) -> &Gpu {
         &self.gpu
@@ -424,9 +424,7 @@ impl<P> DeviceRhs for OnDevice<P> {
         y: &DeviceView<'_, f64>,
         dy: &mut DeviceViewMut<'_, f64>,
     ) -> Result<()> {
-        // SAFETY: both views have dim() elements (checked by the caller); `&mut dy`
-        // excludes aliasing with `y`.
-        unsafe { self.stencil.eval(dy.gpu(), y.device_ptr(), dy.device_ptr()) }
+        self.stencil.eval(y, dy)
     }
     /// The fused kernel: `f(g1)` from the stencil at each point, `g_j` written directly
     /// (`scratch` unused).
@@ -440,13 +438,7 @@ impl<P> DeviceRhs for OnDevice<P> {
         out: &mut DeviceViewMut<'_, f64>,
         _scratch: &mut DeviceViewMut<'_, f64>,
     ) -> Result<()> {
-        let g2p = g2.map_or(out.device_ptr(), |g| g.device_ptr());
-        // SAFETY: all operands have dim() elements (checked by the caller); `out` is a
-        // `&mut` view, so it aliases neither `g1` nor `g2` (None: in place).
-        unsafe {
-            self.stencil
-                .stage(out.gpu(), ha, c, g1.device_ptr(), g2p, out.device_ptr())
-        }
+        self.stencil.stage(ha, c, g1, g2, out)
     }
     fn stencil(&self) -> Option<super::gpu::DeviceStencil> {
         Some(super::gpu::DeviceStencil(self.stencil))
@@ -455,8 +447,9 @@ impl<P> DeviceRhs for OnDevice<P> {
     /// reaction-advection-diffusion problem a maximum over `y` computed on the device
     /// (block maxima read back and reduced on the host).
     fn spectral_radius_bound(&self, _t: f64, y: &DeviceView<'_, f64>) -> Result<Option<f64>> {
-        if self.stencil.kind == k::KIND_HEAT {
-            return Ok(Some(k::gershgorin_row(k::KIND_HEAT, &self.stencil.p, 0.0)));
+        let st = self.stencil.0;
+        if st.kind == k::KIND_HEAT {
+            return Ok(Some(k::gershgorin_row(k::KIND_HEAT, &st.coeffs, 0.0)));
         }
         self.stencil.gershgorin(y).map(Some)
     }
