@@ -1,5 +1,5 @@
 //! `ferrocuda lu --matrix A.mtx [--rhs B.mtx --out X.mtx] [--pivoting partial|none]
-//! [--device cpu|gpu] [--precision f64|f32] [--block NB] [--json]`: factors `P A = L U`
+//! [--device cpu|gpu|N] [--precision f64|f32] [--block NB] [--json]`: factors `P A = L U`
 //! and, with `--rhs`, solves `A X = B` for every column of `B`.
 //!
 //! `A` may be a Matrix Market `array` or `coordinate` file (real, general); `B` an
@@ -13,25 +13,20 @@
 //! ferrocuda lu --matrix A.mtx --rhs b.mtx --out x.mtx --device gpu --json
 //! ```
 
-use std::io::BufReader;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::ValueEnum;
 use serde::Serialize;
 
 use ferrocuda::dense::{LuOptions, LuReport, LuScalar, Matrix, Pivoting, cpu, gpu};
-use ferrocuda::sparse::mm;
 use ferrocuda::{Error, Result};
 
-/// Where `ferrocuda lu` computes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LuDevice {
-    /// The CPU (all cores).
-    Cpu,
-    /// The GPU (the global `--device N` before the subcommand picks which).
-    Gpu,
-}
+use crate::device::{DeviceArg, Where};
+use crate::files::{self, Input, file_error, mm_error};
+use crate::numbers::count;
+use crate::report::Report;
+
+const OP: &str = "lu";
 
 /// Row pivoting on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -57,14 +52,14 @@ pub struct LuArgs {
     /// Row pivoting.
     #[arg(long, value_enum, default_value_t = LuPivoting::Partial)]
     pub pivoting: LuPivoting,
-    /// CPU or GPU.
-    #[arg(long = "device", value_enum, default_value_t = LuDevice::Cpu)]
-    pub on: LuDevice,
+    /// Where to compute.
+    #[command(flatten)]
+    pub device: DeviceArg,
     /// Floating-point precision of the factorisation.
-    #[arg(long, value_enum, default_value_t = super::Precision::F64)]
-    pub precision: super::Precision,
+    #[arg(long, value_enum, default_value_t = crate::Precision::F64)]
+    pub precision: crate::Precision,
     /// Panel width (1..=512).
-    #[arg(long, default_value_t = 384)]
+    #[arg(long, default_value_t = 384, value_parser = count)]
     pub block: usize,
     /// Print JSON instead of text.
     #[arg(long)]
@@ -80,8 +75,8 @@ pub struct LuCliReport {
     pub n: usize,
     /// Precision.
     pub precision: &'static str,
-    /// Where it ran.
-    pub device: LuDevice,
+    /// Where it ran: `cpu` or `gpu`.
+    pub device: Where,
     /// The factorisation's report (times, pivoting, device name).
     pub lu: LuReport,
     /// `||P A - L U||_1 / (||A||_1 n eps)`.
@@ -115,57 +110,72 @@ impl LuCliReport {
     }
 }
 
-fn file_error(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::InvalidArgument {
-        op: "lu",
-        reason: format!("{}: {e}", path.display()),
+impl Report for LuCliReport {
+    fn text(&self) -> String {
+        self.to_text()
+    }
+
+    fn json(&self) -> serde_json::Result<String> {
+        serde_json::to_string_pretty(self)
+    }
+}
+
+impl LuArgs {
+    /// Checks the options alone.
+    pub fn validate(&self) -> Result<()> {
+        if !(1..=512).contains(&self.block) {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                reason: format!(
+                    "--block: the panel width block = {} is outside 1..=512",
+                    self.block
+                ),
+            });
+        }
+        Ok(())
     }
 }
 
 /// Reads a real Matrix Market file (array or coordinate) as a dense matrix.
-fn read_matrix<T: LuScalar>(path: &Path) -> Result<Matrix<T>> {
-    if super::is_complex("lu", path)? {
-        return Err(file_error(path, "complex matrices are not supported by lu"));
+fn read_matrix<T: LuScalar>(input: Input) -> Result<Matrix<T>> {
+    let label = input.label().to_string();
+    let m = input.read_mm()?;
+    if m.is_complex() {
+        return Err(file_error(
+            OP,
+            &label,
+            "complex matrices are not supported by lu",
+        ));
     }
-    let open = || {
-        std::fs::File::open(path)
-            .map(BufReader::new)
-            .map_err(|e| file_error(path, e))
-    };
-    let mut banner = String::new();
-    std::io::BufRead::read_line(&mut open()?, &mut banner).map_err(|e| file_error(path, e))?;
-    if banner.to_ascii_lowercase().contains("coordinate") {
-        let coo = mm::read_coo::<T, _>(open()?).map_err(|e| file_error(path, e))?;
-        let mut m = Matrix::zeros(coo.n_rows(), coo.n_cols());
-        let nr = coo.n_rows();
-        let data = m.as_mut_slice();
-        for ((&r, &c), &v) in coo.rows().iter().zip(coo.cols()).zip(coo.values()) {
-            let x = &mut data[r as usize + c as usize * nr];
-            *x = *x + v; // duplicates add, as in the sparse readers
-        }
-        Ok(m)
-    } else {
-        let (r, c, v) = mm::read_dense::<T, _>(open()?).map_err(|e| file_error(path, e))?;
-        Matrix::new(r, c, v)
-    }
+    let a = m.into_dense::<T>().map_err(|e| mm_error(OP, &label, e))?;
+    Matrix::new(a.n_rows, a.n_cols, a.values)
 }
 
-/// Runs `ferrocuda lu` (on GPU `ordinal` with `--device gpu`).
-pub fn run(args: &LuArgs, ordinal: usize) -> Result<LuCliReport> {
+/// Runs `ferrocuda lu` (on the GPU with `--device gpu|N`).
+pub fn run(args: &LuArgs, on: Where) -> Result<LuCliReport> {
+    args.validate()?;
     match args.precision {
-        super::Precision::F64 => run_t::<f64>(args, ordinal),
-        super::Precision::F32 => run_t::<f32>(args, ordinal),
+        crate::Precision::F64 => run_t::<f64>(args, on),
+        crate::Precision::F32 => run_t::<f32>(args, on),
     }
 }
 
-fn run_t<T: LuScalar>(args: &LuArgs, ordinal: usize) -> Result<LuCliReport> {
-    let a: Matrix<T> = read_matrix(&args.matrix)?;
-    let b: Option<Matrix<T>> = args.rhs.as_deref().map(read_matrix).transpose()?;
+fn run_t<T: LuScalar>(args: &LuArgs, on: Where) -> Result<LuCliReport> {
+    let ia = Input::open(OP, "--matrix", &args.matrix)?;
+    let ib = args
+        .rhs
+        .as_deref()
+        .map(|p| Input::open(OP, "--rhs", p))
+        .transpose()?;
+    let inputs: Vec<&Input> = [Some(&ia), ib.as_ref()].into_iter().flatten().collect();
+    let out = files::optional_output(OP, "--out", args.out.as_ref(), &inputs)?;
+    let a: Matrix<T> = read_matrix(ia)?;
+    let b: Option<Matrix<T>> = ib.map(read_matrix).transpose()?;
     if let Some(b) = &b
         && b.nrows() != a.nrows()
     {
         return Err(Error::DimensionMismatch {
-            op: "lu",
+            op: OP,
             what: "rows of --rhs",
             expected: a.nrows(),
             found: b.nrows(),
@@ -177,15 +187,15 @@ fn run_t<T: LuScalar>(args: &LuArgs, ordinal: usize) -> Result<LuCliReport> {
             LuPivoting::Partial => Pivoting::Partial,
             LuPivoting::None => Pivoting::None,
         });
-    let lu = match args.on {
-        LuDevice::Cpu => cpu::factor(&a, &opts)?,
-        LuDevice::Gpu => gpu::factor(&ferrocuda::gpu::open(ordinal)?, &a, &opts)?,
+    let lu = match on.open()? {
+        None => cpu::factor(&a, &opts)?,
+        Some(g) => gpu::factor(&g, &a, &opts)?,
     };
     let mut report = LuCliReport {
         matrix: args.matrix.display().to_string(),
         n: a.nrows(),
         precision: T::SUFFIX,
-        device: args.on,
+        device: on,
         backward_error: lu.report.backward_error.unwrap_or(f64::NAN),
         lu: lu.report.clone(),
         rhs_columns: 0,
@@ -195,15 +205,8 @@ fn run_t<T: LuScalar>(args: &LuArgs, ordinal: usize) -> Result<LuCliReport> {
         let x = lu.solve(&b)?;
         report.rhs_columns = b.ncols();
         report.max_relative_residual = Some(max_relative_residual(&a, &x, &b));
-        if let Some(out) = &args.out {
-            let f = std::fs::File::create(out).map_err(|e| file_error(out, e))?;
-            mm::write_dense(
-                std::io::BufWriter::new(f),
-                x.nrows(),
-                x.ncols(),
-                x.as_slice(),
-            )
-            .map_err(|e| file_error(out, e))?;
+        if let Some(out) = &out {
+            files::write_array(out, x.nrows(), x.ncols(), x.as_slice())?;
         }
     }
     Ok(report)
