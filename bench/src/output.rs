@@ -223,7 +223,10 @@ impl Target {
     /// wraps it in.
     pub fn write_with(&self, fill: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
         let io_err = |e: io::Error| refuse(&self.label, plain(&e));
-        match &self.how {
+        // Looked at again: what is there may have changed during a long computation
+        // (another run may have created the file, someone may have put a link there).
+        let now = Target::new(self.label.clone(), &self.path)?;
+        match &now.how {
             How::Through => {
                 let f = std::fs::OpenOptions::new()
                     .write(true)
@@ -235,9 +238,9 @@ impl Target {
                 let tmp = self.temp_in(dir)?;
                 self.fill_file(tmp.as_file(), fill)?;
                 tmp.as_file().sync_all().map_err(io_err)?;
-                // A file that appeared meanwhile is someone else's: keep it.
-                tmp.persist_noclobber(&self.path)
-                    .map_err(|e| io_err(e.error))?;
+                // A file that appears after this last look is replaced whole (the last
+                // of several runs wins), never mixed.
+                tmp.persist(&self.path).map_err(|e| io_err(e.error))?;
                 Ok(())
             }
             How::Replace { real, permissions } => {

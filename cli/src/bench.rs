@@ -40,19 +40,19 @@ pub enum BenchCommand {
     /// Needs a GPU per rank (rank counts above the GPUs present are left out).
     Scaling {
         /// Rank (GPU) counts (comma-separated).
-        #[arg(long, value_delimiter = ',', default_value = "1,2,4", value_parser = count)]
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4", value_parser = count, allow_hyphen_values = true)]
         gpus: Vec<usize>,
         /// Cells of one grid block, NXxNTHETAxNR.
         #[arg(long, default_value = "40x80x40")]
         block: String,
         /// Grid blocks per GPU in the weak-scaling runs.
-        #[arg(long, default_value_t = 4, value_parser = count)]
+        #[arg(long, default_value_t = 4, value_parser = count, allow_hyphen_values = true)]
         blocks_per_gpu: usize,
         /// Grid blocks of the strong-scaling problem.
-        #[arg(long, default_value_t = 8, value_parser = count)]
+        #[arg(long, default_value_t = 8, value_parser = count, allow_hyphen_values = true)]
         strong_blocks: usize,
         /// Timed repetitions (median).
-        #[arg(long, default_value_t = 20, value_parser = count)]
+        #[arg(long, default_value_t = 20, value_parser = count, allow_hyphen_values = true)]
         reps: usize,
         /// Transports to measure (comma-separated): nccl (GPU to GPU, needs libnccl),
         /// nccl-host-sums (halo by NCCL, GMRES's dot sums on the host), host (staged
@@ -78,7 +78,7 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 30)]
         large_log2: u32,
         /// Timed repetitions per measurement.
-        #[arg(long, default_value_t = 10, value_parser = count)]
+        #[arg(long, default_value_t = 10, value_parser = count, allow_hyphen_values = true)]
         reps: usize,
         /// Skip the CPU twin on the Table 5.3 count.
         #[arg(long)]
@@ -103,7 +103,7 @@ pub enum BenchCommand {
         #[arg(long)]
         complex: bool,
         /// Timed repetitions per measurement.
-        #[arg(long, default_value_t = 20, value_parser = count)]
+        #[arg(long, default_value_t = 20, value_parser = count, allow_hyphen_values = true)]
         reps: usize,
         /// Print JSON instead of a table.
         #[arg(long)]
@@ -117,10 +117,10 @@ pub enum BenchCommand {
     /// seconds for 100 SpMVs; writes <results-dir>/spmv-thesis.md. Needs a GPU.
     SpmvThesis {
         /// Thesis cases to run (comma-separated, 1..6).
-        #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5,6", value_parser = count)]
+        #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5,6", value_parser = count, allow_hyphen_values = true)]
         cases: Vec<usize>,
         /// Timed calls per entry (median).
-        #[arg(long, default_value_t = 5, value_parser = count)]
+        #[arg(long, default_value_t = 5, value_parser = count, allow_hyphen_values = true)]
         reps: usize,
         /// Print JSON instead of tables.
         #[arg(long)]
@@ -139,7 +139,7 @@ pub enum BenchCommand {
         #[arg(long)]
         thesis: bool,
         /// Thesis cases for `--thesis` (comma-separated, 1..6).
-        #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5,6", value_parser = count)]
+        #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5,6", value_parser = count, allow_hyphen_values = true)]
         cases: Vec<usize>,
         /// Test case: 1..6 (thesis Table 4.1), `large`, or any size as
         /// NXxNTHETAxNRxBLOCKS (e.g. `10x40x20x2`).
@@ -152,13 +152,13 @@ pub enum BenchCommand {
         #[arg(long)]
         complex: bool,
         /// Restart length.
-        #[arg(long, default_value_t = 30, value_parser = count)]
+        #[arg(long, default_value_t = 30, value_parser = count, allow_hyphen_values = true)]
         restart: usize,
         /// Relative tolerance [default: 1e-8 in f64, 1e-5 in f32].
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         rtol: Option<f64>,
         /// Most Arnoldi steps.
-        #[arg(long, default_value_t = 1000, value_parser = count)]
+        #[arg(long, default_value_t = 1000, value_parser = count, allow_hyphen_values = true)]
         max_iter: usize,
         /// Right preconditioner (built from the 5x5 blocks of the matrix).
         #[arg(long, value_parser = choice::<PrecondArg, Preconditioner>(), default_value = "none")]
@@ -186,10 +186,10 @@ pub enum BenchCommand {
     /// mpc-trajectories.png.
     Mpc {
         /// Timed repetitions per entry (median).
-        #[arg(long, default_value_t = 5, value_parser = count)]
+        #[arg(long, default_value_t = 5, value_parser = count, allow_hyphen_values = true)]
         reps: usize,
         /// Closed-loop steps of a 32-object swarm (§8.5.3 ran 2000; 0: skip the closed loop).
-        #[arg(long, default_value_t = 600, value_parser = count)]
+        #[arg(long, default_value_t = 600, value_parser = count, allow_hyphen_values = true)]
         loop_steps: usize,
         /// Print JSON instead of tables.
         #[arg(long)]
@@ -203,13 +203,13 @@ pub enum BenchCommand {
     /// rock4.png and solution snapshots (rock4-thesis.png, rock4-heat.png).
     Rock4 {
         /// Grid sizes N (comma-separated) [default: the thesis's 16, 32, .., 256].
-        #[arg(long, value_delimiter = ',', value_parser = count)]
+        #[arg(long, value_delimiter = ',', value_parser = count, allow_hyphen_values = true)]
         sizes: Vec<usize>,
         /// rtol = atol.
-        #[arg(long, default_value_t = 1e-6)]
+        #[arg(long, default_value_t = 1e-6, allow_hyphen_values = true)]
         tol: f64,
         /// Timed runs per entry (median).
-        #[arg(long, default_value_t = 3, value_parser = count)]
+        #[arg(long, default_value_t = 3, value_parser = count, allow_hyphen_values = true)]
         reps: usize,
         /// Print JSON instead of a table.
         #[arg(long)]
@@ -223,10 +223,10 @@ pub enum BenchCommand {
     /// <results-dir>/lu.md and lu.png.
     Lu {
         /// Orders of the pivoting-LU comparison (comma-separated).
-        #[arg(long, value_delimiter = ',', default_value = "4096,8192,16384,32768", value_parser = count)]
+        #[arg(long, value_delimiter = ',', default_value = "4096,8192,16384,32768", value_parser = count, allow_hyphen_values = true)]
         sizes: Vec<usize>,
         /// Timed repetitions per measurement (median).
-        #[arg(long, default_value_t = 3, value_parser = count)]
+        #[arg(long, default_value_t = 3, value_parser = count, allow_hyphen_values = true)]
         reps: usize,
         /// Skip seed 004's tables.
         #[arg(long)]
@@ -235,10 +235,10 @@ pub enum BenchCommand {
         #[arg(long)]
         no_f32: bool,
         /// Largest order the CPU twin runs.
-        #[arg(long, default_value_t = 8192, value_parser = count)]
+        #[arg(long, default_value_t = 8192, value_parser = count, allow_hyphen_values = true)]
         cpu_max_n: usize,
         /// Panel width of the GPU LU.
-        #[arg(long, default_value_t = 384, value_parser = count)]
+        #[arg(long, default_value_t = 384, value_parser = count, allow_hyphen_values = true)]
         block: usize,
         /// GPU LU without look-ahead (panels on the main stream).
         #[arg(long)]
@@ -260,7 +260,7 @@ pub enum BenchCommand {
         #[arg(long)]
         quick: bool,
         /// Timed launches of the smoother kernel alone (median).
-        #[arg(long, default_value_t = 10, value_parser = count)]
+        #[arg(long, default_value_t = 10, value_parser = count, allow_hyphen_values = true)]
         reps: usize,
         /// Skip the CPU twin where a GPU runs.
         #[arg(long)]
@@ -279,10 +279,10 @@ pub enum BenchCommand {
         #[arg(long)]
         json: bool,
         /// Vector length.
-        #[arg(long, default_value_t = 1 << 26, value_parser = count)]
+        #[arg(long, default_value_t = 1 << 26, value_parser = count, allow_hyphen_values = true)]
         n: usize,
         /// Timed repetitions per measurement.
-        #[arg(long, default_value_t = 30, value_parser = count)]
+        #[arg(long, default_value_t = 30, value_parser = count, allow_hyphen_values = true)]
         reps: usize,
         /// Also write the report as Markdown to this file (e.g. docs/results/blas1.md;
         /// never over a GPU run's without a GPU).

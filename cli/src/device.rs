@@ -41,8 +41,8 @@ pub fn parse_device(s: &str) -> std::result::Result<DeviceChoice, String> {
 /// The `--device` option of a subcommand.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct DeviceArg {
-    /// Where to compute: cpu, gpu (GPU 0, or the one named by --device before the
-    /// subcommand), or a GPU ordinal N (gpu:N) [default: cpu].
+    /// Where to compute: cpu, gpu (GPU 0, or the GPU named before the subcommand), or a
+    /// GPU ordinal N (also gpu:N) [default: cpu].
     #[arg(long = "device", value_name = "cpu|gpu|N", value_parser = parse_device)]
     pub device: Option<DeviceChoice>,
 }

@@ -59,7 +59,7 @@ pub struct LuArgs {
     #[arg(long, value_enum, default_value_t = crate::Precision::F64)]
     pub precision: crate::Precision,
     /// Panel width (1..=512).
-    #[arg(long, default_value_t = 384, value_parser = count)]
+    #[arg(long, default_value_t = 384, value_parser = count, allow_hyphen_values = true)]
     pub block: usize,
     /// Print JSON instead of text.
     #[arg(long)]

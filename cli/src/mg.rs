@@ -24,10 +24,10 @@ use crate::numbers::count;
 #[derive(Debug, Clone, clap::Args)]
 pub struct MgArgs {
     /// Points per dimension, b^k + 1 (boundary included).
-    #[arg(long, value_parser = count)]
+    #[arg(long, value_parser = count, allow_hyphen_values = true)]
     pub n: usize,
     /// The base b of the grids (b >= 2).
-    #[arg(long, default_value_t = 2, value_parser = count)]
+    #[arg(long, default_value_t = 2, value_parser = count, allow_hyphen_values = true)]
     pub base: usize,
     /// The smoother.
     #[arg(long, value_parser = choice::<SmootherArg, Smoother>(), default_value = "sbl")]
@@ -36,22 +36,22 @@ pub struct MgArgs {
     #[arg(long, value_parser = choice::<CycleArg, Cycle>(), default_value = "v")]
     pub cycle: Cycle,
     /// Cycles on the finest grid (at most, with --until-discretisation).
-    #[arg(long, default_value_t = 10, value_parser = count)]
+    #[arg(long, default_value_t = 10, value_parser = count, allow_hyphen_values = true)]
     pub cycles: usize,
     /// Smoothing steps before the coarse-grid correction.
-    #[arg(long, default_value_t = 5, value_parser = count)]
+    #[arg(long, default_value_t = 5, value_parser = count, allow_hyphen_values = true)]
     pub nu1: usize,
     /// Smoothing steps after it.
-    #[arg(long, default_value_t = 5, value_parser = count)]
+    #[arg(long, default_value_t = 5, value_parser = count, allow_hyphen_values = true)]
     pub nu2: usize,
     /// Gauss-Seidel sweeps inside a block per block update (B).
-    #[arg(long, default_value_t = 10, value_parser = count)]
+    #[arg(long, default_value_t = 10, value_parser = count, allow_hyphen_values = true)]
     pub inner: usize,
     /// Block edge [default: the base].
-    #[arg(long, value_parser = count)]
+    #[arg(long, value_parser = count, allow_hyphen_values = true)]
     pub block: Option<usize>,
     /// Damping of the smoother's update [default: 6/7 for jacobi, else 1].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub omega: Option<f64>,
     /// Floating-point precision.
     #[arg(long, value_enum, default_value_t = Precision::F32)]

@@ -44,13 +44,13 @@ pub enum MpcGradient {
 #[derive(Debug, Clone, clap::Args)]
 pub struct MpcArgs {
     /// Objects M.
-    #[arg(long, default_value_t = 32, value_parser = count)]
+    #[arg(long, default_value_t = 32, value_parser = count, allow_hyphen_values = true)]
     pub objects: usize,
     /// Horizon N.
-    #[arg(long, default_value_t = 5, value_parser = count)]
+    #[arg(long, default_value_t = 5, value_parser = count, allow_hyphen_values = true)]
     pub horizon: usize,
     /// MPC steps (the reference switches half way).
-    #[arg(long, default_value_t = 200, value_parser = count)]
+    #[arg(long, default_value_t = 200, value_parser = count, allow_hyphen_values = true)]
     pub steps: usize,
     /// Gradients.
     #[arg(long, value_enum, default_value_t = MpcGradient::Exact)]
@@ -59,7 +59,7 @@ pub struct MpcArgs {
     #[command(flatten)]
     pub device: DeviceArg,
     /// Relative safety margin of the constraints the optimiser sees.
-    #[arg(long, default_value_t = 0.02)]
+    #[arg(long, default_value_t = 0.02, allow_hyphen_values = true)]
     pub margin: f64,
     /// Write the trajectories here (PNG).
     #[arg(long)]
@@ -68,7 +68,7 @@ pub struct MpcArgs {
     #[arg(long)]
     pub frames: Option<PathBuf>,
     /// Steps between two frames (default: about 50 frames over the loop).
-    #[arg(long, value_parser = count)]
+    #[arg(long, value_parser = count, allow_hyphen_values = true)]
     pub frame_every: Option<usize>,
     /// Print JSON instead of a summary.
     #[arg(long)]

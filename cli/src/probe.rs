@@ -22,7 +22,7 @@ pub struct ProbeArgs {
     #[arg(long)]
     pub quick: bool,
     /// Timed repetitions per measurement [default: 5, quick 3].
-    #[arg(long, value_parser = count)]
+    #[arg(long, value_parser = count, allow_hyphen_values = true)]
     pub reps: Option<usize>,
     /// Where probe.md and the plots go (only when a GPU ran).
     #[arg(long, default_value = "docs/results")]

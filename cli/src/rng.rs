@@ -46,7 +46,7 @@ pub struct SfmtArgs {
     #[arg(long, value_delimiter = ',', value_parser = u32_value)]
     pub seed_array: Option<Vec<u32>>,
     /// How many numbers.
-    #[arg(long, value_parser = count_u64)]
+    #[arg(long, value_parser = count_u64, allow_hyphen_values = true)]
     pub count: u64,
     /// 32-bit or 64-bit draws.
     #[arg(long, default_value_t = 32)]

@@ -85,19 +85,19 @@ pub struct Rock4Args {
     #[arg(long, value_enum)]
     pub problem: Rock4Problem,
     /// Interior grid points per direction (the system has n^2 unknowns).
-    #[arg(long, value_parser = count)]
+    #[arg(long, value_parser = count, allow_hyphen_values = true)]
     pub n: usize,
     /// Final time (the integration starts at 0).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
     pub t_end: f64,
     /// Relative tolerance.
-    #[arg(long, default_value_t = 1e-6)]
+    #[arg(long, default_value_t = 1e-6, allow_hyphen_values = true)]
     pub rtol: f64,
     /// Absolute tolerance [default: the relative tolerance].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub atol: Option<f64>,
     /// Diffusion coefficient of `heat`.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
     pub nu: f64,
     /// Advection differences of `jahn`.
     #[arg(long, value_enum, default_value_t = Rock4Advection::Central)]
@@ -112,7 +112,7 @@ pub struct Rock4Args {
     #[command(flatten)]
     pub device: DeviceArg,
     /// Most step attempts.
-    #[arg(long, default_value_t = 1_000_000, value_parser = count)]
+    #[arg(long, default_value_t = 1_000_000, value_parser = count, allow_hyphen_values = true)]
     pub max_steps: usize,
     /// Write the final solution here (Matrix Market array).
     #[arg(long)]

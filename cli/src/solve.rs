@@ -95,16 +95,16 @@ pub struct SolveArgs {
     #[arg(long)]
     pub x0: Option<PathBuf>,
     /// Restart length m of GMRES(m).
-    #[arg(long, default_value_t = 30, value_parser = count)]
+    #[arg(long, default_value_t = 30, value_parser = count, allow_hyphen_values = true)]
     pub restart: usize,
     /// Relative tolerance: stop when |b - A x| <= max(tol |b|, atol).
-    #[arg(long, default_value_t = 1e-8)]
+    #[arg(long, default_value_t = 1e-8, allow_hyphen_values = true)]
     pub tol: f64,
     /// Absolute tolerance on |b - A x|.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     pub atol: f64,
     /// Most Arnoldi steps in total (over all restart cycles).
-    #[arg(long, default_value_t = 1000, value_parser = count)]
+    #[arg(long, default_value_t = 1000, value_parser = count, allow_hyphen_values = true)]
     pub max_iter: usize,
     /// Orthogonalisation.
     #[arg(long, value_enum, default_value_t = SolveOrth::Cgs2)]
@@ -114,7 +114,7 @@ pub struct SolveArgs {
     pub precond: Preconditioner,
     /// Block size of the GPU's SBELL format (at most 8; larger ones run BCSR) and of
     /// block Jacobi (at most 8).
-    #[arg(long, default_value_t = 5, value_parser = count)]
+    #[arg(long, default_value_t = 5, value_parser = count, allow_hyphen_values = true)]
     pub block_size: usize,
     /// Where to compute.
     #[command(flatten)]
@@ -126,7 +126,7 @@ pub struct SolveArgs {
     #[arg(long)]
     pub quiet: bool,
     /// Seconds between progress lines on stderr (0: every iteration).
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, allow_hyphen_values = true)]
     pub progress_interval: f64,
 }
 

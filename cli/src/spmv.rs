@@ -81,7 +81,7 @@ pub struct SpmvArgs {
     pub format: SpmvFormat,
     /// Block size of the blocked formats, at most the matrix's smaller nonzero dimension
     /// [default: 5, or that dimension where it is smaller].
-    #[arg(long, value_parser = count)]
+    #[arg(long, value_parser = count, allow_hyphen_values = true)]
     pub block_size: Option<usize>,
     /// Where to compute.
     #[command(flatten)]
