@@ -66,8 +66,8 @@ pub enum Command {
     Probe(probe::ProbeArgs),
     /// Multigrid with block smoothers on seed 003's 3D Poisson problem, CPU or GPU.
     Mg(mg::MgArgs),
-    /// LU with partial pivoting of a Matrix Market matrix, and solves A X = B; a singular
-    /// matrix exits with code 2.
+    /// LU with partial pivoting of a Matrix Market matrix, and solves A X = B; a matrix
+    /// singular (to working precision) exits with code 2.
     Lu(lu::LuArgs),
     /// y = A x for Matrix Market files, in a chosen format, on the CPU or the GPU.
     Spmv(spmv::SpmvArgs),
@@ -115,6 +115,25 @@ where
 }
 
 impl Cli {
+    /// Whether the command prints JSON (`--json`), also for its errors.
+    pub fn json(&self) -> bool {
+        match &self.command {
+            None => false,
+            Some(Command::Tour { json, .. } | Command::Info { json }) => *json,
+            Some(Command::Probe(a)) => a.json,
+            Some(Command::Mg(a)) => a.json,
+            Some(Command::Lu(a)) => a.json,
+            Some(Command::Spmv(_)) => false,
+            Some(Command::Solve(a)) => a.json,
+            Some(Command::Rock4(a)) => a.json,
+            Some(Command::Mpc(a)) => a.json,
+            Some(Command::Rng {
+                which: rng::RngCommand::Sfmt(a),
+            }) => a.json,
+            Some(Command::Bench(b)) => b.which.json(),
+        }
+    }
+
     /// Checks every option without reading a file or opening a device (what [`run`]
     /// checks first).
     pub fn validate(&self) -> Result<()> {
@@ -146,24 +165,50 @@ impl Cli {
     }
 }
 
-/// Runs the command line; returns the process exit status.
+/// Runs the command line; returns the process exit status. Errors go to stderr as one
+/// line; with `--json` an error object also goes to stdout, where the report would have
+/// gone ([`report::print_error_json`]).
 pub fn main() -> i32 {
-    let cli = match parse(std::env::args_os()) {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let cli = match parse(args.iter().cloned()) {
         Ok(cli) => cli,
         Err(e) => {
+            if !e.use_stderr() {
+                // Help and version are answers.
+                let _ = e.print();
+                return 0;
+            }
+            // A command line not understood is an error (status 1, as every other
+            // error: 2 means a singular matrix).
             let _ = e.print();
-            // Help and version are answers; a command line not understood is an error
-            // (status 1, as every other error: 2 means a singular matrix).
-            return if e.use_stderr() { 1 } else { 0 };
+            if asks_for_json(&args) {
+                report::print_error_json("usage", &report::clap_message(&e), 1, None);
+            }
+            return 1;
         }
     };
+    let json = cli.json();
     match run(cli) {
         Ok(status) => status.code(),
         Err(e) => {
-            eprintln!("error: {}", report::user_words(&e.to_string()));
-            report::exit_code(&e)
+            let message = report::user_words(&e.to_string());
+            eprintln!("error: {message}");
+            let code = report::exit_code(&e);
+            if json {
+                report::print_error_json(report::error_kind(&e), &message, code, Some(&e));
+            }
+            code
         }
     }
+}
+
+/// Whether a command line that clap did not understand asked for `--json` (before any
+/// `--`).
+fn asks_for_json(args: &[OsString]) -> bool {
+    args.iter()
+        .skip(1)
+        .take_while(|a| *a != "--")
+        .any(|a| a == "--json")
 }
 
 /// Executes a parsed command line: the command, then its report on stdout; returns the

@@ -1,13 +1,21 @@
 //! `ferrocuda lu --matrix A.mtx [--rhs B.mtx --out X.mtx] [--pivoting partial|none]
-//! [--device cpu|gpu|N] [--precision f64|f32] [--block NB] [--json]`: factors `P A = L U`
+//! [--device cpu|gpu|N] [--precision f64|f32] [--block NB] [--force] [--json]`: factors `P A = L U`
 //! and, with `--rhs`, solves `A X = B` for every column of `B`.
 //!
 //! `A` may be a Matrix Market `array` or `coordinate` file (real, general); `B` an
-//! `array` (`n x k`) or `coordinate` file. The report has the backward error
-//! `||P A - L U||_1 / (||A||_1 n eps)` and, with `--rhs`, the largest relative residual
-//! `||A x - b||_inf / (||A||_inf ||x||_inf + ||b||_inf)` over the columns. A singular
-//! matrix (an exactly zero pivot) exits with code 2 and names the column; `--out` is
-//! written only on success.
+//! `array` (`n x k`) or `coordinate` file. NaN or infinity in either, or (with
+//! `--precision f32`) a value beyond `f32`'s range such as `1e39`, is an error naming the
+//! file and the entry (1-based row and column), before anything is factorised.
+//!
+//! The report has `rcond`, the estimated reciprocal condition number in the 1-norm
+//! (LAPACK `gecon`), the normwise relative backward error `||P A - L U||_1 / ||A||_1`
+//! (and the same divided by `n eps`, named as such) and, with `--rhs`, the largest
+//! relative residual `||A x - b||_inf / (||A||_inf ||x||_inf + ||b||_inf)` over the
+//! columns. Exit statuses (docs/reliability.md): 2 for a singular matrix (an exactly zero
+//! pivot, naming the column) and for one singular to working precision (`rcond < eps`,
+//! the message gives `rcond`); `--force` solves the latter anyway, with a warning on
+//! stderr. `--pivoting none` on a zero pivot says "zero pivot without pivoting" (exit 1:
+//! the matrix may be nonsingular). `--out` is written only on success.
 //!
 //! ```sh
 //! ferrocuda lu --matrix A.mtx --rhs b.mtx --out x.mtx --device gpu --json
@@ -61,6 +69,10 @@ pub struct LuArgs {
     /// Panel width (1..=512).
     #[arg(long, default_value_t = 384, value_parser = count, allow_hyphen_values = true)]
     pub block: usize,
+    /// Solve even where the matrix is singular to working precision (rcond below the
+    /// machine epsilon): the solution may have no correct digit; a warning says so.
+    #[arg(long)]
+    pub force: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -77,10 +89,15 @@ pub struct LuCliReport {
     pub precision: &'static str,
     /// Where it ran: `cpu` or `gpu`.
     pub device: Where,
-    /// The factorisation's report (times, pivoting, device name).
+    /// The factorisation's report (times, pivoting, device name, rcond).
     pub lu: LuReport,
-    /// `||P A - L U||_1 / (||A||_1 n eps)`.
+    /// Estimated reciprocal condition number in the 1-norm (LAPACK `gecon`).
+    pub rcond: f64,
+    /// The normwise relative backward error `||P A - L U||_1 / ||A||_1`.
     pub backward_error: f64,
+    /// [`LuCliReport::backward_error`] divided by `n eps` (of order 1 or below for a
+    /// stable factorisation).
+    pub scaled_backward_error: f64,
     /// Right-hand sides solved.
     pub rhs_columns: usize,
     /// Largest relative residual over the right-hand sides.
@@ -91,15 +108,23 @@ impl LuCliReport {
     /// A few lines of text.
     pub fn to_text(&self) -> String {
         let mut s = format!(
-            "LU of {} ({} x {}, {}) on {}: {:.3} ms, backward error {:.3e}",
+            "LU of {} ({} x {}, {}) on {}: {:.3} ms, rcond {:.3e} (1-norm estimate), backward error ||P A - L U||_1 / ||A||_1 = {:.3e} ({:.3} n eps)",
             self.matrix,
             self.n,
             self.n,
             self.precision,
             self.lu.device,
             self.lu.factor_ms,
-            self.backward_error
+            self.rcond,
+            self.backward_error,
+            self.scaled_backward_error
         );
+        if self.lu.singular_to_working_precision {
+            s.push_str(&format!(
+                "\nsingular to working precision: rcond below the {} machine epsilon {:.3e} (--force: reported anyway)",
+                self.precision, self.lu.eps
+            ));
+        }
         if let Some(r) = self.max_relative_residual {
             s.push_str(&format!(
                 "\nsolved {} right-hand side(s): largest relative residual {r:.3e}",
@@ -136,8 +161,9 @@ impl LuArgs {
     }
 }
 
-/// Reads a real Matrix Market file (array or coordinate) as a dense matrix.
-fn read_matrix<T: LuScalar>(input: Input) -> Result<Matrix<T>> {
+/// Reads a real Matrix Market file (array or coordinate) as a dense matrix; NaN or
+/// infinity (also an `f32` overflow) is an error naming the file and the entry.
+fn read_matrix<T: LuScalar>(input: Input, what: &'static str) -> Result<Matrix<T>> {
     let label = input.label().to_string();
     let m = input.read_mm()?;
     if m.is_complex() {
@@ -148,7 +174,23 @@ fn read_matrix<T: LuScalar>(input: Input) -> Result<Matrix<T>> {
         ));
     }
     let a = m.into_dense::<T>().map_err(|e| mm_error(OP, &label, e))?;
-    Matrix::new(a.n_rows, a.n_cols, a.values)
+    let a = Matrix::new(a.n_rows, a.n_cols, a.values)?;
+    a.check_finite(OP, what).map_err(|e| match e {
+        Error::NonFinite {
+            row, col, reason, ..
+        } => file_error(
+            OP,
+            &label,
+            format!(
+                "entry ({}, {}) (1-based row, column) is {}: {reason}",
+                row + 1,
+                col + 1,
+                a.get(row, col).to_f64()
+            ),
+        ),
+        e => e,
+    })?;
+    Ok(a)
 }
 
 /// Runs `ferrocuda lu` (on the GPU with `--device gpu|N`).
@@ -169,8 +211,8 @@ fn run_t<T: LuScalar>(args: &LuArgs, on: Where) -> Result<LuCliReport> {
         .transpose()?;
     let inputs: Vec<&Input> = [Some(&ia), ib.as_ref()].into_iter().flatten().collect();
     let out = files::optional_output(OP, "--out", args.out.as_ref(), &inputs)?;
-    let a: Matrix<T> = read_matrix(ia)?;
-    let b: Option<Matrix<T>> = ib.map(read_matrix).transpose()?;
+    let a: Matrix<T> = read_matrix(ia, "A")?;
+    let b: Option<Matrix<T>> = ib.map(|i| read_matrix(i, "B")).transpose()?;
     if let Some(b) = &b
         && b.nrows() != a.nrows()
     {
@@ -191,18 +233,31 @@ fn run_t<T: LuScalar>(args: &LuArgs, on: Where) -> Result<LuCliReport> {
         None => cpu::factor(&a, &opts)?,
         Some(g) => gpu::factor(&g, &a, &opts)?,
     };
+    // Singular to working precision: exit status 2 with rcond, nothing written, unless
+    // the user forces the solve.
+    match lu.report.check_conditioning(OP) {
+        Err(e) if args.force => eprintln!(
+            "warning: {}; going on because of --force",
+            crate::report::user_words(&e.to_string())
+        ),
+        r => r?,
+    }
+    let backward_error = lu.report.backward_error.unwrap_or(f64::NAN);
     let mut report = LuCliReport {
         matrix: args.matrix.display().to_string(),
         n: a.nrows(),
         precision: T::SUFFIX,
         device: on,
-        backward_error: lu.report.backward_error.unwrap_or(f64::NAN),
+        rcond: lu.report.rcond,
+        backward_error,
+        scaled_backward_error: lu.report.scaled_backward_error.unwrap_or(f64::NAN),
         lu: lu.report.clone(),
         rhs_columns: 0,
         max_relative_residual: None,
     };
     if let Some(b) = b {
-        let x = lu.solve(&b)?;
+        // Conditioning decided above.
+        let x = lu.solve_forced(&b)?;
         report.rhs_columns = b.ncols();
         report.max_relative_residual = Some(max_relative_residual(&a, &x, &b));
         if let Some(out) = &out {

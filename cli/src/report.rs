@@ -27,9 +27,13 @@ impl Status {
 }
 
 /// The exit status of an error: 2 where the input has no reliable answer (a singular
-/// matrix), 1 for everything else (bad options or input, sizes, I/O, devices).
+/// matrix, or one singular to working precision), 1 for everything else (bad options or
+/// input, sizes, I/O, devices, a zero pivot without pivoting, a failed integration).
 pub fn exit_code(e: &Error) -> i32 {
-    if matches!(e, Error::Singular { .. }) {
+    if matches!(
+        e,
+        Error::Singular { .. } | Error::SingularToWorkingPrecision { .. }
+    ) {
         2
     } else {
         1
@@ -114,6 +118,96 @@ pub fn write_stdout(bytes: &[u8]) -> Result<()> {
         }),
         _ => Ok(()),
     }
+}
+
+/// A short, stable name of an error's kind for the JSON error object (snake case of the
+/// library's variant; `usage` is a command line not understood).
+pub fn error_kind(e: &Error) -> &'static str {
+    match e {
+        Error::Gpu(_) => "gpu",
+        Error::Sparse(_) => "sparse",
+        Error::DimensionMismatch { .. } => "dimension_mismatch",
+        Error::Empty { .. } => "empty",
+        Error::WrongDevice { .. } => "wrong_device",
+        Error::Vendor { .. } => "vendor",
+        Error::Singular { .. } => "singular",
+        Error::NotSquare { .. } => "not_square",
+        Error::OutOfHostMemory { .. } => "out_of_host_memory",
+        Error::OutOfDeviceMemory { .. } => "out_of_device_memory",
+        Error::NonFinite { .. } => "non_finite",
+        Error::ZeroPivot { .. } => "zero_pivot",
+        Error::SingularToWorkingPrecision { .. } => "singular_to_working_precision",
+        Error::IntegrationFailed { .. } => "integration_failed",
+        Error::InvalidArgument { .. } => "invalid_argument",
+        _ => "other",
+    }
+}
+
+/// The numbers an error carries, for programs: sizes in bytes, the pivot column, rcond.
+fn error_details(e: &Error) -> serde_json::Map<String, serde_json::Value> {
+    use serde_json::json;
+    let v = match e {
+        Error::OutOfHostMemory {
+            requested,
+            limit,
+            bound,
+            ..
+        } => json!({
+            // u128 does not fit every JSON reader: a string keeps it exact.
+            "requested_bytes": requested.to_string(),
+            "limit_bytes": limit,
+            "limit": bound,
+        }),
+        Error::OutOfDeviceMemory {
+            requested,
+            free,
+            total,
+            ordinal,
+            ..
+        } => json!({
+            "requested_bytes": requested.to_string(),
+            "free_bytes": free,
+            "total_bytes": total,
+            "device": ordinal,
+        }),
+        Error::Singular { column, .. } | Error::ZeroPivot { column, .. } => {
+            json!({ "column": column })
+        }
+        Error::SingularToWorkingPrecision {
+            rcond,
+            eps,
+            precision,
+            ..
+        } => json!({ "rcond": rcond, "eps": eps, "precision": precision }),
+        Error::DimensionMismatch {
+            expected, found, ..
+        } => json!({ "expected": expected, "found": found }),
+        Error::IntegrationFailed { report, .. } => json!({ "final_time": report.final_time }),
+        _ => json!({}),
+    };
+    match v {
+        serde_json::Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    }
+}
+
+/// clap's message without its `error: ` prefix, usage and tips: the first line.
+pub fn clap_message(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or_default();
+    first.strip_prefix("error: ").unwrap_or(first).to_string()
+}
+
+/// Prints the JSON error object of a failed `--json` command on stdout (one line):
+/// `{"error": {"kind", "message", "exit_status", ...the numbers of `e`}}`. A failure to
+/// print is ignored: the error is on stderr already.
+pub fn print_error_json(kind: &str, message: &str, exit_status: i32, e: Option<&Error>) {
+    let mut body = e.map(error_details).unwrap_or_default();
+    body.insert("kind".into(), kind.into());
+    body.insert("message".into(), message.into());
+    body.insert("exit_status".into(), exit_status.into());
+    let v = serde_json::json!({ "error": body });
+    let _ = write_stdout(format!("{v}\n").as_bytes());
 }
 
 /// `msg` without the library's function names (`Bcsr::from_csr: `, `dense::cpu::factor: `)

@@ -21,9 +21,11 @@
 //!   once (pipes work); `--out` may be none of the inputs.
 //! * **Convergence**: `|b - A x| <= max(tol |b|, atol)` (`--tol` is relative). Not
 //!   converging within `--max-iter` Arnoldi steps, stagnating or diverging is a result,
-//!   not an error: the iterate GMRES returns is written, a warning goes to stderr, the
-//!   JSON says `"converged": false` with the `reason`, and the exit status is 3
-//!   (docs/reliability.md). A zero `b` gives `x = 0`.
+//!   not an error: the best iterate GMRES saw (the smallest true residual; `x0` where
+//!   none was better, never a diverged one) is written, a warning with its residual goes
+//!   to stderr, the JSON says `"converged": false` with the `reason` (`max_iterations`,
+//!   `stagnation`, `diverged`), and the exit status is 3 (docs/reliability.md). A zero
+//!   `b` gives `x = 0`.
 //! * **Operator format**: CSR on the CPU; SBELL on the GPU (block size `--block-size`, at
 //!   most 8), falling back to BCSR where SBELL cannot take the matrix (the fallback and why
 //!   are reported). `--block-size` is also the block size of block Jacobi (at most 8);
@@ -359,7 +361,7 @@ pub fn run(args: &SolveArgs, on: Where) -> Result<SolveReport> {
     };
     if report.status() != Status::Success {
         eprintln!(
-            "warning: GMRES did not converge ({}) after {} iterations: relative residual {:.3e}, |b - A x| = {:.3e}, above max(tol |b|, atol) with tol {:e}, atol {:e}; {} holds the iterate GMRES returned (exit status 3)",
+            "warning: GMRES did not converge ({}) after {} iterations: relative residual {:.3e}, |b - A x| = {:.3e}, above max(tol |b|, atol) with tol {:e}, atol {:e}; {} holds the best iterate (the smallest true residual seen; x0 where none was better) (exit status 3)",
             report.reason.replace('_', " "),
             report.iterations,
             report.relative_residual,

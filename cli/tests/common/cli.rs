@@ -58,12 +58,24 @@ pub fn stderr(out: &std::process::Output) -> String {
 /// no abort, a message containing every needle, nothing on stdout.
 pub fn assert_error(out: &std::process::Output, code: i32, needles: &[&str], what: &str) {
     let err = stderr(out);
-    assert_eq!(out.status.code(), Some(code), "{what}: status {:?}, stderr {err}", out.status);
-    assert!(!err.contains("panicked") && !err.contains("memory allocation"), "{what}: {err}");
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{what}: status {:?}, stderr {err}",
+        out.status
+    );
+    assert!(
+        !err.contains("panicked") && !err.contains("memory allocation"),
+        "{what}: {err}"
+    );
     for n in needles {
         assert!(err.contains(n), "{what}: {err:?} lacks {n:?}");
     }
-    assert!(out.stdout.is_empty(), "{what}: stdout {}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.stdout.is_empty(),
+        "{what}: stdout {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 /// `A = diag(1, 2, 3)` and `x = (1, 2, 3)` in `dir`.
@@ -74,6 +86,10 @@ pub fn small_system(dir: &std::path::Path) -> (std::path::PathBuf, std::path::Pa
         "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1\n2 2 2\n3 3 3\n",
     )
     .unwrap();
-    std::fs::write(&x, "%%MatrixMarket matrix array real general\n3 1\n1\n2\n3\n").unwrap();
+    std::fs::write(
+        &x,
+        "%%MatrixMarket matrix array real general\n3 1\n1\n2\n3\n",
+    )
+    .unwrap();
     (a, x)
 }

@@ -47,10 +47,21 @@ fn devices_fifos_and_links_are_never_replaced() {
     // A character device is written through, never replaced.
     let r = spmv(&a, &x, Path::new("/dev/null"));
     assert!(r.status.success(), "{}", stderr(&r));
-    assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+    assert!(
+        std::fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device()
+    );
     // A FIFO is written through: its reader gets y, the FIFO stays.
     let fifo = d.join("fifo");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
     let reader = {
         let fifo = fifo.clone();
         std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
@@ -60,7 +71,12 @@ fn devices_fifos_and_links_are_never_replaced() {
     let text = reader.join().unwrap();
     let (_, _, got) = ferrocuda::sparse::mm::read_dense::<f64, _>(text.as_bytes()).unwrap();
     assert_eq!(got, Y);
-    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    assert!(
+        std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
     // A link to a file stays a link; the file it names gets y.
     let target = d.join("target.mtx");
     std::fs::write(&target, "old").unwrap();
@@ -68,13 +84,28 @@ fn devices_fifos_and_links_are_never_replaced() {
     std::os::unix::fs::symlink(&target, &link).unwrap();
     let r = spmv(&a, &x, &link);
     assert!(r.status.success(), "{}", stderr(&r));
-    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
     assert_eq!(values(&target), Y);
     // A link to nothing and a folder are refused, untouched.
     let dangling = d.join("dangling.mtx");
     std::os::unix::fs::symlink(d.join("nothing"), &dangling).unwrap();
-    assert_error(&spmv(&a, &x, &dangling), 1, &["dangling.mtx", "link to nothing"], "dangling");
-    assert!(std::fs::symlink_metadata(&dangling).unwrap().file_type().is_symlink());
+    assert_error(
+        &spmv(&a, &x, &dangling),
+        1,
+        &["dangling.mtx", "link to nothing"],
+        "dangling",
+    );
+    assert!(
+        std::fs::symlink_metadata(&dangling)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
     assert_error(&spmv(&a, &x, &d), 1, &["a folder"], "folder");
     let _ = std::fs::remove_dir_all(d);
 }
@@ -122,19 +153,33 @@ fn a_user_file_named_like_a_temporary_file_is_never_touched() {
     let r = spmv(&a, &x, &out);
     assert!(r.status.success(), "{}", stderr(&r));
     let r = run(&[
-        "rock4", "--problem", "heat", "--n", "3", "--t-end", "0.01", "--out",
+        "rock4",
+        "--problem",
+        "heat",
+        "--n",
+        "3",
+        "--t-end",
+        "0.01",
+        "--out",
         out.to_str().unwrap(),
     ]);
     assert!(r.status.success(), "{}", stderr(&r));
     for name in ["y.mtx.partial", "y.partial"] {
-        assert_eq!(std::fs::read_to_string(d.join(name)).unwrap(), "mine", "{name}");
+        assert_eq!(
+            std::fs::read_to_string(d.join(name)).unwrap(),
+            "mine",
+            "{name}"
+        );
     }
     // A matrix named like the old temporary file of its own output survives.
     let r_partial = d.join("R.mtx.partial");
     std::fs::copy(&a, &r_partial).unwrap();
     let r = spmv(&r_partial, &x, &d.join("R.mtx"));
     assert!(r.status.success(), "{}", stderr(&r));
-    assert_eq!(std::fs::read(&r_partial).unwrap(), std::fs::read(&a).unwrap());
+    assert_eq!(
+        std::fs::read(&r_partial).unwrap(),
+        std::fs::read(&a).unwrap()
+    );
     assert_eq!(values(&d.join("R.mtx")), Y);
     let _ = std::fs::remove_dir_all(d);
 }
@@ -158,14 +203,24 @@ fn out_equal_to_an_input_is_refused_naming_both() {
     }
     for out in &spellings {
         let r = spmv(&a, &x, out);
-        assert_error(&r, 1, &["--out", "same file as --matrix"], &format!("{out:?}"));
+        assert_error(
+            &r,
+            1,
+            &["--out", "same file as --matrix"],
+            &format!("{out:?}"),
+        );
     }
     let r = spmv(&a, &x, &x);
     assert_error(&r, 1, &["same file as --x"], "spmv --x");
     let x0_path = d.join("x0.mtx");
     let s = |out: &Path, x0: bool| {
         let mut args = vec![
-            "solve", "--matrix", a.to_str().unwrap(), "--rhs", b.to_str().unwrap(), "--out",
+            "solve",
+            "--matrix",
+            a.to_str().unwrap(),
+            "--rhs",
+            b.to_str().unwrap(),
+            "--out",
             out.to_str().unwrap(),
         ];
         if x0 {
@@ -175,13 +230,26 @@ fn out_equal_to_an_input_is_refused_naming_both() {
     };
     assert_error(&s(&b, false), 1, &["same file as --rhs"], "solve --rhs");
     std::fs::copy(&x, d.join("x0.mtx")).unwrap();
-    assert_error(&s(&d.join("x0.mtx"), true), 1, &["same file as --x0"], "solve --x0");
+    assert_error(
+        &s(&d.join("x0.mtx"), true),
+        1,
+        &["same file as --x0"],
+        "solve --x0",
+    );
     let r = run(&[
-        "lu", "--matrix", a.to_str().unwrap(), "--rhs", b.to_str().unwrap(), "--out",
+        "lu",
+        "--matrix",
+        a.to_str().unwrap(),
+        "--rhs",
+        b.to_str().unwrap(),
+        "--out",
         b.to_str().unwrap(),
     ]);
     assert_error(&r, 1, &["same file as --rhs"], "lu --rhs");
-    assert_eq!((std::fs::read(&a).unwrap(), std::fs::read(&x).unwrap()), before);
+    assert_eq!(
+        (std::fs::read(&a).unwrap(), std::fs::read(&x).unwrap()),
+        before
+    );
     let _ = std::fs::remove_dir_all(d);
 }
 
@@ -217,7 +285,12 @@ fn pipes_and_process_substitution_work() {
     }
     assert_eq!(values(&out), Y);
     // Process substitution, where bash is installed.
-    if Command::new("bash").arg("-c").arg("true").status().is_ok_and(|s| s.success()) {
+    if Command::new("bash")
+        .arg("-c")
+        .arg("true")
+        .status()
+        .is_ok_and(|s| s.success())
+    {
         let _ = std::fs::remove_file(&out);
         let bin = ferrocuda().get_program().to_os_string();
         let o = Command::new("bash")
@@ -256,7 +329,17 @@ fn output_to_a_full_disk_exits_non_zero() {
         vec!["spmv", "--matrix", sa, "--x", sx, "--out", "/dev/full"],
         vec!["solve", "--matrix", sa, "--rhs", sx, "--out", "/dev/full"],
         vec!["lu", "--matrix", sa, "--rhs", sx, "--out", "/dev/full"],
-        vec!["rock4", "--problem", "heat", "--n", "3", "--t-end", "0.01", "--out", "/dev/full"],
+        vec![
+            "rock4",
+            "--problem",
+            "heat",
+            "--n",
+            "3",
+            "--t-end",
+            "0.01",
+            "--out",
+            "/dev/full",
+        ],
     ] {
         let o = run(&args);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));

@@ -8,5 +8,6 @@ mod common;
 mod files;
 mod limits;
 mod messages;
+mod numbers;
 mod parse;
 mod results;

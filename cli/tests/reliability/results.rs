@@ -22,10 +22,41 @@ fn bench(dir: &Path, args: &[&str]) -> std::process::Output {
 fn cpu_only_runs_keep_recorded_gpu_results() {
     let d = scratch("results-kept");
     let runs: [(&str, &[&str], &[&str]); 4] = [
-        ("lu.md", &["lu", "--sizes", "32", "--no-thesis", "--no-f32", "--reps", "1"], &["lu.png"]),
-        ("rock4.md", &["rock4", "--sizes", "16", "--reps", "1"], &["rock4.png"]),
-        ("spmv.md", &["spmv", "--case", "2x4x2x1", "--reps", "1"], &[]),
-        ("gmres.md", &["gmres", "--case", "2x4x2x1", "--no-peers", "--max-iter", "20"], &[]),
+        (
+            "lu.md",
+            &[
+                "lu",
+                "--sizes",
+                "32",
+                "--no-thesis",
+                "--no-f32",
+                "--reps",
+                "1",
+            ],
+            &["lu.png"],
+        ),
+        (
+            "rock4.md",
+            &["rock4", "--sizes", "16", "--reps", "1"],
+            &["rock4.png"],
+        ),
+        (
+            "spmv.md",
+            &["spmv", "--case", "2x4x2x1", "--reps", "1"],
+            &[],
+        ),
+        (
+            "gmres.md",
+            &[
+                "gmres",
+                "--case",
+                "2x4x2x1",
+                "--no-peers",
+                "--max-iter",
+                "20",
+            ],
+            &[],
+        ),
     ];
     for (record, args, pngs) in runs {
         std::fs::write(d.join(record), GPU_RECORD).unwrap();
@@ -34,9 +65,17 @@ fn cpu_only_runs_keep_recorded_gpu_results() {
         }
         let o = bench(&d, args);
         assert!(stderr(&o).contains("is kept"), "{record}: {}", stderr(&o));
-        assert_eq!(std::fs::read_to_string(d.join(record)).unwrap(), GPU_RECORD, "{record}");
+        assert_eq!(
+            std::fs::read_to_string(d.join(record)).unwrap(),
+            GPU_RECORD,
+            "{record}"
+        );
         for png in pngs {
-            assert_eq!(std::fs::read_to_string(d.join(png)).unwrap(), "recorded plot", "{png}");
+            assert_eq!(
+                std::fs::read_to_string(d.join(png)).unwrap(),
+                "recorded plot",
+                "{png}"
+            );
         }
     }
     let _ = std::fs::remove_dir_all(d);
@@ -45,10 +84,21 @@ fn cpu_only_runs_keep_recorded_gpu_results() {
 #[test]
 fn cpu_only_runs_write_a_fresh_folder_marked_as_such() {
     let d = scratch("results-fresh");
-    let args = ["lu", "--sizes", "32", "--no-thesis", "--no-f32", "--reps", "1"];
+    let args = [
+        "lu",
+        "--sizes",
+        "32",
+        "--no-thesis",
+        "--no-f32",
+        "--reps",
+        "1",
+    ];
     bench(&d, &args);
     let md = std::fs::read_to_string(d.join("lu.md")).unwrap();
-    assert!(md.starts_with(ferrocuda_bench::output::CPU_ONLY_MARK), "{md}");
+    assert!(
+        md.starts_with(ferrocuda_bench::output::CPU_ONLY_MARK),
+        "{md}"
+    );
     assert!(d.join("lu.png").exists());
     // A later CPU-only run may replace a CPU-only record.
     let o = bench(&d, &args);
