@@ -21,7 +21,7 @@ fn bench(dir: &Path, args: &[&str]) -> std::process::Output {
 #[test]
 fn cpu_only_runs_keep_recorded_gpu_results() {
     let d = scratch("results-kept");
-    let runs: [(&str, &[&str], &[&str]); 4] = [
+    let runs: [(&str, &[&str], &[&str]); 5] = [
         (
             "lu.md",
             &[
@@ -56,6 +56,11 @@ fn cpu_only_runs_keep_recorded_gpu_results() {
                 "20",
             ],
             &[],
+        ),
+        (
+            "multigrid.md",
+            &["mg", "--quick", "--reps", "1"],
+            &["multigrid-table-6-1-error.png"],
         ),
     ];
     for (record, args, pngs) in runs {
