@@ -293,3 +293,43 @@ fn symmetric_files_that_break_their_kind_are_refused() {
     }
     let _ = std::fs::remove_dir_all(d);
 }
+
+/// The GPU factorisation reports the same rcond and refuses the same matrix (skipped
+/// without a GPU; a failure with FERROCUDA_REQUIRE_GPU=1).
+#[test]
+fn lu_on_the_gpu_reports_rcond_and_refuses_singular_matrices() {
+    if !crate::common::cli::gpu_present("numbers::lu_on_the_gpu_reports_rcond") {
+        return;
+    }
+    let d = scratch("numbers-lu-gpu");
+    let a = array(&d, "A.mtx", 2, 2, &["2", "1", "1", "3"]);
+    let r = run(&["lu", "--matrix", &a, "--device", "gpu", "--json"]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    let rcond = json(&r)["rcond"].as_f64().unwrap();
+    assert!((rcond - 5.0 / 16.0).abs() < 1e-12, "{rcond}");
+    let s = array(
+        &d,
+        "S.mtx",
+        3,
+        3,
+        &["1", "4", "7", "2", "5", "8", "3", "6", "9"],
+    );
+    let b = array(&d, "b.mtx", 3, 1, &["1", "1", "1"]);
+    let out = d.join("x.mtx");
+    let r = run(&[
+        "lu",
+        "--matrix",
+        &s,
+        "--rhs",
+        &b,
+        "--out",
+        out.to_str().unwrap(),
+        "--device",
+        "gpu",
+    ]);
+    // Singular to working precision (rcond), or an exactly zero pivot where the GPU's
+    // rounding makes one: exit 2 either way.
+    assert_error(&r, 2, &["singular"], "singular on the GPU");
+    assert!(!out.exists());
+    let _ = std::fs::remove_dir_all(d);
+}
