@@ -196,7 +196,10 @@ fn command_line() -> impl Strategy<Value = Vec<String>> {
         prop::sample::select(&["spmv", "solve", "lu", "rock4", "mg", "mpc", "rng", "bench"][..]);
     let tail = prop::collection::vec(
         prop_oneof![
-            3 => prop::sample::select(WORDS).prop_map(str::to_string),
+            // A process's arguments cannot hold a NUL byte.
+            3 => prop::sample::select(WORDS)
+                .prop_filter("no NUL in an argument", |w| !w.contains('\0'))
+                .prop_map(str::to_string),
             2 => prop::sample::select(&["A.mtx", "x.mtx", "y.mtx", "--device", "cpu", "sfmt", "lu"][..])
                 .prop_map(str::to_string),
         ],
@@ -206,7 +209,7 @@ fn command_line() -> impl Strategy<Value = Vec<String>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() })]
 
     /// Through the binary, with files to read and write: every random command line ends
     /// with a documented exit status (0 to 3), never a panic (101) or a signal (an abort).
