@@ -93,3 +93,18 @@ pub fn small_system(dir: &std::path::Path) -> (std::path::PathBuf, std::path::Pa
     .unwrap();
     (a, x)
 }
+
+/// Writes `text` to `dir/name`; returns the path as text (for argument lists).
+pub fn write_text(dir: &std::path::Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+/// The values of a Matrix Market array file the command wrote.
+pub fn read_values(path: &std::path::Path) -> Vec<f64> {
+    let f = std::fs::File::open(path).expect("output written");
+    let (_, _, v) = ferrocuda::sparse::mm::read_dense::<f64, _>(std::io::BufReader::new(f))
+        .expect("output parses");
+    v
+}

@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use crate::common::cli::{assert_error, ferrocuda, run, scratch, small_system, stderr};
+use crate::common::cli::{
+    assert_error, ferrocuda, read_values, run, scratch, small_system, stderr,
+};
 
 /// `y = A x` of [`small_system`].
 const Y: [f64; 3] = [1.0, 4.0, 9.0];
@@ -19,13 +21,6 @@ fn spmv(a: &Path, x: &Path, out: &Path) -> Output {
         "--out",
         out.to_str().unwrap(),
     ])
-}
-
-fn values(path: &Path) -> Vec<f64> {
-    let f = std::fs::File::open(path).expect("output written");
-    let (_, _, v) = ferrocuda::sparse::mm::read_dense::<f64, _>(std::io::BufReader::new(f))
-        .expect("output parses");
-    v
 }
 
 /// Names in `dir` (to see that no temporary file is left behind).
@@ -90,7 +85,7 @@ fn devices_fifos_and_links_are_never_replaced() {
             .file_type()
             .is_symlink()
     );
-    assert_eq!(values(&target), Y);
+    assert_eq!(read_values(&target), Y);
     // A link to nothing and a folder are refused, untouched.
     let dangling = d.join("dangling.mtx");
     std::os::unix::fs::symlink(d.join("nothing"), &dangling).unwrap();
@@ -136,7 +131,7 @@ fn concurrent_runs_never_share_a_temporary_file() {
         let o = c.wait_with_output().unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
     }
-    assert_eq!(values(&out), Y);
+    assert_eq!(read_values(&out), Y);
     assert_eq!(names(&d), ["A.mtx", "x.mtx", "y.mtx"]);
     let _ = std::fs::remove_dir_all(d);
 }
@@ -180,7 +175,7 @@ fn a_user_file_named_like_a_temporary_file_is_never_touched() {
         std::fs::read(&r_partial).unwrap(),
         std::fs::read(&a).unwrap()
     );
-    assert_eq!(values(&d.join("R.mtx")), Y);
+    assert_eq!(read_values(&d.join("R.mtx")), Y);
     let _ = std::fs::remove_dir_all(d);
 }
 
@@ -283,7 +278,7 @@ fn pipes_and_process_substitution_work() {
         let o = child.wait_with_output().unwrap();
         assert!(o.status.success(), "{cmd}: {}", stderr(&o));
     }
-    assert_eq!(values(&out), Y);
+    assert_eq!(read_values(&out), Y);
     // Process substitution, where bash is installed.
     if Command::new("bash")
         .arg("-c")
@@ -301,7 +296,7 @@ fn pipes_and_process_substitution_work() {
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
-        let x = values(&out);
+        let x = read_values(&out);
         assert!(x.iter().all(|v| (v - 1.0).abs() < 1e-12), "{x:?}");
     }
     let _ = std::fs::remove_dir_all(d);

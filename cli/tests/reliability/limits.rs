@@ -1,29 +1,23 @@
 //! Oversized requests are errors naming the request and the limit (exit status 1),
 //! never a panic or an abort; options are checked before any work.
 
-use crate::common::cli::{assert_error, run, run_limited, scratch, small_system};
+use crate::common::cli::{assert_error, run, run_limited, scratch, small_system, write_text};
 
 /// A little more than the binary needs, far less than any request below: the tests
 /// see the refusal, not the machine's memory.
 const KIB_4G: u64 = 4 << 20;
-
-fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.display().to_string()
-}
 
 #[test]
 fn files_claiming_huge_sizes_are_refused_before_allocating() {
     let d = scratch("limits-files");
     let (_, x) = small_system(&d);
     let x = x.display().to_string();
-    let huge = write(
+    let huge = write_text(
         &d,
         "huge.mtx",
         "%%MatrixMarket matrix coordinate real general\n4294967295 4294967295 1\n1 1 1\n",
     );
-    let big = write(
+    let big = write_text(
         &d,
         "big.mtx",
         "%%MatrixMarket matrix coordinate real general\n100000 100000 1\n1 1 1\n",
@@ -492,5 +486,40 @@ fn options_are_validated_up_front() {
         assert_error(&r, 1, &[needle], &format!("{args:?}"));
     }
     assert!(!d.join("z.mtx").exists() && !d.join("results").exists());
+    let _ = std::fs::remove_dir_all(d);
+}
+
+/// On a GPU, a workspace beyond the device's memory is an error naming the bytes, not
+/// an abort (skipped without a GPU; a failure with FERROCUDA_REQUIRE_GPU=1).
+#[test]
+fn a_gpu_workspace_beyond_memory_is_an_error_naming_the_bytes() {
+    if !crate::common::cli::gpu_present("limits::a_gpu_workspace_beyond_memory") {
+        return;
+    }
+    let d = scratch("limits-gpu");
+    let (a, x) = small_system(&d);
+    let out = d.join("z.mtx");
+    let r = run(&[
+        "solve",
+        "--matrix",
+        a.to_str().unwrap(),
+        "--rhs",
+        x.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--device",
+        "gpu",
+        "--restart",
+        "1e11",
+        "--max-iter",
+        "1e11",
+    ]);
+    assert_error(
+        &r,
+        1,
+        &["GMRES workspace", "bytes"],
+        "solve --device gpu --restart 1e11",
+    );
+    assert!(!out.exists());
     let _ = std::fs::remove_dir_all(d);
 }

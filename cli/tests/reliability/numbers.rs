@@ -5,13 +5,7 @@
 
 use std::path::Path;
 
-use crate::common::cli::{assert_error, run, scratch, stderr};
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.display().to_string()
-}
+use crate::common::cli::{assert_error, read_values, run, scratch, stderr, write_text};
 
 /// A dense `n x n` (column-major) Matrix Market array file.
 fn array(dir: &Path, name: &str, rows: usize, cols: usize, values: &[&str]) -> String {
@@ -21,7 +15,7 @@ fn array(dir: &Path, name: &str, rows: usize, cols: usize, values: &[&str]) -> S
         text.push_str(v);
         text.push('\n');
     }
-    write(dir, name, &text)
+    write_text(dir, name, &text)
 }
 
 fn json(out: &std::process::Output) -> serde_json::Value {
@@ -163,7 +157,7 @@ fn lu_without_pivoting_says_zero_pivot_not_singular() {
 #[test]
 fn gmres_on_an_inconsistent_system_exits_3_with_the_best_iterate() {
     let d = scratch("numbers-gmres");
-    let a = write(
+    let a = write_text(
         &d,
         "A.mtx",
         "%%MatrixMarket matrix coordinate real general\n3 3 5\n1 1 1\n1 2 1\n2 1 1\n2 2 1\n3 3 2\n",
@@ -227,7 +221,7 @@ fn a_failed_integration_is_a_failure() {
 #[test]
 fn ieee_semantics_do_not_depend_on_the_format() {
     let d = scratch("numbers-ieee");
-    let a = write(
+    let a = write_text(
         &d,
         "A.mtx",
         "%%MatrixMarket matrix coordinate real general\n3 3 4\n1 1 1\n2 2 1\n3 1 2\n3 3 5\n",
@@ -252,9 +246,7 @@ fn ieee_semantics_do_not_depend_on_the_format() {
             }
             let r = run(&args);
             assert!(r.status.success(), "{format}: {}", stderr(&r));
-            let f = std::fs::File::open(&out).unwrap();
-            let (_, _, y) =
-                ferrocuda::sparse::mm::read_dense::<f64, _>(std::io::BufReader::new(f)).unwrap();
+            let y = read_values(&out);
             assert_eq!(y[0], 1.0, "{format} {bs}");
             assert_eq!(y[1], f64::INFINITY, "{format} {bs}");
             assert_eq!(y[2], 17.0, "{format} block {bs}: {y:?}");
@@ -287,7 +279,7 @@ fn symmetric_files_that_break_their_kind_are_refused() {
             "line 3",
         ),
     ] {
-        let a = write(&d, name, text);
+        let a = write_text(&d, name, text);
         let r = run(&["spmv", "--matrix", &a, "--x", &x, "--out", &out]);
         assert_error(&r, 1, &["--matrix", name, needle], name);
     }
