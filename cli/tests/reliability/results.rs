@@ -6,6 +6,17 @@ use std::path::Path;
 
 use crate::common::cli::{run, scratch, stderr};
 
+/// A small `bench lu` (one order, no thesis tables, no f32).
+const LU: &[&str] = &[
+    "lu",
+    "--sizes",
+    "32",
+    "--no-thesis",
+    "--no-f32",
+    "--reps",
+    "1",
+];
+
 const GPU_RECORD: &str = "# recorded on an H100\n";
 
 /// Runs `bench <args> --device cpu --results-dir dir`.
@@ -22,19 +33,7 @@ fn bench(dir: &Path, args: &[&str]) -> std::process::Output {
 fn cpu_only_runs_keep_recorded_gpu_results() {
     let d = scratch("results-kept");
     let runs: [(&str, &[&str], &[&str]); 5] = [
-        (
-            "lu.md",
-            &[
-                "lu",
-                "--sizes",
-                "32",
-                "--no-thesis",
-                "--no-f32",
-                "--reps",
-                "1",
-            ],
-            &["lu.png"],
-        ),
+        ("lu.md", LU, &["lu.png"]),
         (
             "rock4.md",
             &["rock4", "--sizes", "16", "--reps", "1"],
@@ -89,16 +88,8 @@ fn cpu_only_runs_keep_recorded_gpu_results() {
 #[test]
 fn cpu_only_runs_write_a_fresh_folder_marked_as_such() {
     let d = scratch("results-fresh");
-    let args = [
-        "lu",
-        "--sizes",
-        "32",
-        "--no-thesis",
-        "--no-f32",
-        "--reps",
-        "1",
-    ];
-    bench(&d, &args);
+    let args = LU;
+    bench(&d, args);
     let md = std::fs::read_to_string(d.join("lu.md")).unwrap();
     assert!(
         md.starts_with(ferrocuda_bench::output::CPU_ONLY_MARK),
@@ -106,7 +97,7 @@ fn cpu_only_runs_write_a_fresh_folder_marked_as_such() {
     );
     assert!(d.join("lu.png").exists());
     // A later CPU-only run may replace a CPU-only record.
-    let o = bench(&d, &args);
+    let o = bench(&d, args);
     assert!(stderr(&o).contains("wrote"), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(d);
 }
