@@ -32,6 +32,25 @@ impl Default for Blas1BenchOptions {
     }
 }
 
+impl Blas1BenchOptions {
+    /// Checks the options before anything runs: `--n` and `--reps` at least 1, and the
+    /// vectors within the host memory this process may use.
+    pub fn validate(&self) -> Result<()> {
+        crate::at_least_one("bench blas1", &[("--n", self.n), ("--reps", self.reps)])?;
+        // x, y, a working copy of y and a download, in c64 (the widest type; one type
+        // at a time).
+        crate::check_memory(
+            format!(
+                "bench blas1 --n {}: four vectors of {} c64 values",
+                self.n, self.n
+            ),
+            self.n as u128,
+            16,
+            4,
+        )
+    }
+}
+
 /// One operation at one scalar type.
 #[derive(Debug, Clone, Serialize)]
 pub struct Blas1Row {

@@ -8,6 +8,7 @@
 //! the update, the work vector read and the new vector written), at the device copy
 //! bandwidth of this run; averaged over the steps actually taken.
 
+use crate::output::{ResultsDir, Saved};
 use serde::Serialize;
 
 use super::peer::{self, PeerResult};
@@ -45,6 +46,44 @@ pub struct GmresBenchOptions {
     pub cpu: bool,
     /// Other libraries' GMRES on the same system (through the embedded bench/scripts/gmres_peer.py).
     pub peers: Vec<Peer>,
+}
+
+impl GmresBenchOptions {
+    /// Checks the options before anything runs: a restart length of at least 1, a
+    /// finite tolerance, and the matrix (generated, as SBELL) with the Krylov basis
+    /// (`min(restart, max_iter) + 1` vectors) within the host memory this process may
+    /// use.
+    pub fn validate(&self) -> Result<()> {
+        let op = "bench gmres";
+        let g = &self.gmres;
+        crate::at_least_one(op, &[("--restart", g.restart)])?;
+        for (flag, v) in [("--rtol", g.rtol), ("--atol", g.atol)] {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(crate::invalid(
+                    op,
+                    format!("{flag} must be finite and >= 0, got {v}"),
+                ));
+            }
+        }
+        let elem = if self.double { 8 } else { 4 } * if self.complex { 2 } else { 1 };
+        let basis = g.restart.min(g.max_iter) as u128 + 1;
+        self.case.check_memory(op, elem, 2, basis + 6)
+    }
+
+    /// Thesis cases of `--thesis`: each in 1..=6.
+    pub fn validate_thesis_cases(cases: &[usize]) -> Result<()> {
+        match cases.iter().find(|c| !(1..=6).contains(*c)) {
+            Some(c) => Err(crate::invalid(
+                "bench gmres",
+                format!("--cases: case {c} does not exist (use 1..6)"),
+            )),
+            None if cases.is_empty() => Err(crate::invalid(
+                "bench gmres",
+                "--cases names no case".into(),
+            )),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Another library's GMRES run on the same system in the same run.
@@ -666,6 +705,43 @@ impl GmresThesisReport {
         }
         text
     }
+}
+
+/// Appends this run's section to `gmres.md` and writes its convergence chart (where `out`
+/// allows it: [`ResultsDir::save`]).
+pub fn write_results(report: &GmresBenchReport, out: &ResultsDir) -> Result<Saved> {
+    out.save("gmres.md", |out| {
+        let mut written = Vec::new();
+        let mut text = out.read_markdown("gmres.md").unwrap_or_else(|| {
+            "# GMRES benchmark\n\nWritten by `ferrocuda bench gmres`; do not edit by hand. One section per run.\n\n".into()
+        });
+        text.push_str(&report.to_markdown());
+        if let Some(chart) = report.convergence_chart() {
+            let png = out.join(&report.plot_name());
+            chart.write_png(&png, 1024, 576)?;
+            written.push(png);
+        }
+        written.push(out.write_markdown("gmres.md", &text)?);
+        Ok(written)
+    })
+}
+
+/// Writes the `--thesis` report: `gmres-thesis.md` for all six cases, else
+/// `gmres-thesis-cases<list>.md` (where `out` allows it: [`ResultsDir::save`]).
+pub fn write_thesis_results(
+    report: &GmresThesisReport,
+    cases: &[usize],
+    out: &ResultsDir,
+) -> Result<Saved> {
+    let name = if cases == [1, 2, 3, 4, 5, 6] {
+        "gmres-thesis.md".to_string()
+    } else {
+        let list: Vec<String> = cases.iter().map(|c| c.to_string()).collect();
+        format!("gmres-thesis-cases{}.md", list.join("-"))
+    };
+    out.save(&name, |out| {
+        Ok(vec![out.write_markdown(&name, &report.to_markdown())?])
+    })
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! GPU figure comes with the device name and as a fraction of the vendor library's rate
 //! measured in the same run.
 
+use crate::output::{ResultsDir, Saved};
 use serde::Serialize;
 
 use super::plot::{LineChart, LineSeries};
@@ -64,6 +65,48 @@ impl Default for LuBenchOptions {
             f32: true,
             lookahead: true,
         }
+    }
+}
+
+impl LuBenchOptions {
+    /// Checks the options before anything runs: orders and `--reps` at least 1, a panel
+    /// width in `1..=512`, and the largest matrix (with its CPU factors up to
+    /// `--cpu-max-n`) within the host memory this process may use.
+    pub fn validate(&self) -> Result<()> {
+        let op = "bench lu";
+        crate::at_least_one(op, &[("--reps", self.reps)])?;
+        if self.sizes.is_empty() {
+            return Err(crate::invalid(op, "--sizes names no order".into()));
+        }
+        if self.sizes.contains(&0) {
+            return Err(crate::invalid(
+                op,
+                "--sizes: an order must be at least 1 (got 0)".into(),
+            ));
+        }
+        if !(1..=512).contains(&self.block) {
+            return Err(crate::invalid(
+                op,
+                format!("--block {}: the panel width must be in 1..=512", self.block),
+            ));
+        }
+        for &n in &self.sizes {
+            let copies = if n <= self.cpu_max_n { 2 } else { 1 };
+            crate::check_memory(
+                format!(
+                    "bench lu --sizes {n}: the {n} x {n} f64 matrix{}",
+                    if copies == 2 {
+                        " and its CPU factors"
+                    } else {
+                        ""
+                    }
+                ),
+                n as u128 * n as u128,
+                8,
+                copies,
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -604,4 +647,14 @@ impl LuBenchReport {
             reference_line: None,
         }
     }
+}
+
+/// Writes `lu.md` and the chart `lu.png` (where `out` allows it: [`ResultsDir::save`]).
+pub fn write_results(report: &LuBenchReport, out: &ResultsDir) -> Result<Saved> {
+    out.save("lu.md", |out| {
+        let png = out.join("lu.png");
+        report.chart().write_png(&png, 1280, 640)?;
+        let md = out.write_markdown("lu.md", &report.to_markdown(Some("lu.png")))?;
+        Ok(vec![png, md])
+    })
 }

@@ -19,6 +19,7 @@
 //! Every GPU figure carries the device's name and its ratio to the CPU twin measured in
 //! the same run. Writes `<results-dir>/mpc.md` with plots.
 
+use crate::output::{ResultsDir, Saved};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -119,6 +120,13 @@ pub struct MpcBenchOptions {
     pub loop_objects: usize,
     /// Timed repetitions per entry (median).
     pub reps: usize,
+}
+
+impl MpcBenchOptions {
+    /// Checks the options before anything runs: `--reps` at least 1.
+    pub fn validate(&self) -> Result<()> {
+        crate::at_least_one("bench mpc", &[("--reps", self.reps)])
+    }
 }
 
 impl Default for MpcBenchOptions {
@@ -944,4 +952,24 @@ fn paths_chart(model: &SwarmModel, r: &LoopReport, opts: &MpcOptions, count: usi
         series,
         reference_line: None,
     }
+}
+
+/// Writes `mpc.md`, the chart `mpc.png` and, with a closed loop, `mpc-trajectories.png`
+/// (where `out` allows it: [`ResultsDir::save`]).
+pub fn write_results(report: &MpcBenchReport, out: &ResultsDir) -> Result<Saved> {
+    out.save("mpc.md", |out| {
+        let mut written = vec![out.join("mpc.png")];
+        report.chart().write_png(&written[0], 1280, 640)?;
+        let mut plots = ("mpc.png", "");
+        if let Some(r) = &report.closed_loop {
+            let model = SwarmModel::new(r.objects, r.horizon)?;
+            let mopts = MpcOptions::with_steps(r.steps);
+            let png = out.join("mpc-trajectories.png");
+            trajectory_chart(&model, r, &mopts).write_png(&png, 1280, 640)?;
+            written.push(png);
+            plots.1 = "mpc-trajectories.png";
+        }
+        written.push(out.write_markdown("mpc.md", &report.to_markdown(Some(plots)))?);
+        Ok(written)
+    })
 }

@@ -25,6 +25,7 @@
 //! deterministic double-buffered SBL (module docs of [`ferrocuda::multigrid`]), so its
 //! figures in the SBL tables differ in the digits where the race mattered.
 
+use crate::output::{ResultsDir, Saved};
 use serde::Serialize;
 
 use super::plot::{LineChart, LineSeries};
@@ -405,6 +406,13 @@ impl Default for MgBenchOptions {
             reps: 10,
             cpu: true,
         }
+    }
+}
+
+impl MgBenchOptions {
+    /// Checks the options before anything runs: `--reps` at least 1.
+    pub fn validate(&self) -> Result<()> {
+        crate::at_least_one("bench mg", &[("--reps", self.reps)])
     }
 }
 
@@ -1407,4 +1415,20 @@ impl MgBenchReport {
         }
         out
     }
+}
+
+/// Writes `multigrid.md` and its charts (where `out` allows it: [`ResultsDir::save`]).
+pub fn write_results(report: &MgBenchReport, out: &ResultsDir) -> Result<Saved> {
+    out.save("multigrid.md", |out| {
+        let charts = report.charts();
+        let pngs: Vec<(String, String)> =
+            charts.iter().map(|c| (c.0.clone(), c.1.clone())).collect();
+        let mut written = Vec::new();
+        for (file, _, chart) in &charts {
+            chart.write_png(&out.join(file), 1024, 576)?;
+            written.push(out.join(file));
+        }
+        written.push(out.write_markdown("multigrid.md", &report.to_markdown(&pngs))?);
+        Ok(written)
+    })
 }

@@ -1318,13 +1318,10 @@ fn too_small(width: u32, height: u32, what: &str) -> Error {
     ))
 }
 
-/// Writes `png` to `path`, creating missing parent directories.
+/// Writes `png` to `path`, creating missing parent directories ([`crate::output`]: a
+/// temporary file renamed over the target on success).
 pub(crate) fn write_file(path: &Path, png: &[u8]) -> Result<()> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| invalid(format!("cannot create directory {}: {e}", parent.display())))?;
-    }
-    std::fs::write(path, png).map_err(|e| invalid(format!("cannot write {}: {e}", path.display())))
+    crate::output::write_file(path, png)
 }
 
 /// The title and legend above the plot area.

@@ -2,12 +2,11 @@
 //! PNG plots of the sweeps, from the [`ProbeReport`] that [`ferrocuda::probe::run`]
 //! returns (its plain-text form is [`ProbeReport::to_text`]).
 
-use std::path::{Path, PathBuf};
-
 use crate::markdown_table;
+use crate::output::{ResultsDir, Saved};
 use crate::plot::{LineChart, LineSeries};
+use ferrocuda::Result;
 use ferrocuda::probe::{Figure, ProbeReport, Sweep, SweepPoint, TABLE_HEADERS, human};
-use ferrocuda::{Error, Result};
 
 fn x_of(p: &SweepPoint) -> f64 {
     (p.bytes / 1024.0).log2()
@@ -184,25 +183,20 @@ pub fn charts(report: &ProbeReport) -> Vec<(String, LineChart)> {
     out
 }
 
-/// Writes probe.md and the plots into `dir`; returns the paths written.
-pub fn write_results(report: &ProbeReport, dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut written = Vec::new();
-    let mut names = Vec::new();
-    for (name, chart) in charts(report) {
-        let path = dir.join(&name);
-        chart.write_png(&path, 1200, 640)?;
-        written.push(path);
-        names.push(name);
-    }
-    let md = dir.join("probe.md");
-    std::fs::create_dir_all(dir)
-        .and_then(|()| std::fs::write(&md, to_markdown(report, &names)))
-        .map_err(|e| Error::InvalidArgument {
-            op: "writing results",
-            reason: format!("{}: {e}", md.display()),
-        })?;
-    written.push(md);
-    Ok(written)
+/// Writes probe.md and the plots (where `out` allows it: [`ResultsDir::save`]).
+pub fn write_results(report: &ProbeReport, out: &ResultsDir) -> Result<Saved> {
+    out.save("probe.md", |out| {
+        let mut written = Vec::new();
+        let mut names = Vec::new();
+        for (name, chart) in charts(report) {
+            let path = out.join(&name);
+            chart.write_png(&path, 1200, 640)?;
+            written.push(path);
+            names.push(name);
+        }
+        written.push(out.write_markdown("probe.md", &to_markdown(report, &names))?);
+        Ok(written)
+    })
 }
 
 fn sweep_table(out: &mut String, title: &str, unit: &str, points: &[SweepPoint]) {
@@ -270,10 +264,10 @@ mod tests {
     fn write_results_writes_the_page_and_the_plots() {
         let dir = std::env::temp_dir().join(format!("ferrocuda-probe-md-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let written = write_results(&report(), &dir).unwrap();
+        let written = write_results(&report(), &ResultsDir::new(&dir, true)).unwrap();
         assert_eq!(
             written,
-            [dir.join("probe-bandwidth.png"), dir.join("probe.md")]
+            Saved::Wrote(vec![dir.join("probe-bandwidth.png"), dir.join("probe.md")])
         );
         let md = std::fs::read_to_string(dir.join("probe.md")).unwrap();
         assert_eq!(md, to_markdown(&report(), &["probe-bandwidth.png".into()]));

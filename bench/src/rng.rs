@@ -12,6 +12,7 @@
 //! that reaches 2^30, and the rate counts what it generated. The stream states come from
 //! jump-ahead (`2^64` steps apart) on the CPU before timing.
 
+use crate::output::{ResultsDir, Saved};
 use serde::Serialize;
 
 use crate::markdown_table;
@@ -39,6 +40,20 @@ pub struct RngBenchOptions {
     pub thesis_mul: usize,
     /// Run the CPU twin on the Table 5.3 count.
     pub cpu: bool,
+}
+
+impl RngBenchOptions {
+    /// Checks the options before anything runs: `--large-log2` in 20..=32, `--reps` at
+    /// least 1.
+    pub fn validate(&self) -> Result<()> {
+        if !(20..=32).contains(&self.large_log2) {
+            return Err(crate::invalid(
+                "bench rng",
+                format!("--large-log2 {} is outside 20..=32", self.large_log2),
+            ));
+        }
+        crate::at_least_one("bench rng", &[("--reps", self.reps)])
+    }
 }
 
 impl Default for RngBenchOptions {
@@ -447,4 +462,11 @@ impl RngBenchReport {
         }
         t
     }
+}
+
+/// Writes `rng.md` (where `out` allows it: [`ResultsDir::save`]).
+pub fn write_results(report: &RngBenchReport, out: &ResultsDir) -> Result<Saved> {
+    out.save("rng.md", |out| {
+        Ok(vec![out.write_markdown("rng.md", &report.to_markdown())?])
+    })
 }

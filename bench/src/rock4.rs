@@ -6,6 +6,7 @@
 //! and a whole step against the sum of its stages. Writes `<results-dir>/rock4.md` with
 //! a plot.
 
+use crate::output::{ResultsDir, Saved};
 use serde::Serialize;
 
 use super::plot::{HeatMap, HeatPanel, LineChart, LineSeries};
@@ -63,6 +64,40 @@ impl Default for Rock4BenchOptions {
             reps: 3,
             large: vec![1024, 4096, 8192],
         }
+    }
+}
+
+impl Rock4BenchOptions {
+    /// Checks the options before anything runs: grid sizes and `--reps` at least 1, a
+    /// finite positive `--tol`, and the largest grid's vectors within the host memory
+    /// this process may use.
+    pub fn validate(&self) -> Result<()> {
+        let op = "bench rock4";
+        crate::at_least_one(op, &[("--reps", self.reps)])?;
+        if self.sizes.contains(&0) {
+            return Err(crate::invalid(
+                op,
+                "--sizes: a grid size must be at least 1 (got 0)".into(),
+            ));
+        }
+        if !(self.tol > 0.0 && self.tol.is_finite()) {
+            return Err(crate::invalid(
+                op,
+                format!("--tol must be finite and positive, got {}", self.tol),
+            ));
+        }
+        for &n in &self.sizes {
+            // y and the integrator's work vectors (stages, error estimate, power iteration).
+            crate::check_memory(
+                format!(
+                    "bench rock4 --sizes {n}: ROCK4 on the {n} x {n} grid (y and 8 work vectors)"
+                ),
+                n as u128 * n as u128,
+                8,
+                9,
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -498,18 +533,6 @@ impl Rock4BenchReport {
         text
     }
 
-    /// Writes `rock4.md`, the plot `rock4.png` and the snapshots into `dir`.
-    pub fn write_files(&self, dir: &std::path::Path) -> Result<()> {
-        self.chart().write_png(&dir.join("rock4.png"), 1280, 640)?;
-        for (file, map) in &self.snapshots {
-            map.write_png(&dir.join(file), 1280, 400)?;
-        }
-        super::plot::write_file(
-            &dir.join("rock4.md"),
-            self.to_markdown(Some("rock4.png")).as_bytes(),
-        )
-    }
-
     /// Seconds to `t = 1` against `N` (log scale): this run's CPU and GPU paths and the
     /// thesis's columns.
     pub fn chart(&self) -> LineChart {
@@ -540,6 +563,21 @@ impl Rock4BenchReport {
             reference_line: None,
         }
     }
+}
+
+/// Writes `rock4.md`, the chart `rock4.png` and the snapshots (where `out` allows it:
+/// [`ResultsDir::save`]).
+pub fn write_results(report: &Rock4BenchReport, out: &ResultsDir) -> Result<Saved> {
+    out.save("rock4.md", |out| {
+        let mut written = vec![out.join("rock4.png")];
+        report.chart().write_png(&written[0], 1280, 640)?;
+        for (file, map) in &report.snapshots {
+            map.write_png(&out.join(file), 1280, 400)?;
+            written.push(out.join(file));
+        }
+        written.push(out.write_markdown("rock4.md", &report.to_markdown(Some("rock4.png")))?);
+        Ok(written)
+    })
 }
 
 #[cfg(test)]

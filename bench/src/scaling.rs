@@ -13,6 +13,7 @@
 //! together. The halo moves GPU to GPU through NCCL or through the host, as asked
 //! ([`Transport`]; see [`ferrocuda::distributed::gpu`]); both in one run by default.
 
+use crate::output::{ResultsDir, Saved};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -46,6 +47,33 @@ pub struct ScalingOptions {
     pub gmres_steps: usize,
     /// Transports measured, each a full series.
     pub transports: Vec<Transport>,
+}
+
+impl ScalingOptions {
+    /// Checks the options before anything runs: positive rank counts, cells, block
+    /// counts and `--reps`.
+    pub fn validate(&self) -> Result<()> {
+        let op = "bench scaling";
+        let (x, t, r) = self.block;
+        crate::at_least_one(
+            op,
+            &[
+                ("--block (NX)", x),
+                ("--block (NTHETA)", t),
+                ("--block (NR)", r),
+                ("--blocks-per-gpu", self.blocks_per_rank),
+                ("--strong-blocks", self.strong_blocks),
+                ("--reps", self.reps),
+            ],
+        )?;
+        if self.ranks.is_empty() || self.ranks.contains(&0) {
+            return Err(crate::invalid(
+                op,
+                format!("--gpus {:?}: rank counts must be at least 1", self.ranks),
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for ScalingOptions {
@@ -327,4 +355,13 @@ impl ScalingReport {
         s += &markdown_table(&Self::HEADERS, &self.cells());
         s
     }
+}
+
+/// Writes `scaling.md` (where `out` allows it: [`ResultsDir::save`]).
+pub fn write_results(report: &ScalingReport, out: &ResultsDir) -> Result<Saved> {
+    out.save("scaling.md", |out| {
+        Ok(vec![
+            out.write_markdown("scaling.md", &report.to_markdown())?,
+        ])
+    })
 }

@@ -27,6 +27,8 @@ use ferrocuda::sparse::{
 use ferrocuda::timing::{Stats, time_cpu, time_gpu};
 use ferrocuda::vendor::cusparse::{Cusparse, CusparseScalar};
 use ferrocuda::{Error, Result};
+
+use crate::output::{ResultsDir, Saved};
 use ferrocuda_kernels::names::SpmvKernels;
 
 /// Which matrix.
@@ -98,6 +100,40 @@ impl SpmvCase {
         })
     }
 
+    /// Bytes of the case's BCSR matrix with values of `elem_bytes` each (exact, also
+    /// beyond `usize`), and its rows.
+    pub fn matrix_bytes(self, elem_bytes: usize) -> Result<(u128, u128)> {
+        let spec = self.spec()?;
+        let (nbr, nnzb) = (spec.block_rows() as u128, spec.nonzero_blocks() as u128);
+        let bytes = nnzb
+            .saturating_mul(25 * elem_bytes as u128 + 4)
+            .saturating_add(nbr.saturating_mul(16));
+        Ok((bytes, nbr.saturating_mul(5)))
+    }
+
+    /// `Ok` when `copies` copies of the case's matrix and `vectors` vectors of its rows
+    /// fit the host memory this process may use; the error names `op --case` and the bytes.
+    pub fn check_memory(
+        self,
+        op: &str,
+        elem_bytes: usize,
+        copies: u128,
+        vectors: u128,
+    ) -> Result<()> {
+        let (matrix, rows) = self.matrix_bytes(elem_bytes)?;
+        let bytes = matrix.saturating_mul(copies).saturating_add(
+            rows.saturating_mul(vectors)
+                .saturating_mul(elem_bytes as u128),
+        );
+        ferrocuda::alloc::check_host_bytes(
+            &format!(
+                "{op} --case {}: the {rows}-row matrix ({copies} copies) and {vectors} vectors",
+                self.name()
+            ),
+            bytes,
+        )
+    }
+
     pub(crate) fn name(self) -> String {
         match self {
             SpmvCase::Thesis(n) => format!("case{n}"),
@@ -134,6 +170,17 @@ impl Default for SpmvBenchOptions {
             complex: false,
             reps: 20,
         }
+    }
+}
+
+impl SpmvBenchOptions {
+    /// Checks the options before anything runs: `--reps` at least 1, and the matrix in
+    /// its formats (BCSR, BELL, SBELL, CSR for cuSPARSE) within the host memory this
+    /// process may use.
+    pub fn validate(&self) -> Result<()> {
+        crate::at_least_one("bench spmv", &[("--reps", self.reps)])?;
+        let elem = if self.double { 8 } else { 4 } * if self.complex { 2 } else { 1 };
+        self.case.check_memory("bench spmv", elem, 4, 4)
     }
 }
 
@@ -644,18 +691,27 @@ impl SpmvReport {
     }
 }
 
-/// Writes `<dir>/<stem>.md` for this run and rebuilds `<dir>/spmv.md` from every
-/// `spmv-*.md` in `dir`, so one file holds all runs.
-pub fn write_results(report: &SpmvReport, dir: &std::path::Path) -> Result<std::path::PathBuf> {
+/// Writes `<dir>/<stem>.md` and its chart for this run and rebuilds `<dir>/spmv.md` from
+/// every `spmv-*.md` in `dir`, so one file holds all runs (where `out` allows it:
+/// [`ResultsDir::save`]).
+pub fn write_results(report: &SpmvReport, out: &ResultsDir) -> Result<Saved> {
+    out.save("spmv.md", |out| {
+        let png = format!("{}.png", report.stem());
+        report.chart().write_png(&out.join(&png), 1100, 560)?;
+        let section = format!("{}\n![{}]({png})\n", report.to_markdown(), report.stem());
+        let part = out.write_markdown(&format!("{}.md", report.stem()), &section)?;
+        let index = out.write_markdown("spmv.md", &spmv_index(out)?)?;
+        Ok(vec![out.join(&png), part, index])
+    })
+}
+
+/// `spmv.md`: every `spmv-*.md` of the folder, in name order.
+fn spmv_index(out: &ResultsDir) -> Result<String> {
+    let dir = out.dir();
     let io = |e: std::io::Error| Error::InvalidArgument {
         op: "writing results",
-        reason: format!("{}: {e}", dir.display()),
+        reason: format!("{}: {}", dir.display(), crate::output::plain(&e)),
     };
-    std::fs::create_dir_all(dir).map_err(io)?;
-    let png = format!("{}.png", report.stem());
-    report.chart().write_png(&dir.join(&png), 1100, 560)?;
-    let section = format!("{}\n![{}]({png})\n", report.to_markdown(), report.stem());
-    std::fs::write(dir.join(format!("{}.md", report.stem())), section).map_err(io)?;
     let mut parts: Vec<_> = std::fs::read_dir(dir)
         .map_err(io)?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -671,12 +727,11 @@ pub fn write_results(report: &SpmvReport, dir: &std::path::Path) -> Result<std::
         "# SpMV benchmark\n\nWritten by `ferrocuda bench spmv`; do not edit by hand. One section per case and scalar type (each from its own run).\n\n",
     );
     for p in &parts {
-        index.push_str(&std::fs::read_to_string(p).map_err(io)?);
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        index.push_str(&out.read_markdown(name).unwrap_or_default());
         index.push('\n');
     }
-    let path = dir.join("spmv.md");
-    std::fs::write(&path, index).map_err(io)?;
-    Ok(path)
+    Ok(index)
 }
 
 #[cfg(test)]

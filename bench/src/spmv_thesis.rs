@@ -13,6 +13,7 @@
 //! The thesis's own numbers (Quadro 5000, Fermi) are quoted beside ours from the seed, as
 //! printed, for comparison; they are not measurements of this crate.
 
+use crate::output::{ResultsDir, Saved};
 use serde::Serialize;
 
 use crate::markdown_table;
@@ -155,6 +156,24 @@ pub struct ThesisBenchOptions {
     pub cases: Vec<usize>,
     /// Timed calls per entry (median).
     pub reps: usize,
+}
+
+impl ThesisBenchOptions {
+    /// Checks the options before anything runs: cases in 1..=6, `--reps` at least 1.
+    pub fn validate(&self) -> Result<()> {
+        let op = "bench spmv-thesis";
+        crate::at_least_one(op, &[("--reps", self.reps)])?;
+        match self.cases.iter().find(|c| !(1..=6).contains(*c)) {
+            Some(c) => Err(crate::invalid(
+                op,
+                format!("--cases: case {c} does not exist (use 1..6)"),
+            )),
+            None if self.cases.is_empty() => {
+                Err(crate::invalid(op, "--cases names no case".into()))
+            }
+            None => Ok(()),
+        }
+    }
 }
 
 impl Default for ThesisBenchOptions {
@@ -620,4 +639,13 @@ impl ThesisReport {
         ));
         out
     }
+}
+
+/// Writes `spmv-thesis.md` (where `out` allows it: [`ResultsDir::save`]).
+pub fn write_results(report: &ThesisReport, out: &ResultsDir) -> Result<Saved> {
+    out.save("spmv-thesis.md", |out| {
+        Ok(vec![
+            out.write_markdown("spmv-thesis.md", &report.to_markdown())?,
+        ])
+    })
 }

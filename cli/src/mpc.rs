@@ -1,5 +1,5 @@
 //! `ferrocuda mpc --objects M --horizon N --steps S [--gradient fd|exact]
-//! [--device cpu|gpu] [--margin F] [--plot out.png] [--frames DIR [--frame-every K]]
+//! [--device cpu|gpu|N] [--margin F] [--plot out.png] [--frames DIR [--frame-every K]]
 //! [--json]`: the closed loop of seed 001
 //! §8.5.3 for a swarm of `M` objects: start at `x_j(0) = (0.12 j, 0, 1, 0)`, reference 0
 //! for the first half of the steps, then `(3, 0, 0, 0)`; each step solves the MPC
@@ -24,16 +24,11 @@ use ferrocuda::mpc::gpu::GpuEvaluator;
 use ferrocuda::mpc::optimize::{LoopReport, MpcOptions, closed_loop};
 use ferrocuda::mpc::{CpuEvaluator, Evaluator, Gradient, SwarmModel};
 use ferrocuda::{Error, Result};
+use ferrocuda_bench::output::Target;
 
-/// Where `ferrocuda mpc` evaluates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum MpcDevice {
-    /// All CPU cores (rayon).
-    Cpu,
-    /// The GPU (the global `--device N` before the subcommand picks which).
-    Gpu,
-}
+use crate::device::{DeviceArg, Where};
+use crate::numbers::count;
+use crate::report::Report;
 
 /// Gradients of `ferrocuda mpc`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
@@ -49,20 +44,20 @@ pub enum MpcGradient {
 #[derive(Debug, Clone, clap::Args)]
 pub struct MpcArgs {
     /// Objects M.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = count, allow_hyphen_values = true)]
     pub objects: usize,
     /// Horizon N.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = count, allow_hyphen_values = true)]
     pub horizon: usize,
     /// MPC steps (the reference switches half way).
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_parser = count, allow_hyphen_values = true)]
     pub steps: usize,
     /// Gradients.
     #[arg(long, value_enum, default_value_t = MpcGradient::Exact)]
     pub gradient: MpcGradient,
-    /// CPU or GPU.
-    #[arg(long = "device", value_enum, default_value_t = MpcDevice::Cpu)]
-    pub on: MpcDevice,
+    /// Where to evaluate.
+    #[command(flatten)]
+    pub device: DeviceArg,
     /// Relative safety margin of the constraints the optimiser sees.
     #[arg(long, default_value_t = 0.02, allow_hyphen_values = true)]
     pub margin: f64,
@@ -73,7 +68,7 @@ pub struct MpcArgs {
     #[arg(long)]
     pub frames: Option<PathBuf>,
     /// Steps between two frames (default: about 50 frames over the loop).
-    #[arg(long)]
+    #[arg(long, value_parser = count, allow_hyphen_values = true)]
     pub frame_every: Option<usize>,
     /// Print JSON instead of a summary.
     #[arg(long)]
@@ -83,8 +78,8 @@ pub struct MpcArgs {
 /// What `ferrocuda mpc` reports.
 #[derive(Debug, Clone, Serialize)]
 pub struct MpcCliReport {
-    /// Where it ran.
-    pub device: MpcDevice,
+    /// Where it ran: `cpu` or `gpu`.
+    pub device: Where,
     /// Gradients.
     pub gradient: MpcGradient,
     /// The closed loop's report (`constraint_violations`, `final_distance_to_reference`,
@@ -97,29 +92,64 @@ fn invalid(reason: String) -> Error {
     Error::InvalidArgument { op: "mpc", reason }
 }
 
-/// Runs `ferrocuda mpc` (on GPU `ordinal` with `--device gpu`).
-pub fn run(args: &MpcArgs, ordinal: usize) -> Result<MpcCliReport> {
-    if args.objects == 0 {
-        return Err(invalid("--objects must be at least 1".into()));
+/// Bytes of doubles per control the closed loop holds at least (the optimiser's
+/// vectors and bounds, gradients, its quasi-Newton memory).
+const DOUBLES_PER_CONTROL: u128 = 32;
+
+impl MpcArgs {
+    /// Checks the options alone, and the swarm's vectors against the host memory this
+    /// process may use.
+    pub fn validate(&self) -> Result<()> {
+        for (flag, v) in [
+            ("--objects", self.objects),
+            ("--horizon", self.horizon),
+            ("--steps", self.steps),
+        ] {
+            if v == 0 {
+                return Err(invalid(format!("{flag} must be at least 1 (got 0)")));
+            }
+        }
+        if !(0.0..0.5).contains(&self.margin) {
+            return Err(invalid(format!(
+                "--margin must be in [0, 0.5), got {}",
+                self.margin
+            )));
+        }
+        if self.frame_every == Some(0) {
+            return Err(invalid("--frame-every must be at least 1 (got 0)".into()));
+        }
+        if self.frame_every.is_some() && self.frames.is_none() {
+            return Err(invalid("--frame-every needs --frames DIR".into()));
+        }
+        let (m, n, s) = (
+            self.objects as u128,
+            self.horizon as u128,
+            self.steps as u128,
+        );
+        // Controls (2 per object and step) with the optimiser's vectors, the predicted
+        // trajectory (4 states per object and step), the positions of every step.
+        let doubles = (m * n * 2)
+            .saturating_mul(DOUBLES_PER_CONTROL)
+            .saturating_add((n + 1).saturating_mul(m).saturating_mul(8))
+            .saturating_add((s + 1).saturating_mul(m).saturating_mul(2));
+        ferrocuda::alloc::check_host_bytes(
+            &format!(
+                "mpc --objects {} --horizon {} --steps {}: the swarm's controls, trajectories and the optimiser's vectors",
+                self.objects, self.horizon, self.steps
+            ),
+            ferrocuda::alloc::bytes_of(doubles, 8),
+        )
     }
-    if args.horizon == 0 {
-        return Err(invalid("--horizon must be at least 1".into()));
-    }
-    if args.steps == 0 {
-        return Err(invalid("--steps must be at least 1".into()));
-    }
-    if !(0.0..0.5).contains(&args.margin) {
-        return Err(invalid(format!(
-            "--margin must be in [0, 0.5), got {}",
-            args.margin
-        )));
-    }
-    if args.frame_every == Some(0) {
-        return Err(invalid("--frame-every must be at least 1".into()));
-    }
-    if args.frame_every.is_some() && args.frames.is_none() {
-        return Err(invalid("--frame-every needs --frames DIR".into()));
-    }
+}
+
+/// Runs `ferrocuda mpc` (on the GPU with `--device gpu|N`).
+pub fn run(args: &MpcArgs, on: Where) -> Result<MpcCliReport> {
+    args.validate()?;
+    let plot = args
+        .plot
+        .as_ref()
+        .map(|p| Target::new(format!("--plot {}", p.display()), p))
+        .transpose()?;
     let model = SwarmModel::new(args.objects, args.horizon)?;
     let mut opts = MpcOptions::with_steps(args.steps);
     opts.margin = args.margin;
@@ -128,12 +158,9 @@ pub fn run(args: &MpcArgs, ordinal: usize) -> Result<MpcCliReport> {
         MpcGradient::Exact => Gradient::Exact,
     };
     let tight = model.tightened(opts.margin);
-    let mut ev: Box<dyn Evaluator> = match args.on {
-        MpcDevice::Cpu => Box::new(CpuEvaluator::new(tight, method)?),
-        MpcDevice::Gpu => {
-            let gpu = ferrocuda::gpu::open(ordinal)?;
-            Box::new(GpuEvaluator::new(&gpu, tight, method, 1)?)
-        }
+    let mut ev: Box<dyn Evaluator> = match on.open()? {
+        None => Box::new(CpuEvaluator::new(tight, method)?),
+        Some(gpu) => Box::new(GpuEvaluator::new(&gpu, tight, method, 1)?),
     };
     eprintln!(
         "[mpc] {} objects, horizon {}, {} steps on {}",
@@ -155,9 +182,10 @@ pub fn run(args: &MpcArgs, ordinal: usize) -> Result<MpcCliReport> {
             );
         }
     })?;
-    if let Some(path) = &args.plot {
-        ferrocuda_bench::mpc::trajectory_chart(&model, &report, &opts)
-            .write_png(path, 1280, 640)?;
+    if let Some(plot) = &plot {
+        let png =
+            ferrocuda_bench::mpc::trajectory_chart(&model, &report, &opts).render_png(1280, 640)?;
+        plot.write(&png)?;
     }
     if let Some(dir) = &args.frames {
         let every = args.frame_every.unwrap_or((args.steps / 50).max(1));
@@ -177,10 +205,20 @@ pub fn run(args: &MpcArgs, ordinal: usize) -> Result<MpcCliReport> {
         eprintln!("[mpc] wrote {} frames into {}", steps.len(), dir.display());
     }
     Ok(MpcCliReport {
-        device: args.on,
+        device: on,
         gradient: args.gradient,
         report,
     })
+}
+
+impl Report for MpcCliReport {
+    fn text(&self) -> String {
+        self.to_text()
+    }
+
+    fn json(&self) -> serde_json::Result<String> {
+        serde_json::to_string_pretty(self)
+    }
 }
 
 impl MpcCliReport {

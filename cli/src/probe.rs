@@ -1,12 +1,16 @@
-//! `ferrocuda probe [--json] [--quick] [--reps N] [--results-dir DIR] [--no-write]`: the
-//! device's ceilings and micro-benchmarks, every figure beside its ceiling; writes
-//! `<results-dir>/probe.md` and PNG plots of the sweeps. Without a GPU it says so and
-//! exits 0.
+//! `ferrocuda probe [--json] [--quick] [--reps N] [--results-dir DIR] [--no-write]
+//! [--device N]`: the device's ceilings and micro-benchmarks, every figure beside its
+//! ceiling; writes `<results-dir>/probe.md` and PNG plots of the sweeps. Without a GPU
+//! it says so and exits 0.
 
 use std::path::PathBuf;
 
 use ferrocuda::Result;
 use ferrocuda::probe::{ProbeOptions, ProbeReport};
+use ferrocuda_bench::output::ResultsDir;
+
+use crate::device::{DeviceChoice, Where, parse_device};
+use crate::numbers::count;
 
 /// Arguments of `ferrocuda probe`.
 #[derive(Debug, Clone, clap::Args)]
@@ -18,7 +22,7 @@ pub struct ProbeArgs {
     #[arg(long)]
     pub quick: bool,
     /// Timed repetitions per measurement [default: 5, quick 3].
-    #[arg(long)]
+    #[arg(long, value_parser = count, allow_hyphen_values = true)]
     pub reps: Option<usize>,
     /// Where probe.md and the plots go (only when a GPU ran).
     #[arg(long, default_value = "docs/results")]
@@ -26,30 +30,44 @@ pub struct ProbeArgs {
     /// Write nothing.
     #[arg(long)]
     pub no_write: bool,
+    /// The GPU to probe: an ordinal N (gpu:N), or gpu (0) [default: 0].
+    #[arg(long, value_name = "N", value_parser = parse_device)]
+    pub device: Option<DeviceChoice>,
 }
 
-/// Runs the probe on device `device`; a machine without a GPU gets a report that says so.
-pub fn run(args: &ProbeArgs, device: usize) -> Result<ProbeReport> {
+impl ProbeArgs {
+    /// Checks the options alone.
+    pub fn validate(&self) -> Result<()> {
+        if self.reps == Some(0) {
+            return Err(ferrocuda::Error::InvalidArgument {
+                op: "probe",
+                reason: "--reps must be at least 1".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Runs the probe on `on`; a machine without a GPU gets a report that says so.
+pub fn run(args: &ProbeArgs, on: Where) -> Result<ProbeReport> {
+    args.validate()?;
     let mut opts = if args.quick {
         ProbeOptions::quick()
     } else {
         ProbeOptions::default()
     };
     if let Some(reps) = args.reps {
-        if reps == 0 {
-            return Err(ferrocuda::Error::InvalidArgument {
-                op: "probe",
-                reason: "--reps must be at least 1".into(),
-            });
-        }
         opts.reps = reps;
     }
-    let (gpu, skipped) = super::open_gpu(device)?;
+    let (gpu, skipped) = on.open_optional()?;
     let report = ferrocuda::probe::run(gpu.as_ref(), skipped, &opts)?;
+    // The probe measures the GPU: without one there is nothing to record.
     if gpu.is_some() && !args.no_write {
-        for path in ferrocuda_bench::probe::write_results(&report, &args.results_dir)? {
-            eprintln!("[probe] wrote {}", path.display());
-        }
+        let saved = ferrocuda_bench::probe::write_results(
+            &report,
+            &ResultsDir::new(&args.results_dir, true),
+        )?;
+        eprintln!("[probe] {saved}");
     }
     Ok(report)
 }

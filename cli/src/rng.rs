@@ -1,5 +1,5 @@
 //! `ferrocuda rng sfmt --mexp 19937|607 (--seed S | --seed-array A,B,C,...) --count N
-//! [--bits 32|64] [--device cpu|gpu] [--json]`: prints SFMT output, one decimal number
+//! [--bits 32|64] [--device cpu|gpu|N] [--json]`: prints SFMT output, one decimal number
 //! per line, in the reference order (`init_gen_rand(S)` or `init_by_array([A, B, C, ...])`,
 //! then the first `N` 32-bit or 64-bit draws). Seeds are decimal or `0x` hex.
 //!
@@ -10,42 +10,26 @@
 //!
 //! `--device gpu` runs one SFMT19937 stream on the GPU (`rng::gpu::SfmtStreams`; 607 is
 //! CPU only) and prints the same numbers. Output stops quietly when stdout closes
-//! (`... | head`).
+//! (`... | head`). Numbers are printed as they are generated, with `--json` too (one
+//! object written as it goes), so `--count` needs no memory.
 
 use std::io::Write;
 
-use clap::{Args, Subcommand, ValueEnum};
-use serde::Serialize;
+use clap::{Args, Subcommand};
 
 use ferrocuda::gpu::DeviceSlice;
 use ferrocuda::rng::gpu::SfmtStreams;
 use ferrocuda::rng::{Mexp, Sfmt};
 use ferrocuda::{Error, Result};
 
+use crate::device::{DeviceArg, Where};
+use crate::numbers::{count_u64, u32_value};
+
 /// `ferrocuda rng ...`.
 #[derive(Debug, Subcommand)]
 pub enum RngCommand {
     /// SFMT output in the reference order, one decimal number per line.
     Sfmt(SfmtArgs),
-}
-
-/// Where the numbers are generated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RngDevice {
-    /// The CPU.
-    Cpu,
-    /// The GPU (the global `--device N` before the subcommand picks which).
-    Gpu,
-}
-
-fn parse_u32(s: &str) -> std::result::Result<u32, String> {
-    let t = s.trim();
-    let r = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        Some(h) => u32::from_str_radix(h, 16),
-        None => t.parse::<u32>(),
-    };
-    r.map_err(|e| format!("{s:?} is not a 32-bit unsigned integer (decimal or 0x hex): {e}"))
 }
 
 /// Arguments of `ferrocuda rng sfmt`.
@@ -56,20 +40,20 @@ pub struct SfmtArgs {
     #[arg(long, default_value_t = 19937)]
     pub mexp: u32,
     /// Seed for init_gen_rand.
-    #[arg(long, value_parser = parse_u32)]
+    #[arg(long, value_parser = u32_value)]
     pub seed: Option<u32>,
     /// Key for init_by_array (comma-separated).
-    #[arg(long, value_delimiter = ',', value_parser = parse_u32)]
+    #[arg(long, value_delimiter = ',', value_parser = u32_value)]
     pub seed_array: Option<Vec<u32>>,
     /// How many numbers.
-    #[arg(long)]
+    #[arg(long, value_parser = count_u64, allow_hyphen_values = true)]
     pub count: u64,
     /// 32-bit or 64-bit draws.
     #[arg(long, default_value_t = 32)]
     pub bits: u32,
-    /// CPU or GPU.
-    #[arg(long = "device", value_enum, default_value_t = RngDevice::Cpu)]
-    pub on: RngDevice,
+    /// Where to generate.
+    #[command(flatten)]
+    pub device: DeviceArg,
     /// Print one JSON object (with the numbers as an array) instead of lines.
     #[arg(long)]
     pub json: bool,
@@ -122,15 +106,28 @@ impl Out {
     }
 }
 
-/// The JSON form.
-#[derive(Debug, Serialize)]
-struct SfmtJson<'a> {
-    mexp: u32,
-    seed: Option<u32>,
-    seed_array: Option<&'a [u32]>,
-    bits: u32,
-    device: RngDevice,
-    values: Vec<u64>,
+/// The start of the JSON form, up to the opening bracket of `values` (the numbers
+/// follow as they are generated, then `]}`): the keys and order of one object
+/// `{"mexp", "seed", "seed_array", "bits", "device", "values"}`.
+fn json_head(args: &SfmtArgs, on: Where) -> Result<String> {
+    #[derive(serde::Serialize)]
+    struct Head<'a> {
+        mexp: u32,
+        seed: Option<u32>,
+        seed_array: Option<&'a [u32]>,
+        bits: u32,
+        device: Where,
+    }
+    let head = Head {
+        mexp: args.mexp,
+        seed: args.seed,
+        seed_array: args.seed_array.as_deref(),
+        bits: args.bits,
+        device: on,
+    };
+    let text = serde_json::to_string(&head).map_err(|e| invalid(e.to_string()))?;
+    // `{...}` without its closing brace, then the array.
+    Ok(format!("{},\"values\":[", &text[..text.len() - 1]))
 }
 
 /// A source of 32-bit outputs in chunks.
@@ -161,12 +158,21 @@ impl Source {
     }
 }
 
-/// Runs `ferrocuda rng sfmt`, printing as it goes.
-pub fn run(args: &SfmtArgs, ordinal: usize) -> Result<()> {
-    let mexp = Mexp::from_number(args.mexp)?;
-    if args.bits != 32 && args.bits != 64 {
-        return Err(invalid(format!("--bits {} (32 or 64)", args.bits)));
+impl SfmtArgs {
+    /// Checks the options alone.
+    pub fn validate(&self) -> Result<()> {
+        Mexp::from_number(self.mexp)?;
+        if self.bits != 32 && self.bits != 64 {
+            return Err(invalid(format!("--bits {} (32 or 64)", self.bits)));
+        }
+        Ok(())
     }
+}
+
+/// Runs `ferrocuda rng sfmt`, printing as it goes.
+pub fn run(args: &SfmtArgs, on: Where) -> Result<()> {
+    args.validate()?;
+    let mexp = Mexp::from_number(args.mexp)?;
     let gen_ = match (&args.seed, &args.seed_array) {
         (Some(s), None) => Sfmt::new(mexp, *s),
         (None, Some(k)) => Sfmt::from_key(mexp, k),
@@ -182,35 +188,37 @@ pub fn run(args: &SfmtArgs, ordinal: usize) -> Result<()> {
         .checked_mul(per)
         .and_then(|v| usize::try_from(v).ok())
         .ok_or_else(|| invalid(format!("--count {} is too large", args.count)))?;
-    let mut src = match args.on {
-        RngDevice::Cpu => Source::Cpu(gen_),
-        RngDevice::Gpu => {
+    let mut src = match on {
+        Where::Cpu => Source::Cpu(gen_),
+        Where::Gpu(n) => {
             if mexp != Mexp::M19937 {
                 return Err(invalid(
                     "--device gpu runs SFMT19937 streams (--mexp 607 is CPU only)".into(),
                 ));
             }
-            let gpu = ferrocuda::gpu::open(ordinal)?;
+            let gpu = ferrocuda::gpu::open(n)?;
             let dev = SfmtStreams::new(&gpu, &[gen_])?;
             let out = gpu.alloc::<u32>(dev.len_u32(GPU_CHUNK_BLOCKS))?;
             Source::Gpu(dev, out)
         }
     };
     let mut out = Out::new();
-    let mut json_values = Vec::new();
+    if args.json {
+        out.text(&json_head(args, on)?)?;
+    }
+    let mut first = true;
+    let mut emit = |v: u64, out: &mut Out| -> Result<()> {
+        if !args.json {
+            return out.line(v);
+        }
+        let sep = if std::mem::take(&mut first) { "" } else { "," };
+        out.text(&format!("{sep}{v}"))
+    };
     let mut done = 0usize;
     let mut buf = Vec::new();
     while done < total32 && out.open {
         src.next(total32 - done, &mut buf)?;
         done += buf.len();
-        let mut emit = |v: u64, out: &mut Out| -> Result<()> {
-            if args.json {
-                json_values.push(v);
-                Ok(())
-            } else {
-                out.line(v)
-            }
-        };
         if per == 2 {
             for p in buf.chunks_exact(2) {
                 emit(p[0] as u64 | (p[1] as u64) << 32, &mut out)?;
@@ -228,17 +236,7 @@ pub fn run(args: &SfmtArgs, ordinal: usize) -> Result<()> {
         }
     }
     if args.json {
-        let j = SfmtJson {
-            mexp: args.mexp,
-            seed: args.seed,
-            seed_array: args.seed_array.as_deref(),
-            bits: args.bits,
-            device: args.on,
-            values: json_values,
-        };
-        let text = serde_json::to_string(&j).map_err(|e| invalid(e.to_string()))?;
-        out.text(&text)?;
-        out.text("\n")?;
+        out.text("]}\n")?;
     }
     out.finish()
 }

@@ -1,5 +1,5 @@
 //! `ferrocuda rock4 --problem heat|jahn --n N --t-end T [--rtol R] [--atol A] [--nu NU]
-//! [--advection central|forward] [--threads all|single] [--device cpu|gpu]
+//! [--advection central|forward] [--threads all|single] [--device cpu|gpu|N]
 //! [--controller auto|host|device] [--out y.mtx]
 //! [--json]`:
 //! integrates one of the built-in problems with ROCK4 and reports the steps taken.
@@ -15,7 +15,9 @@
 //! ```
 //!
 //! `--out` writes the final solution as a Matrix Market array (`n^2 x 1`, row by row of
-//! the grid); it appears only on success.
+//! the grid); it appears only on success. An integration that fails (the step size
+//! falls below the smallest allowed) is an error (exit status 1); one that uses up
+//! `--max-steps` before `t_end` exits with status 3 and writes no `--out`.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -28,8 +30,11 @@ use ferrocuda::rock4::problems::{Advection, Heat2d, ReactionAdvectionDiffusion};
 use ferrocuda::rock4::{
     Controller, DeviceRhs, Rhs, Rock4Options, Rock4Report, StopReason, Threads, cpu,
 };
-use ferrocuda::sparse::mm;
 use ferrocuda::{Error, Result};
+
+use crate::device::{DeviceArg, Where};
+use crate::numbers::count;
+use crate::report::{Report, Status};
 
 /// Which problem.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
@@ -49,16 +54,6 @@ pub enum Rock4Advection {
     Central,
     /// The thesis code's one-sided differences.
     Forward,
-}
-
-/// Where `ferrocuda rock4` computes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Rock4Device {
-    /// The CPU (`--threads`).
-    Cpu,
-    /// The GPU (the global `--device N` before the subcommand picks which).
-    Gpu,
 }
 
 /// Where the GPU path decides the steps.
@@ -90,7 +85,7 @@ pub struct Rock4Args {
     #[arg(long, value_enum)]
     pub problem: Rock4Problem,
     /// Interior grid points per direction (the system has n^2 unknowns).
-    #[arg(long)]
+    #[arg(long, value_parser = count, allow_hyphen_values = true)]
     pub n: usize,
     /// Final time (the integration starts at 0).
     #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
@@ -113,11 +108,11 @@ pub struct Rock4Args {
     /// Where the GPU path decides the steps (`--device gpu`).
     #[arg(long, value_enum, default_value_t = Rock4Controller::Auto)]
     pub controller: Rock4Controller,
-    /// CPU or GPU.
-    #[arg(long = "device", value_enum, default_value_t = Rock4Device::Cpu)]
-    pub on: Rock4Device,
+    /// Where to compute.
+    #[command(flatten)]
+    pub device: DeviceArg,
     /// Most step attempts.
-    #[arg(long, default_value_t = 1_000_000)]
+    #[arg(long, default_value_t = 1_000_000, value_parser = count, allow_hyphen_values = true)]
     pub max_steps: usize,
     /// Write the final solution here (Matrix Market array).
     #[arg(long)]
@@ -136,8 +131,8 @@ pub struct Rock4CliReport {
     pub n: usize,
     /// Unknowns.
     pub unknowns: usize,
-    /// Where it ran.
-    pub device: Rock4Device,
+    /// Where it ran: `cpu` or `gpu`.
+    pub device: Where,
     /// GPU name, when it ran on one.
     pub gpu_name: Option<String>,
     /// Threads on the CPU.
@@ -168,23 +163,58 @@ pub struct Rock4CliReport {
     pub report: Rock4Report,
 }
 
+const OP: &str = "rock4";
+
 fn invalid(reason: String) -> Error {
-    Error::InvalidArgument {
-        op: "rock4",
-        reason,
+    Error::InvalidArgument { op: OP, reason }
+}
+
+/// Vectors of the grid's size that an integration holds at least (the solution, the
+/// stages, the error estimate, the power iteration's).
+const VECTORS: u128 = 9;
+
+impl Rock4Args {
+    /// Checks the options alone, and the grid's vectors against the host memory this
+    /// process may use.
+    pub fn validate(&self) -> Result<()> {
+        if self.n == 0 {
+            return Err(invalid("--n must be at least 1 (got 0)".into()));
+        }
+        if !(self.t_end >= 0.0 && self.t_end.is_finite()) {
+            return Err(invalid(format!(
+                "--t-end must be finite and >= 0, got {}",
+                self.t_end
+            )));
+        }
+        let atol = self.atol.unwrap_or(self.rtol);
+        for (flag, v) in [("--rtol", self.rtol), ("--atol", atol), ("--nu", self.nu)] {
+            if !(v > 0.0 && v.is_finite()) {
+                return Err(invalid(format!(
+                    "{flag} must be finite and positive, got {v}"
+                )));
+            }
+        }
+        let unknowns = self.n as u128 * self.n as u128;
+        ferrocuda::alloc::check_host_bytes(
+            &format!(
+                "rock4 --n {}: the {} x {} grid's {unknowns} unknowns ({VECTORS} vectors of f64)",
+                self.n, self.n, self.n
+            ),
+            ferrocuda::alloc::bytes_of(unknowns, 8).saturating_mul(VECTORS),
+        )
     }
 }
 
-/// Runs `ferrocuda rock4` (on GPU `ordinal` with `--device gpu`).
-pub fn run(args: &Rock4Args, ordinal: usize) -> Result<Rock4CliReport> {
-    let gpu = match args.on {
-        Rock4Device::Cpu => None,
-        Rock4Device::Gpu => Some(ferrocuda::gpu::open(ordinal)?),
-    };
+/// Runs `ferrocuda rock4` (on the GPU with `--device gpu|N`).
+pub fn run(args: &Rock4Args, on: Where) -> Result<Rock4CliReport> {
+    args.validate()?;
+    let out = args
+        .out
+        .as_ref()
+        .map(|p| crate::files::output(OP, "--out", p, &[]))
+        .transpose()?;
+    let gpu = on.open()?;
     let gpu = gpu.as_ref();
-    if args.n == 0 {
-        return Err(invalid("--n must be at least 1".into()));
-    }
     let atol = args.atol.unwrap_or(args.rtol);
     let opts = Rock4Options::default()
         .rtol(args.rtol)
@@ -224,8 +254,12 @@ pub fn run(args: &Rock4Args, ordinal: usize) -> Result<Rock4CliReport> {
             (r, y, None)
         }
     };
-    if let Some(out) = &args.out {
-        write_solution(out, &y)?;
+    // A step size below the smallest allowed came back as Error::IntegrationFailed
+    // above (exit status 1, --out not written).
+    if let Some(out) = &out
+        && report.reason == StopReason::Finished
+    {
+        crate::files::write_array(out, y.len(), 1, &y)?;
     }
     let max_abs_error = exact.map(|e| {
         y.iter()
@@ -240,15 +274,22 @@ pub fn run(args: &Rock4Args, ordinal: usize) -> Result<Rock4CliReport> {
         });
     if report.reason != StopReason::Finished {
         eprintln!(
-            "warning: ROCK4 stopped at t = {} before t_end = {} ({:?})",
-            report.final_time, args.t_end, report.reason
+            "warning: ROCK4 stopped at t = {} before t_end = {} ({:?}){} (exit status 3)",
+            report.final_time,
+            args.t_end,
+            report.reason,
+            if out.is_some() {
+                "; --out not written"
+            } else {
+                ""
+            }
         );
     }
     Ok(Rock4CliReport {
         problem: args.problem,
         n: args.n,
         unknowns: y.len(),
-        device: args.on,
+        device: on,
         gpu_name: gpu.map(|g| g.name()).transpose()?,
         threads: args.threads,
         rtol: args.rtol,
@@ -304,20 +345,23 @@ fn integrate_gpu(
     Ok(r)
 }
 
-/// Writes `y` to a temporary file next to `path`, then renames it: an existing file is
-/// replaced only on success.
-fn write_solution(path: &std::path::Path, y: &[f64]) -> Result<()> {
-    let io = |e: std::io::Error| invalid(format!("{}: {e}", path.display()));
-    let tmp = path.with_extension("partial");
-    {
-        let f = std::fs::File::create(&tmp).map_err(io)?;
-        mm::write_dense(std::io::BufWriter::new(f), y.len(), 1, y)
-            .map_err(|e| invalid(format!("{}: {e}", path.display())))?;
+impl Report for Rock4CliReport {
+    fn text(&self) -> String {
+        self.to_text()
     }
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        io(e)
-    })
+
+    fn json(&self) -> serde_json::Result<String> {
+        serde_json::to_string_pretty(self)
+    }
+
+    /// Stopped before `t_end` (the step budget): exit status 3.
+    fn status(&self) -> Status {
+        if self.reason == StopReason::Finished {
+            Status::Success
+        } else {
+            Status::NotConverged
+        }
+    }
 }
 
 impl Rock4CliReport {

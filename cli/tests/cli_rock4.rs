@@ -160,12 +160,12 @@ fn bad_input_is_a_clear_error() {
         (vec!["--problem", "heat", "--n", "8", "--atol", "0"], "atol"),
         (
             vec!["--problem", "heat", "--n", "8", "--t-end", "-1"],
-            "t_end",
+            "t-end",
         ),
         (vec!["--problem", "heat", "--n", "8", "--nu", "-2"], "nu"),
         (
             vec!["--problem", "heat", "--n", "8", "--t-end", "nan"],
-            "t_end",
+            "t-end",
         ),
         (vec!["--problem", "wave", "--n", "8"], "wave"),
     ] {

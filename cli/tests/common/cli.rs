@@ -23,3 +23,88 @@ pub fn gpu_present(test: &str) -> bool {
     eprintln!("SKIPPED {test}: no GPU");
     false
 }
+
+/// A fresh folder for one test's files (removed and recreated).
+pub fn scratch(test: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("ferrocuda-cli-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// `ferrocuda args...`, its output.
+pub fn run(args: &[&str]) -> std::process::Output {
+    ferrocuda().args(args).output().expect("run ferrocuda")
+}
+
+/// `ferrocuda args...` under `ulimit -v kib` (the address space a process may use).
+pub fn run_limited(kib: u64, args: &[&str]) -> std::process::Output {
+    let bin = ferrocuda().get_program().to_os_string();
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(bin)
+        .args(args)
+        .output()
+        .expect("run sh")
+}
+
+/// stderr as text.
+pub fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// An error as the contract says (docs/reliability.md): exit status `code`, no panic,
+/// no abort, a message containing every needle, nothing on stdout.
+pub fn assert_error(out: &std::process::Output, code: i32, needles: &[&str], what: &str) {
+    let err = stderr(out);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{what}: status {:?}, stderr {err}",
+        out.status
+    );
+    assert!(
+        !err.contains("panicked") && !err.contains("memory allocation"),
+        "{what}: {err}"
+    );
+    for n in needles {
+        assert!(err.contains(n), "{what}: {err:?} lacks {n:?}");
+    }
+    assert!(
+        out.stdout.is_empty(),
+        "{what}: stdout {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// `A = diag(1, 2, 3)` and `x = (1, 2, 3)` in `dir`.
+pub fn small_system(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (a, x) = (dir.join("A.mtx"), dir.join("x.mtx"));
+    std::fs::write(
+        &a,
+        "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1\n2 2 2\n3 3 3\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &x,
+        "%%MatrixMarket matrix array real general\n3 1\n1\n2\n3\n",
+    )
+    .unwrap();
+    (a, x)
+}
+
+/// Writes `text` to `dir/name`; returns the path as text (for argument lists).
+pub fn write_text(dir: &std::path::Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+/// The values of a Matrix Market array file the command wrote.
+pub fn read_values(path: &std::path::Path) -> Vec<f64> {
+    let f = std::fs::File::open(path).expect("output written");
+    let (_, _, v) = ferrocuda::sparse::mm::read_dense::<f64, _>(std::io::BufReader::new(f))
+        .expect("output parses");
+    v
+}

@@ -1,0 +1,156 @@
+//! `ferrocuda info [--json]`: every CUDA device's properties and the ceilings derived
+//! from them; without a device, why not (exit status 0).
+
+use serde::Serialize;
+
+use ferrocuda::Result;
+use ferrocuda::gpu::{self, DeviceInfo};
+use ferrocuda::kernels;
+use ferrocuda::report::table;
+
+use crate::report::Report;
+
+/// `ferrocuda info --json` output.
+#[derive(Debug, Serialize)]
+pub struct InfoReport {
+    devices: Vec<DeviceInfo>,
+    ceilings: Vec<ferrocuda::probe::Ceilings>,
+    no_device: Option<String>,
+    driver_cuda_version: Option<i32>,
+    cuda_bindings_version: &'static str,
+    ptx_arch: &'static str,
+    kernels: usize,
+}
+
+/// Gathers every device's properties (none is an answer, not an error).
+pub fn run() -> Result<InfoReport> {
+    let mut report = InfoReport {
+        devices: Vec::new(),
+        ceilings: Vec::new(),
+        no_device: None,
+        driver_cuda_version: gpu::driver_cuda_version().ok(),
+        cuda_bindings_version: gpu::CUDA_BINDINGS_VERSION,
+        ptx_arch: kernels::PTX_ARCH,
+        kernels: kernels::entries().len(),
+    };
+    match gpu::device_count() {
+        Ok(0) => {
+            report.no_device = Some("no CUDA device found: the driver reports zero devices".into())
+        }
+        Ok(count) => {
+            for ordinal in 0..count {
+                let d = gpu::open(ordinal)?.info()?;
+                report
+                    .ceilings
+                    .push(ferrocuda::probe::Ceilings::from_info(&d));
+                report.devices.push(d);
+            }
+        }
+        Err(e) => report.no_device = Some(e.to_string()),
+    }
+    Ok(report)
+}
+
+impl Report for InfoReport {
+    fn json(&self) -> serde_json::Result<String> {
+        serde_json::to_string_pretty(self)
+    }
+
+    fn text(&self) -> String {
+        let report = self;
+        let mut out = String::new();
+        let mut line = |s: String| {
+            out.push_str(&s);
+            out.push('\n');
+        };
+        if let Some(why) = &report.no_device {
+            line(why.clone());
+        }
+        line(format!(
+            "PTX: {} kernels for {} (JIT-compiled by the driver for newer GPUs); CUDA bindings {}",
+            report.kernels, report.ptx_arch, report.cuda_bindings_version
+        ));
+        if let Some(v) = report.driver_cuda_version {
+            line(format!(
+                "driver CUDA version: {}.{}",
+                v / 1000,
+                (v % 1000) / 10
+            ));
+        }
+        for (d, c) in report.devices.iter().zip(&report.ceilings) {
+            line(format!("\ndevice {}: {}", d.ordinal, d.name));
+            let kib = |b: i32| format!("{} KiB", b / 1024);
+            let mhz =
+                |k: Option<i32>| k.map_or("not reported".into(), |k| format!("{} MHz", k / 1000));
+            let rows = vec![
+                vec![
+                    "compute capability".into(),
+                    format!("{}.{}", d.compute_capability.0, d.compute_capability.1),
+                ],
+                vec!["multiprocessors".into(), d.multiprocessors.to_string()],
+                vec!["SM clock (peak)".into(), mhz(d.sm_clock_khz)],
+                vec!["memory clock (peak)".into(), mhz(d.memory_clock_khz)],
+                vec![
+                    "memory bus width".into(),
+                    format!("{} bit", d.memory_bus_bits),
+                ],
+                vec![
+                    "global memory".into(),
+                    format!(
+                        "{:.1} GiB",
+                        d.total_memory_bytes as f64 / (1u64 << 30) as f64
+                    ),
+                ],
+                vec![
+                    "DRAM bandwidth (clock x 2 x bus, theoretical)".into(),
+                    d.theoretical_dram_bandwidth()
+                        .map_or("-".into(), |b| format!("{:.0} GB/s", b / 1e9)),
+                ],
+                vec!["L2 cache".into(), kib(d.l2_cache_bytes)],
+                vec![
+                    "shared memory per block / opt-in".into(),
+                    format!(
+                        "{} / {}",
+                        kib(d.shared_memory_per_block),
+                        kib(d.shared_memory_per_block_optin)
+                    ),
+                ],
+                vec![
+                    "shared memory per SM".into(),
+                    kib(d.shared_memory_per_multiprocessor),
+                ],
+                vec![
+                    "registers per block / per SM".into(),
+                    format!(
+                        "{} / {}",
+                        d.registers_per_block, d.registers_per_multiprocessor
+                    ),
+                ],
+                vec![
+                    "max threads per block / per SM".into(),
+                    format!(
+                        "{} / {}",
+                        d.max_threads_per_block, d.max_threads_per_multiprocessor
+                    ),
+                ],
+                vec![
+                    "max blocks per SM".into(),
+                    d.max_blocks_per_multiprocessor.to_string(),
+                ],
+                vec!["warp size".into(), d.warp_size.to_string()],
+                vec!["async copy engines".into(), d.async_engines.to_string()],
+                vec![
+                    "ECC".into(),
+                    if d.ecc_enabled { "on" } else { "off" }.into(),
+                ],
+                vec!["PCI bus id".into(), d.pci_bus_id.clone()],
+            ];
+            line(table(&["property", "value"], &rows));
+            line(format!(
+                "\nceilings (table of per-SM rates per compute capability: ferrocuda::probe::ceilings)\n{}",
+                table(&["ceiling", "value"], &c.rows())
+            ));
+        }
+        out
+    }
+}
