@@ -112,6 +112,7 @@ fn build_machine_code(out_dir: &Path, ptx_arch: &str) {
                 ptx_arch,
                 &archs,
                 &fatbin,
+                &machine_code::target_dir(out_dir).join("cubin-cache"),
             ),
             Err(why) => Err(why.clone()),
         };

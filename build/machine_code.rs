@@ -60,14 +60,19 @@ pub fn find_tools(out_dir: &Path) -> Result<Tools, String> {
         .ok_or_else(|| format!("the wheel installed into {} has no ptxas", venv.display()))
 }
 
-/// `<target>/ptxas-venv`: `OUT_DIR` is `<target>/<profile>/build/<package>/out`.
-fn venv_dir(out_dir: &Path) -> PathBuf {
+/// `<target>`, where `OUT_DIR` is `<target>/<profile>/build/<package>/out` (else
+/// `OUT_DIR` itself).
+pub fn target_dir(out_dir: &Path) -> &Path {
     out_dir
         .ancestors()
         .nth(4)
-        .filter(|t| t.join("CACHEDIR.TAG").exists() || t.join("release").is_dir())
+        .filter(|t| t.join("CACHEDIR.TAG").exists())
         .unwrap_or(out_dir)
-        .join("ptxas-venv")
+}
+
+/// `<target>/ptxas-venv` (the one `scripts/ptx-check` uses).
+fn venv_dir(out_dir: &Path) -> PathBuf {
+    target_dir(out_dir).join("ptxas-venv")
 }
 
 fn venv_ptxas(venv: &Path) -> Option<PathBuf> {
@@ -166,13 +171,16 @@ fn arch_number(arch: &str) -> Option<u32> {
 /// Assembles `ptx` (written at `ptx_path`, generated for `ptx_arch`) for each of `archs`
 /// that the PTX may target and `ptxas` supports, and packs the cubins and the PTX into
 /// the compressed fatbin `fatbin`. Returns the architectures with SASS inside; an arch
-/// that fails to assemble is left out with a warning.
+/// that fails to assemble is left out with a warning. Cubins are kept in `cache` by the
+/// hash of their PTX, arch and assembler, so other builds of the same kernels (another
+/// profile or feature set) reuse them.
 pub fn build_fatbin(
     tools: &Tools,
     ptx_path: &Path,
     ptx_arch: &str,
     archs: &[String],
     fatbin: &Path,
+    cache: &Path,
 ) -> Result<Vec<String>, String> {
     let ptx = std::fs::read(ptx_path).map_err(|e| format!("{}: {e}", ptx_path.display()))?;
     let supported = Command::new(&tools.ptxas)
@@ -192,8 +200,11 @@ pub fn build_fatbin(
         })
         .collect();
 
-    let cache = fatbin.with_extension("cubins");
-    std::fs::create_dir_all(&cache).map_err(|e| format!("{}: {e}", cache.display()))?;
+    std::fs::create_dir_all(cache).map_err(|e| format!("{}: {e}", cache.display()))?;
+    let stem = fatbin
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     // One ptxas per architecture, side by side; a cubin already made from the same PTX
     // by the same ptxas is reused.
     let results: Vec<(String, Result<PathBuf, String>)> = std::thread::scope(|s| {
@@ -202,13 +213,14 @@ pub fn build_fatbin(
             .map(|arch| {
                 let mut h = DefaultHasher::new();
                 (&ptx, arch.as_str(), &tools.version).hash(&mut h);
-                let cubin = cache.join(format!("{arch}-{:016x}.cubin", h.finish()));
+                let cubin = cache.join(format!("{stem}-{arch}-{:016x}.cubin", h.finish()));
                 let arch = arch.to_string();
                 s.spawn(move || {
                     if cubin.is_file() {
                         return (arch, Ok(cubin));
                     }
-                    let tmp = cubin.with_extension("tmp");
+                    // Unique per process: two builds may assemble the same cubin at once.
+                    let tmp = cubin.with_extension(format!("{}.tmp", std::process::id()));
                     let out = Command::new(&tools.ptxas)
                         .arg(format!("-arch={arch}"))
                         .arg("-O3")

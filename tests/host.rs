@@ -422,8 +422,14 @@ fn unknown_kernel_is_kernel_not_found_and_every_known_kernel_loads() {
     };
     let forced = std::env::var("FERROCUDA_LOAD_PTX").is_ok_and(|v| v == "1");
     for (module, archs) in [
-        ("ferrocuda_kernels::blas1", ferrocuda::kernels::cubin_archs()),
-        ("ferrocuda_kernels::hopper", ferrocuda::kernels::cubin_archs_sm90()),
+        (
+            "ferrocuda_kernels::blas1",
+            ferrocuda::kernels::cubin_archs(),
+        ),
+        (
+            "ferrocuda_kernels::hopper",
+            ferrocuda::kernels::cubin_archs_sm90(),
+        ),
     ] {
         if module.ends_with("hopper") && major < 9 {
             continue;

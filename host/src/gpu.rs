@@ -425,6 +425,13 @@ impl Gpu {
         self.function_in(info.module, info.name).map(drop)
     }
 
+    /// Loads the module holding the kernels declared in Rust module `module` (such as
+    /// `ferrocuda_kernels::dense`) now, so that a timed region that follows does not pay
+    /// for loading it (a PTX-only module is JIT-compiled here).
+    pub fn preload_module(&self, module: &'static str) -> Result<()> {
+        self.module(module).map(drop)
+    }
+
     /// Loads the module of `kernel` and looks the kernel up now, so that a later launch
     /// (or a timed region) does not pay for it.
     pub fn preload<S: Signature>(&self, kernel: &Kernel<S>) -> Result<()> {
