@@ -5,6 +5,9 @@
 //! `-Zbuild-std=core`, fat LTO and `--emit=asm`; the link step is skipped with a no-op
 //! linker because `llvm-bitcode-linker` cannot be installed here. Nothing needs CUDA.
 
+#[path = "build/machine_code.rs"]
+mod machine_code;
+
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -44,6 +47,7 @@ fn main() {
     println!("cargo:rerun-if-changed={KERNEL_CRATE_DIR}");
     println!("cargo:rerun-if-changed=Cargo.lock");
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=build");
     println!("cargo:rerun-if-env-changed=FERROCUDA_PTX_ARCH");
 
     let arch = env::var("FERROCUDA_PTX_ARCH").unwrap_or_else(|_| DEFAULT_PTX_ARCH.to_string());
@@ -71,6 +75,57 @@ fn main() {
     );
     std::fs::write(out_dir.join("kernels_sm90.ptx"), ptx)
         .unwrap_or_else(|e| fail(&format!("cannot write kernels_sm90.ptx: {e}")));
+
+    build_machine_code(&out_dir, &arch);
+}
+
+/// Leaves `kernels.fatbin` and `kernels_sm90.fatbin` in `out_dir` (empty files when no
+/// machine code could be built) and tells the library which architectures have SASS
+/// (`FERROCUDA_CUBIN_ARCHS`, `FERROCUDA_CUBIN_ARCHS_SM90`, comma lists) and which
+/// assembler made it (`FERROCUDA_CUBIN_TOOL`).
+fn build_machine_code(out_dir: &Path, ptx_arch: &str) {
+    let modules = [
+        ("kernels", ptx_arch, "FERROCUDA_CUBIN_ARCHS"),
+        (
+            "kernels_sm90",
+            HOPPER_PTX_ARCH,
+            "FERROCUDA_CUBIN_ARCHS_SM90",
+        ),
+    ];
+    let archs = machine_code::requested_archs();
+    let tools = if archs.is_empty() {
+        Err("FERROCUDA_CUBIN_ARCHS=none".to_string())
+    } else {
+        machine_code::find_tools(out_dir)
+    };
+    let tool = tools
+        .as_ref()
+        .map(|t| t.version.clone())
+        .unwrap_or_default();
+    println!("cargo:rustc-env=FERROCUDA_CUBIN_TOOL={tool}");
+    for (name, ptx_arch, var) in modules {
+        let fatbin = out_dir.join(format!("{name}.fatbin"));
+        let built = match &tools {
+            Ok(tools) => machine_code::build_fatbin(
+                tools,
+                &out_dir.join(format!("{name}.ptx")),
+                ptx_arch,
+                &archs,
+                &fatbin,
+                &machine_code::target_dir(out_dir).join("cubin-cache"),
+            ),
+            Err(why) => Err(why.clone()),
+        };
+        let built = built.unwrap_or_else(|why| {
+            println!(
+                "cargo:warning=GPU kernels ({name}) built as PTX only ({why}); the driver will JIT-compile them on first use"
+            );
+            std::fs::write(&fatbin, b"")
+                .unwrap_or_else(|e| fail(&format!("cannot write {}: {e}", fatbin.display())));
+            Vec::new()
+        });
+        println!("cargo:rustc-env={var}={}", built.join(","));
+    }
 }
 
 /// Runs the inner nightly build of the kernel crate for `arch` (with `--cfg cfg` when

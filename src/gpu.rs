@@ -2,20 +2,34 @@
 
 pub use ferrocuda_host::{
     CUDA_BINDINGS_VERSION, DeviceBuffer, DeviceInfo, DeviceSlice, DeviceSliceMut, DeviceView,
-    DeviceViewMut, EventTimer, Gpu, Graph, LaunchConfig, NcclComm, NcclId, PcieLink, PinnedBuffer,
-    copy_device, device_count, driver_cuda_version, driver_present, nccl_available, nccl_version,
+    DeviceViewMut, EventTimer, Gpu, Graph, LaunchConfig, ModuleImage, ModuleSource, NcclComm,
+    NcclId, PcieLink, PinnedBuffer, copy_device, device_count, driver_cuda_version, driver_present,
+    nccl_available, nccl_version,
 };
 
 use crate::error::Result;
-use crate::kernels::{PTX, PTX_SM90};
+use crate::kernels::{FATBIN, FATBIN_SM90, PTX, PTX_SM90};
 
-/// Registers the embedded PTX modules with the runtime (once): kernels declared in
-/// `ferrocuda_kernels` load from [`PTX`], the Hopper-only ones from [`PTX_SM90`].
+/// Registers the embedded kernel modules with the runtime (once): kernels declared in
+/// `ferrocuda_kernels` load from [`FATBIN`] (machine code) or [`PTX`], the Hopper-only
+/// ones from [`FATBIN_SM90`] or [`PTX_SM90`].
 pub fn register_modules() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        ferrocuda_host::register_ptx("ferrocuda_kernels", PTX);
-        ferrocuda_host::register_ptx("ferrocuda_kernels::hopper", PTX_SM90);
+        ferrocuda_host::register_module(
+            "ferrocuda_kernels",
+            ModuleImage {
+                ptx: PTX,
+                fatbin: FATBIN,
+            },
+        );
+        ferrocuda_host::register_module(
+            "ferrocuda_kernels::hopper",
+            ModuleImage {
+                ptx: PTX_SM90,
+                fatbin: FATBIN_SM90,
+            },
+        );
     });
 }
 

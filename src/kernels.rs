@@ -7,6 +7,33 @@ pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 /// the driver JIT-compiles it for this and every newer GPU.
 pub const PTX_ARCH: &str = env!("FERROCUDA_PTX_ARCH");
 
+/// Machine code of every kernel in `ferrocuda-kernels`: a compressed fatbin with SASS
+/// for [`cubin_archs`] and the PTX for newer architectures, assembled by `ptxas` at build
+/// time so that the first GPU use does not wait for the driver's JIT. Empty when the
+/// build found no `ptxas` (then [`PTX`] is loaded and JIT-compiled).
+pub const FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels.fatbin"));
+
+/// Machine code of the Hopper-only kernels, like [`FATBIN`] ([`cubin_archs_sm90`]).
+pub const FATBIN_SM90: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels_sm90.fatbin"));
+
+/// The architectures [`FATBIN`] holds SASS for (`sm_80`, `sm_90`, ...); empty for a
+/// PTX-only build. SASS of `sm_XY` also runs on `sm_XZ` with `Z >= Y`.
+pub fn cubin_archs() -> Vec<&'static str> {
+    split_list(env!("FERROCUDA_CUBIN_ARCHS"))
+}
+
+/// The architectures [`FATBIN_SM90`] holds SASS for.
+pub fn cubin_archs_sm90() -> Vec<&'static str> {
+    split_list(env!("FERROCUDA_CUBIN_ARCHS_SM90"))
+}
+
+/// The `ptxas` release that assembled the machine code (empty for a PTX-only build).
+pub const CUBIN_TOOL: &str = env!("FERROCUDA_CUBIN_TOOL");
+
+fn split_list(list: &'static str) -> Vec<&'static str> {
+    list.split(',').filter(|a| !a.is_empty()).collect()
+}
+
 /// Whether the embedded PTX defines the kernel entry `name`.
 pub fn has_entry(name: &str) -> bool {
     PTX.lines().any(|line| {

@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use ferrocuda::blas1::gpu;
-use ferrocuda::gpu::{DeviceBuffer, DeviceSlice, Gpu, LaunchConfig};
+use ferrocuda::gpu::{DeviceBuffer, DeviceSlice, Gpu, LaunchConfig, ModuleSource};
 use ferrocuda_host::{Error as HostError, MAX_BLOCK_THREADS, MAX_GRID_X, MAX_GRID_YZ};
 
 fn invalid_launch_reason(cfg: LaunchConfig, kernel: &'static str) -> String {
@@ -409,6 +409,41 @@ fn unknown_kernel_is_kernel_not_found_and_every_known_kernel_loads() {
         if let Err(e) = gpu.function_untyped(name) {
             panic!("kernel {name} of names::ALL does not load from the embedded PTX: {e}");
         }
+    }
+    // With SASS for this device's architecture embedded, the modules came from the
+    // machine code (no JIT); otherwise from the PTX.
+    let (major, minor) = gpu.compute_capability().expect("compute capability");
+    let has_sass = |archs: Vec<&str>| {
+        archs.iter().any(|a| {
+            a.strip_prefix("sm_")
+                .and_then(|n| n.parse::<i32>().ok())
+                .is_some_and(|n| n / 10 == major && n % 10 <= minor)
+        })
+    };
+    let forced = std::env::var("FERROCUDA_LOAD_PTX").is_ok_and(|v| v == "1");
+    for (module, archs) in [
+        (
+            "ferrocuda_kernels::blas1",
+            ferrocuda::kernels::cubin_archs(),
+        ),
+        (
+            "ferrocuda_kernels::hopper",
+            ferrocuda::kernels::cubin_archs_sm90(),
+        ),
+    ] {
+        if module.ends_with("hopper") && major < 9 {
+            continue;
+        }
+        let expected = if has_sass(archs) && !forced {
+            ModuleSource::MachineCode
+        } else {
+            ModuleSource::Ptx
+        };
+        assert_eq!(
+            gpu.module_source(module),
+            Some(expected),
+            "{module} on sm_{major}{minor}"
+        );
     }
 }
 

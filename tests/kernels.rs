@@ -220,3 +220,51 @@ fn entry_param_sizes_reads_scalars_pointers_and_aggregates() {
     );
     assert_eq!(ferrocuda::kernels::entry_param_sizes(ptx, "kk"), None);
 }
+
+/// A fatbin starts with this magic (little-endian `0xBA55ED50`).
+const FATBIN_MAGIC: [u8; 4] = [0x50, 0xED, 0x55, 0xBA];
+
+#[test]
+fn machine_code_is_embedded_when_the_build_had_ptxas() {
+    use ferrocuda::kernels::{CUBIN_TOOL, FATBIN, FATBIN_SM90, cubin_archs, cubin_archs_sm90};
+    if CUBIN_TOOL.is_empty() {
+        // A PTX-only build (no ptxas could be had, or FERROCUDA_CUBIN_ARCHS=none): the
+        // fatbins are empty and the library loads the PTX.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED machine-code checks: this build is PTX-only"
+        );
+        assert!(FATBIN.is_empty() && cubin_archs().is_empty());
+        return;
+    }
+    for (name, fatbin, archs, must) in [
+        ("kernels", FATBIN, cubin_archs(), &["sm_80", "sm_90"][..]),
+        (
+            "kernels_sm90",
+            FATBIN_SM90,
+            cubin_archs_sm90(),
+            &["sm_90"][..],
+        ),
+    ] {
+        assert_eq!(
+            fatbin.get(..4),
+            Some(&FATBIN_MAGIC[..]),
+            "{name}: no fatbin header"
+        );
+        if std::env::var_os("FERROCUDA_CUBIN_ARCHS").is_none() {
+            for arch in must {
+                assert!(
+                    archs.contains(arch),
+                    "{name}: no SASS for {arch} in {archs:?}"
+                );
+            }
+        }
+    }
+    // The Hopper module has no SASS below sm_90 (its PTX needs sm_90 instructions).
+    assert!(
+        cubin_archs_sm90()
+            .iter()
+            .all(|a| a != &"sm_80" && a != &"sm_86")
+    );
+}

@@ -13,7 +13,7 @@ use ferrocuda_kernels::abi::{Kernel, KernelArgs, Signature};
 use crate::error::{DriverStatus, Error, Result, check};
 use crate::launch::LaunchConfig;
 use crate::memory::Allocation;
-use crate::modules::registered_ptx;
+use crate::modules::{ptx_forced, registered_module};
 
 /// `cuLaunchKernel` or `cuLaunchCooperativeKernel` as cudarc wraps them.
 type LaunchFn = unsafe fn(
@@ -51,13 +51,24 @@ pub fn device_count() -> Result<usize> {
     Ok(usize::try_from(count).unwrap_or(0))
 }
 
+/// How a module's kernels were loaded onto a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModuleSource {
+    /// From the fatbin assembled at build time: the driver picked the SASS for the
+    /// device (or, for an architecture without SASS there, JIT-compiled its PTX).
+    MachineCode,
+    /// From the PTX text, JIT-compiled by the driver (no fatbin, the driver rejected
+    /// it, or `FERROCUDA_LOAD_PTX=1`).
+    Ptx,
+}
+
 /// Device state shared by every handle of one device: opening the same ordinal twice
 /// gives handles on the same context, module cache and main stream.
 pub(crate) struct Device {
     ordinal: usize,
     pub(crate) ctx: Arc<CudaContext>,
-    /// Loaded modules by the address of their PTX text.
-    modules: Mutex<HashMap<usize, Arc<CudaModule>>>,
+    /// Loaded modules by the address of their PTX text, with how each was loaded.
+    modules: Mutex<HashMap<usize, (Arc<CudaModule>, ModuleSource)>>,
     /// Kernels by (declaring Rust module, name).
     functions: Mutex<HashMap<(&'static str, &'static str), CudaFunction>>,
     /// Set once a second stream exists: from then on, a free is ordered after the work
@@ -328,22 +339,48 @@ impl Gpu {
         }
     }
 
-    /// The loaded module that holds the kernels declared in Rust module `module`.
+    /// The loaded module that holds the kernels declared in Rust module `module`: its
+    /// machine code (fatbin) where there is one, else its PTX (JIT-compiled).
     fn module(&self, module: &'static str) -> Result<Arc<CudaModule>> {
-        let ptx = registered_ptx(module).ok_or(Error::NoModule { module })?;
-        let key = ptx.as_ptr() as usize;
+        let image = registered_module(module).ok_or(Error::NoModule { module })?;
+        let key = image.ptx.as_ptr() as usize;
         let mut modules = lock(&self.device.modules);
-        if let Some(m) = modules.get(&key) {
+        if let Some((m, _)) = modules.get(&key) {
             return Ok(m.clone());
         }
-        let loaded = check(
-            self.device
-                .ctx
-                .load_module(cudarc::nvrtc::Ptx::from_src(ptx)),
-            || format!("cuModuleLoadData(PTX of {module})"),
-        )?;
-        modules.insert(key, loaded.clone());
+        // A driver older than the assembler may reject the machine code; the PTX (of
+        // an older ISA) still loads then.
+        let from_fatbin = (!image.fatbin.is_empty() && !ptx_forced())
+            .then(|| {
+                self.device
+                    .ctx
+                    .load_module(cudarc::nvrtc::Ptx::from_binary(image.fatbin.to_vec()))
+                    .ok()
+            })
+            .flatten();
+        let (loaded, source) = match from_fatbin {
+            Some(m) => (m, ModuleSource::MachineCode),
+            None => (
+                check(
+                    self.device
+                        .ctx
+                        .load_module(cudarc::nvrtc::Ptx::from_src(image.ptx)),
+                    || format!("cuModuleLoadData(PTX of {module})"),
+                )?,
+                ModuleSource::Ptx,
+            ),
+        };
+        modules.insert(key, (loaded.clone(), source));
         Ok(loaded)
+    }
+
+    /// How the module holding the kernels of Rust module `module` was loaded on this
+    /// device, or `None` before its first kernel was used.
+    pub fn module_source(&self, module: &str) -> Option<ModuleSource> {
+        let image = registered_module(module)?;
+        lock(&self.device.modules)
+            .get(&(image.ptx.as_ptr() as usize))
+            .map(|&(_, source)| source)
     }
 
     /// Looks up a kernel (cached after the first call).
@@ -386,6 +423,13 @@ impl Gpu {
     /// module is registered and the PTX holds it, or the error says which is missing.
     pub fn load_declared(&self, info: &ferrocuda_kernels::abi::KernelInfo) -> Result<()> {
         self.function_in(info.module, info.name).map(drop)
+    }
+
+    /// Loads the module holding the kernels declared in Rust module `module` (such as
+    /// `ferrocuda_kernels::dense`) now, so that a timed region that follows does not pay
+    /// for loading it (a PTX-only module is JIT-compiled here).
+    pub fn preload_module(&self, module: &'static str) -> Result<()> {
+        self.module(module).map(drop)
     }
 
     /// Loads the module of `kernel` and looks the kernel up now, so that a later launch

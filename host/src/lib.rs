@@ -28,7 +28,7 @@ mod untyped;
 pub use bytemuck::Pod;
 pub use error::{DriverStatus, Error, Result};
 pub use ferrocuda_kernels::abi::{In, Kernel, Out};
-pub use gpu::{Gpu, device_count, driver_present};
+pub use gpu::{Gpu, ModuleSource, device_count, driver_present};
 pub use graph::Graph;
 pub use info::{DeviceInfo, PcieLink, driver_cuda_version};
 pub use launch::{LaunchConfig, MAX_BLOCK_THREADS, MAX_GRID_X, MAX_GRID_YZ};
@@ -36,7 +36,7 @@ pub use memory::{
     DeviceBuffer, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, copy_device,
     copy_host_to_window, copy_window_to_host,
 };
-pub use modules::{register_ptx, registered_ptx};
+pub use modules::{ModuleImage, register_module, register_ptx, registered_module, registered_ptx};
 pub use nccl::{NcclComm, NcclId, NcclScalar, nccl_available, nccl_version};
 pub use pinned::PinnedBuffer;
 pub use timing::EventTimer;

@@ -1,28 +1,48 @@
-//! Where each kernel's PTX comes from. A kernel handle names the Rust module that
-//! declared it (`ferrocuda_kernels::blas1`); the crate that embeds the PTX compiled from
-//! those modules registers it here under a module-path prefix, and a launch loads the
-//! PTX of the longest registered prefix (on first use, once per device).
+//! Where each kernel's code comes from. A kernel handle names the Rust module that
+//! declared it (`ferrocuda_kernels::blas1`); the crate that embeds the code compiled
+//! from those modules registers it here under a module-path prefix, and a launch loads
+//! the image of the longest registered prefix (on first use, once per device).
+//!
+//! An image is PTX and, where the build had `ptxas`, a fatbin of machine code for the
+//! common architectures (with the PTX inside for the others). The fatbin is loaded
+//! first: the driver picks the SASS for the device and needs no JIT; the PTX alone is
+//! the fallback, and is forced by `FERROCUDA_LOAD_PTX=1` (to measure the JIT, or to work
+//! around a driver that rejects the machine code).
 
 use std::sync::{PoisonError, RwLock};
 
-/// Registered `(module-path prefix, PTX)` pairs.
-static REGISTRY: RwLock<Vec<(&'static str, &'static str)>> = RwLock::new(Vec::new());
+/// The code of one group of kernels, as embedded by the crate that compiled them.
+#[derive(Debug, Clone, Copy)]
+pub struct ModuleImage {
+    /// PTX text of every kernel (always present; JIT-compiled by the driver).
+    pub ptx: &'static str,
+    /// A fatbin with SASS and PTX (`cuModuleLoadData` input), or empty for PTX only.
+    pub fatbin: &'static [u8],
+}
+
+/// Registered `(module-path prefix, image)` pairs.
+static REGISTRY: RwLock<Vec<(&'static str, ModuleImage)>> = RwLock::new(Vec::new());
 
 /// Makes kernels declared in `prefix` (a Rust module path such as `ferrocuda_kernels`
-/// or `ferrocuda_kernels::hopper`, and its submodules) load from `ptx`. Registering the
-/// same pair again does nothing; a new PTX for a registered prefix replaces the old one
-/// for devices that have not loaded it yet.
-pub fn register_ptx(prefix: &'static str, ptx: &'static str) {
+/// or `ferrocuda_kernels::hopper`, and its submodules) load from `image`. Registering
+/// the same pair again does nothing; a new image for a registered prefix replaces the
+/// old one for devices that have not loaded it yet.
+pub fn register_module(prefix: &'static str, image: ModuleImage) {
     let mut reg = REGISTRY.write().unwrap_or_else(PoisonError::into_inner);
     match reg.iter_mut().find(|(p, _)| *p == prefix) {
-        Some(entry) => entry.1 = ptx,
-        None => reg.push((prefix, ptx)),
+        Some(entry) => entry.1 = image,
+        None => reg.push((prefix, image)),
     }
 }
 
-/// The PTX registered for the module `module`: the longest registered prefix that is
+/// [`register_module`] with PTX only (no machine code).
+pub fn register_ptx(prefix: &'static str, ptx: &'static str) {
+    register_module(prefix, ModuleImage { ptx, fatbin: &[] });
+}
+
+/// The image registered for the module `module`: the longest registered prefix that is
 /// `module` itself or one of its parents.
-pub fn registered_ptx(module: &str) -> Option<&'static str> {
+pub fn registered_module(module: &str) -> Option<ModuleImage> {
     let reg = REGISTRY.read().unwrap_or_else(PoisonError::into_inner);
     reg.iter()
         .filter(|(p, _)| {
@@ -32,7 +52,18 @@ pub fn registered_ptx(module: &str) -> Option<&'static str> {
                     .is_some_and(|rest| rest.starts_with("::"))
         })
         .max_by_key(|(p, _)| p.len())
-        .map(|&(_, ptx)| ptx)
+        .map(|&(_, image)| image)
+}
+
+/// The PTX registered for the module `module` (see [`registered_module`]).
+pub fn registered_ptx(module: &str) -> Option<&'static str> {
+    registered_module(module).map(|image| image.ptx)
+}
+
+/// Whether `FERROCUDA_LOAD_PTX` asks to skip the machine code (`1`, `true`, `yes`).
+pub(crate) fn ptx_forced() -> bool {
+    std::env::var("FERROCUDA_LOAD_PTX")
+        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
 }
 
 #[cfg(test)]

