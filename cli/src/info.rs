@@ -18,7 +18,14 @@ pub struct InfoReport {
     no_device: Option<String>,
     driver_cuda_version: Option<i32>,
     cuda_bindings_version: &'static str,
+    /// The architecture of the embedded PTX (the JIT fallback).
     ptx_arch: &'static str,
+    /// Architectures with machine code (SASS) embedded; empty for a PTX-only build.
+    cubin_archs: Vec<&'static str>,
+    /// The same for the Hopper-only kernels.
+    cubin_archs_sm90: Vec<&'static str>,
+    /// The `ptxas` release that assembled the machine code.
+    cubin_tool: &'static str,
     kernels: usize,
 }
 
@@ -31,6 +38,9 @@ pub fn run() -> Result<InfoReport> {
         driver_cuda_version: gpu::driver_cuda_version().ok(),
         cuda_bindings_version: gpu::CUDA_BINDINGS_VERSION,
         ptx_arch: kernels::PTX_ARCH,
+        cubin_archs: kernels::cubin_archs(),
+        cubin_archs_sm90: kernels::cubin_archs_sm90(),
+        cubin_tool: kernels::CUBIN_TOOL,
         kernels: kernels::entries().len(),
     };
     match gpu::device_count() {
@@ -66,10 +76,22 @@ impl Report for InfoReport {
         if let Some(why) = &report.no_device {
             line(why.clone());
         }
-        line(format!(
-            "PTX: {} kernels for {} (JIT-compiled by the driver for newer GPUs); CUDA bindings {}",
-            report.kernels, report.ptx_arch, report.cuda_bindings_version
-        ));
+        if report.cubin_archs.is_empty() {
+            line(format!(
+                "kernels: {} as PTX for {} only (JIT-compiled by the driver on first use: this build found no ptxas); CUDA bindings {}",
+                report.kernels, report.ptx_arch, report.cuda_bindings_version
+            ));
+        } else {
+            line(format!(
+                "kernels: {} as machine code for {} (Hopper GEMM: {}; {}) and PTX for {} (newer GPUs); CUDA bindings {}",
+                report.kernels,
+                report.cubin_archs.join(", "),
+                report.cubin_archs_sm90.join(", "),
+                report.cubin_tool,
+                report.ptx_arch,
+                report.cuda_bindings_version
+            ));
+        }
         if let Some(v) = report.driver_cuda_version {
             line(format!(
                 "driver CUDA version: {}.{}",

@@ -30,6 +30,24 @@ fn info_exits_zero_and_prints_json_with_or_without_a_gpu() {
         .expect("run info --json");
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("info --json is JSON");
     assert!(v["devices"].is_array());
+    // What the build embedded: the PTX's architecture, and the machine code's (sm_80 and
+    // sm_90 at least, unless the build was PTX-only).
+    assert_eq!(v["ptx_arch"], ferrocuda::kernels::PTX_ARCH);
+    let archs: Vec<&str> = v["cubin_archs"]
+        .as_array()
+        .expect("cubin_archs is a list")
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert_eq!(archs, ferrocuda::kernels::cubin_archs());
+    if !ferrocuda::kernels::CUBIN_TOOL.is_empty()
+        && std::env::var_os("FERROCUDA_CUBIN_ARCHS").is_none()
+    {
+        assert!(
+            archs.contains(&"sm_80") && archs.contains(&"sm_90"),
+            "{archs:?}"
+        );
+    }
 }
 
 /// y = A x for a rectangular matrix with an empty row, every format, CPU (and GPU for
