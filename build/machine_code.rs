@@ -248,14 +248,20 @@ pub fn build_fatbin(
             .collect()
     });
 
-    // Cubins of earlier kernel versions are not needed again.
+    // Cubins of earlier versions of these kernels are not needed again (the cache is
+    // shared by the modules: only this one's, `<stem>-sm_*`, are looked at).
     let keep: Vec<&PathBuf> = results
         .iter()
         .filter_map(|(_, r)| r.as_ref().ok())
         .collect();
-    if let Ok(entries) = std::fs::read_dir(&cache) {
+    if let Ok(entries) = std::fs::read_dir(cache) {
         for old in entries.flatten().map(|e| e.path()) {
-            if !keep.contains(&&old) {
+            let ours = old
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_prefix(stem.as_str()))
+                .is_some_and(|rest| rest.starts_with("-sm_"));
+            if ours && !keep.contains(&&old) {
                 let _ = std::fs::remove_file(old);
             }
         }
