@@ -155,6 +155,11 @@ fn spmv_all<A: Element + ferrocuda::sparse::MatrixScalar<V>, V: Element>() {
                 };
                 run("coo", &|y| cpu::spmv_coo(alpha, &coo, &x, beta, y));
                 run("csr", &|y| cpu::spmv_csr(alpha, &csr, &x, beta, y));
+                for lanes in [1, 2, 4, 32] {
+                    run(&format!("csr {lanes} lanes"), &|y| {
+                        cpu::spmv_csr_lanes(alpha, &csr, lanes, &x, beta, y)
+                    });
+                }
                 for layout in [BlockLayout::RowMajor, BlockLayout::ColMajor] {
                     let bc = Bcsr::from_csr(&csr, b, layout, BlockFit::Exact).unwrap();
                     run("bcsr", &|y| cpu::spmv_bcsr(alpha, &bc, &x, beta, y));
@@ -857,6 +862,14 @@ fn every_format<A: Element + MatrixScalar<V>, V: Element>(
             run(m, &|y| cpu::spmv_csr(one, a, x, zero, y)),
         ),
         (
+            "csr one lane".to_string(),
+            run(m, &|y| cpu::spmv_csr_lanes(one, a, 1, x, zero, y)),
+        ),
+        (
+            "csr-lanes 4".to_string(),
+            run(m, &|y| cpu::spmv_csr_lanes(one, a, 4, x, zero, y)),
+        ),
+        (
             "coo".to_string(),
             run(m, &|y| cpu::spmv_coo(one, &Coo::from(a), x, zero, y)),
         ),
@@ -958,7 +971,9 @@ fn nonfinite_x_every_format<A: Element + MatrixScalar<V>, V: Element>() {
                 let csr = &runs[0].1;
                 for (format, y) in &runs {
                     let case = format!("{format} {}x{} {m}x{n} {poke:?}", A::SUFFIX, V::SUFFIX);
-                    if !format.starts_with("sbell") {
+                    // SBELL and CSR in lanes sum in other orders: same NaN/infinity pattern,
+                    // finite values within rounding.
+                    if !format.starts_with("sbell") && !format.starts_with("csr-lanes") {
                         common::assert_bits_eq_nan(&case, y, csr);
                         continue;
                     }
@@ -989,4 +1004,47 @@ fn nonfinite_x_gives_the_same_values_in_every_format() {
     nonfinite_x_every_format::<f32, f32>();
     nonfinite_x_every_format::<Complex<f64>, Complex<f64>>();
     nonfinite_x_every_format::<f64, Complex<f64>>();
+}
+
+/// The CPU twin of the GPU's CSR kernel: one lane is the plain CSR chain; more lanes split
+/// each row into interleaved partial sums added in a fixed tree.
+#[test]
+fn csr_lanes_twin_sums_in_lanes_then_a_tree() {
+    use ferrocuda_kernels::sparse::{csr_lane_sum, lanes_sum};
+    for (m, n, p) in [(1usize, 1usize, 1.0), (33, 31, 0.3), (257, 256, 0.2)] {
+        let a = Csr::from(&random_coo::<f64>(m, n, p, (m + n) as u64));
+        let x: Vec<f64> = random_vec(n, 5);
+        let mut plain = common::poison::<f64>(m);
+        cpu::spmv_csr(1.5, &a, &x, 0.0, &mut plain).unwrap();
+        let mut one = common::poison::<f64>(m);
+        cpu::spmv_csr_lanes(1.5, &a, 1, &x, 0.0, &mut one).unwrap();
+        common::assert_bits_eq(&format!("{m}x{n} one lane"), &one, &plain);
+        for lanes in [2, 8, 32] {
+            let mut got = common::poison::<f64>(m);
+            cpu::spmv_csr_lanes(1.5, &a, lanes, &x, 0.0, &mut got).unwrap();
+            // Row by row from the shared per-lane math, written out here.
+            let want: Vec<f64> = (0..m)
+                .map(|i| {
+                    let (s, e) = (a.row_ptr()[i], a.row_ptr()[i + 1]);
+                    let mut parts: Vec<f64> = (0..lanes)
+                        .map(|l| {
+                            csr_lane_sum(s, e, l, lanes, |k| {
+                                (a.values()[k], x[a.col_idx()[k] as usize])
+                            })
+                        })
+                        .collect();
+                    1.5 * lanes_sum(&mut parts)
+                })
+                .collect();
+            common::assert_bits_eq(&format!("{m}x{n} {lanes} lanes"), &got, &want);
+        }
+    }
+    // Lanes must be a power of two up to 32; y stays as it was.
+    let a = Csr::from(&random_coo::<f64>(4, 4, 0.5, 1));
+    let mut y = vec![7.0; 4];
+    for lanes in [0, 3, 64] {
+        let e = cpu::spmv_csr_lanes(1.0, &a, lanes, &[1.0; 4], 0.0, &mut y).unwrap_err();
+        assert!(e.to_string().contains(&format!("lanes = {lanes}")), "{e}");
+    }
+    assert_eq!(y, [7.0; 4]);
 }

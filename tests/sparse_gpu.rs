@@ -1,5 +1,5 @@
-//! GPU SpMV against the CPU path (bit for bit: same fused chain per row) and the
-//! vendor baseline (cuSPARSE CSR and BSR) against the serial f64 reference.
+//! GPU SpMV against the CPU path (bit for bit: same fused chain per row; ferrocuda's CSR
+//! against its CPU twin in lanes), and the vendor baseline (cuSPARSE CSR and BSR) against the serial f64 reference.
 
 mod common;
 
@@ -8,8 +8,8 @@ use ferrocuda::blas1::{Element, reference as bref};
 use ferrocuda::gpu::{DeviceBuffer, DeviceSlice, Gpu};
 use ferrocuda::sparse::generate::{self, TraceSpec};
 use ferrocuda::sparse::gpu::{
-    DeviceBcsr, DeviceBdia, DeviceBell, DeviceEll, DeviceSbell, spmv_bcsr, spmv_bdia, spmv_bell,
-    spmv_ell, spmv_sbell,
+    DeviceBcsr, DeviceBdia, DeviceBell, DeviceCsr, DeviceEll, DeviceSbell, SpmvKernels, spmv_bcsr,
+    spmv_bdia, spmv_bell, spmv_csr, spmv_ell, spmv_sbell,
 };
 use ferrocuda::sparse::{
     Bcsr, Bdia, BdiaOptions, Bell, BellOptions, BlockFit, BlockLayout, Csr, Ell, EllOptions,
@@ -17,7 +17,6 @@ use ferrocuda::sparse::{
 };
 use ferrocuda::vendor::cusparse::Cusparse;
 use ferrocuda::{Complex, Error};
-use ferrocuda_kernels::names::SpmvKernels;
 
 /// GPU `y <- alpha A x + beta y` checked bit for bit against the CPU (a NaN matching any
 /// NaN: the GPU returns the canonical NaN where the CPU keeps an operand's payload), for
@@ -64,6 +63,34 @@ where
         seed,
         |al, x, be, y| cpu::spmv_bcsr(al, a, x, be, y),
         |al, x, be, y| spmv_bcsr(al, &da, x, be, y),
+    );
+}
+
+/// The device CSR kernel with `lanes` threads per row (`None`: the upload's choice)
+/// against its CPU twin with the same lanes.
+fn check_csr<A, V>(gpu: &Gpu, what: &str, a: &Csr<A>, lanes: Option<usize>, x: &[V], seed: u64)
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: Element,
+{
+    let da = match lanes {
+        None => DeviceCsr::upload(gpu, a),
+        Some(l) => DeviceCsr::upload_with_lanes(gpu, a, l),
+    }
+    .unwrap_or_else(|e| panic!("{what}: upload: {e}"));
+    let lanes = da.lanes();
+    assert_eq!(
+        (da.n_rows(), da.n_cols(), da.nnz()),
+        (a.n_rows(), a.n_cols(), a.nnz())
+    );
+    check_gpu_matches_cpu(
+        gpu,
+        &format!("{what} ({lanes} lanes)"),
+        a.n_rows(),
+        x,
+        seed,
+        |al, x, be, y| cpu::spmv_csr_lanes(al, a, lanes, x, be, y),
+        |al, x, be, y| spmv_csr(al, &da, x, be, y),
     );
 }
 
@@ -196,7 +223,99 @@ where
             &x,
             99,
         );
+        let csr = a.to_csr().without_zeros();
+        check_csr::<A, V>(gpu, &format!("trace-like csr {name}"), &csr, None, &x, 99);
     }
+}
+
+/// Rows from empty to longer than a warp, on both sides of the block boundaries, with
+/// every lane count and the upload's own choice.
+fn csr_pair<A, V>(gpu: &Gpu)
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: Element,
+{
+    let name = format!("{} x {}", tname::<A>(), tname::<V>());
+    for m in [1usize, 2, 3, 31, 32, 33, 255, 256, 257] {
+        for (n, p) in [(m, 0.02), (40, 0.1), (300, 0.05), (100, 0.5)] {
+            let seed = (m * 31 + n) as u64;
+            let mut coo = random_coo::<A>(m, n, p, seed);
+            coo.push(m - 1, n - 1, A::ZERO).expect("explicit zero");
+            let a = Csr::from(&coo);
+            let x = random_vec::<V>(n, seed + 1);
+            let what = format!("csr {name} {m}x{n} p={p}");
+            check_csr::<A, V>(gpu, &what, &a, None, &x, seed);
+            if m == 257 {
+                for lanes in [1, 2, 4, 8, 16, 32] {
+                    check_csr::<A, V>(gpu, &what, &a, Some(lanes), &x, seed);
+                }
+            }
+        }
+    }
+    // One dense row among empty ones (the arrow's long row) and a matrix without entries.
+    let mut coo = ferrocuda::sparse::Coo::<A>::empty(70, 600).expect("coo");
+    for j in 0..600 {
+        coo.push(35, j, random_scalar::<A>(j as u64)).expect("push");
+    }
+    let x = random_vec::<V>(600, 3);
+    check_csr::<A, V>(
+        gpu,
+        &format!("csr {name} one long row"),
+        &Csr::from(&coo),
+        Some(32),
+        &x,
+        3,
+    );
+    let empty = Csr::from(&ferrocuda::sparse::Coo::<A>::empty(40, 600).expect("coo"));
+    check_csr::<A, V>(gpu, &format!("csr {name} empty"), &empty, None, &x, 4);
+}
+
+#[test]
+fn csr_spmv_gpu_matches_cpu_bit_for_bit() {
+    let Some(gpu) = gpu_or_skip("csr_spmv_gpu_matches_cpu_bit_for_bit") else {
+        return;
+    };
+    csr_pair::<f32, f32>(&gpu);
+    csr_pair::<f64, f64>(&gpu);
+    csr_pair::<Complex<f32>, Complex<f32>>(&gpu);
+    csr_pair::<Complex<f64>, Complex<f64>>(&gpu);
+    csr_pair::<f32, Complex<f32>>(&gpu);
+    csr_pair::<f64, Complex<f64>>(&gpu);
+}
+
+#[test]
+fn csr_gpu_rejects_bad_lanes_and_lengths() {
+    let Some(gpu) = gpu_or_skip("csr_gpu_rejects_bad_lanes_and_lengths") else {
+        return;
+    };
+    let a = Csr::from(&random_coo::<f64>(20, 30, 0.3, 1));
+    for lanes in [0, 3, 64] {
+        match DeviceCsr::upload_with_lanes(&gpu, &a, lanes) {
+            Err(Error::InvalidArgument { reason, .. }) => {
+                assert!(reason.contains(&format!("lanes = {lanes}")), "{reason}")
+            }
+            Err(e) => panic!("lanes {lanes}: {e}"),
+            Ok(_) => panic!("lanes {lanes} accepted"),
+        }
+    }
+    let da = DeviceCsr::upload(&gpu, &a).expect("upload");
+    let x_bad = gpu.upload(&[1.0f64; 29]).expect("upload");
+    let y0 = vec![3.0f64; 20];
+    let mut y = gpu.upload(&y0).expect("upload");
+    assert!(matches!(
+        spmv_csr(1.0, &da, &x_bad, 0.0, &mut y),
+        Err(Error::DimensionMismatch {
+            what: "x",
+            expected: 30,
+            found: 29,
+            ..
+        })
+    ));
+    assert_eq!(
+        y.download().expect("download"),
+        y0,
+        "y changed by a failed call"
+    );
 }
 
 #[test]
@@ -262,6 +381,10 @@ where
             }
             let ell = Ell::from_csr(&csr, &EllOptions::default().drop_zeros(false)).expect("ell");
             check_ell::<A, V>(gpu, &format!("ell {name} {poke:?}"), &ell, &x, seed);
+            for lanes in [1, 4, 32] {
+                let what = format!("csr {name} {poke:?}");
+                check_csr::<A, V>(gpu, &what, &csr, Some(lanes), &x, seed);
+            }
             for b in [1, 2, 3, 5] {
                 let a =
                     Bcsr::from_csr(&csr, b, BlockLayout::RowMajor, BlockFit::Pad).expect("bcsr");
@@ -325,6 +448,12 @@ fn infinity_in_x_meets_no_padding_on_the_gpu() {
     )
     .expect("upload");
     run("ell", 3, &x, &|dx, dy| spmv_ell(1.0, &ell, dx, 0.0, dy));
+    for lanes in [1, 2, 32] {
+        let c = DeviceCsr::upload_with_lanes(&gpu, &a, lanes).expect("upload");
+        run(&format!("csr {lanes} lanes"), 3, &x, &|dx, dy| {
+            spmv_csr(1.0, &c, dx, 0.0, dy)
+        });
+    }
     for b in [2, 3] {
         let bc = Bcsr::from_csr(&a, b, BlockLayout::RowMajor, BlockFit::Pad).expect("bcsr");
         let mut xp = x.to_vec();
