@@ -1048,3 +1048,102 @@ fn csr_lanes_twin_sums_in_lanes_then_a_tree() {
     }
     assert_eq!(y, [7.0; 4]);
 }
+
+/// A tridiagonal `n x n` matrix (rows of 2 or 3 entries: no blocks, nearly equal rows).
+fn tridiagonal(n: usize) -> Csr<f64> {
+    let mut coo = Coo::empty(n, n).unwrap();
+    for i in 0..n {
+        coo.push(i, i, 2.0).unwrap();
+        if i + 1 < n {
+            coo.push(i, i + 1, -1.0).unwrap();
+            coo.push(i + 1, i, -1.5).unwrap();
+        }
+    }
+    Csr::from(&coo)
+}
+
+/// The shape every blocked format shares, and its checks (the same message in each).
+#[test]
+fn block_formats_share_their_shape_and_checks() {
+    let spec = TraceSpec::new(2, 3, 2, 1);
+    let a = generate::trace_like::<f64>(&spec).unwrap();
+    let shape = a.shape();
+    assert_eq!((shape.n_rows(), shape.n_cols()), (a.n_rows(), a.n_cols()));
+    let bell = Bell::from_bcsr(&a, &BellOptions::default()).unwrap();
+    let sbell = Sbell::from_bcsr(&a).unwrap();
+    let bdia = Bdia::from_bcsr(&a, &BdiaOptions::default()).unwrap();
+    assert_eq!([bell.shape(), sbell.shape(), bdia.shape()], [shape; 3]);
+    // b = 0 reads the same in every format but SBELL, which names its own limit.
+    let mut p = a.parts().clone();
+    p.b = 0;
+    let e = Bcsr::from_parts(p)
+        .map(drop) // an error is expected; no need to print what was built
+        .unwrap_err()
+        .error
+        .to_string();
+    assert_eq!(e, "Bcsr::from_parts: block size b = 0 (must be at least 1)");
+    let mut p = bell.parts().clone();
+    p.b = 0;
+    let e = Bell::from_parts(p)
+        .map(drop) // an error is expected; no need to print what was built
+        .unwrap_err()
+        .error
+        .to_string();
+    assert_eq!(e, "Bell::from_parts: block size b = 0 (must be at least 1)");
+    let mut p = sbell.parts().clone();
+    p.b = 9;
+    let e = Sbell::from_parts(p)
+        .map(drop) // an error is expected; no need to print what was built
+        .unwrap_err()
+        .error
+        .to_string();
+    assert_eq!(e, "Sbell::from_parts: block size b = 9 (must be 1..=8)");
+    // Stored block rows out of order: the same check in BDIA and SBELL.
+    let mut p = bdia.parts().clone();
+    p.row_index.swap(0, 1);
+    let e = Bdia::from_parts(p)
+        .map(drop) // an error is expected; no need to print what was built
+        .unwrap_err()
+        .error
+        .to_string();
+    assert!(
+        e.contains("row_index is invalid at position 1: block row"),
+        "{e}"
+    );
+    let mut p = sbell.parts().clone();
+    p.row_index[0] = p.n_block_rows as u32;
+    let e = Sbell::from_parts(p)
+        .map(drop) // an error is expected; no need to print what was built
+        .unwrap_err()
+        .error
+        .to_string();
+    assert!(
+        e.contains("row_index[0]") && e.contains("out of range"),
+        "{e}"
+    );
+    // ELL-style slots: a column that does not increase, in ELL and BELL.
+    let ell = Ell::from_csr(&tridiagonal(40), &EllOptions::default()).unwrap();
+    let mut p = ell.parts().clone();
+    p.col_idx.swap(0, p.n_rows_pad);
+    let e = Ell::from_parts(p)
+        .map(drop) // an error is expected; no need to print what was built
+        .unwrap_err()
+        .error
+        .to_string();
+    assert!(
+        e.contains("row 0: column 0 does not increase over the previous 1"),
+        "{e}"
+    );
+    let mut p = bell.parts().clone();
+    let np = p.n_block_rows_pad;
+    let (r, k) = (0..p.n_block_rows)
+        .find_map(|r| (p.row_len[r] >= 2).then_some((r, 1)))
+        .unwrap();
+    p.block_col.swap(r, k * np + r);
+    let e = Bell::from_parts(p)
+        .map(drop) // an error is expected; no need to print what was built
+        .unwrap_err()
+        .error
+        .to_string();
+    assert!(e.contains(&format!("block row {r}: block column")), "{e}");
+}

@@ -1,5 +1,6 @@
 //! Coordinate format: a list of `(row, column, value)` triplets.
 
+use super::pattern::accept;
 use super::{Element, Index, Rejected, SparseError, check_index_range, check_len};
 
 /// The raw arrays of a [`Coo`] matrix.
@@ -51,13 +52,7 @@ impl<T: Element> Coo<T> {
 
     /// [`Coo::try_new`] from a [`CooParts`].
     pub fn from_parts(parts: CooParts<T>) -> Result<Self, Rejected<CooParts<T>>> {
-        match validate(&parts) {
-            Ok(()) => Ok(Self { p: parts }),
-            Err(error) => Err(Rejected {
-                error,
-                parts: Box::new(parts),
-            }),
-        }
+        accept(parts, validate).map(|p| Self { p })
     }
 
     /// Wraps triplets known to be valid (built by a converter).

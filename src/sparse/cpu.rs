@@ -26,6 +26,7 @@
 
 use rayon::prelude::*;
 
+use super::pattern::check_row_list;
 use super::{
     Bcsr, Bdia, Bell, BlockLayout, Coo, Csr, Element, Ell, Index, MatrixScalar, Sbell, SparseError,
     check_len,
@@ -257,29 +258,7 @@ pub fn spmv_bcsr_mapped<A: Element + MatrixScalar<V>, V: Element>(
             ),
         });
     }
-    let out_rows = y.len() / b;
-    for (i, &m) in map.iter().enumerate() {
-        if m as usize >= out_rows {
-            return Err(SparseError::IndexOutOfRange {
-                op,
-                what: "map",
-                position: i,
-                value: m as usize,
-                bound: out_rows,
-            });
-        }
-        if i > 0 && m <= map[i - 1] {
-            return Err(SparseError::InvalidStructure {
-                op,
-                what: "map",
-                position: i,
-                reason: format!(
-                    "block row {m} does not increase over the previous {}",
-                    map[i - 1]
-                ),
-            });
-        }
-    }
+    check_row_list(op, "map", map, y.len() / b)?;
     y.par_chunks_mut(BLOCK_ROWS_PER_TASK * b)
         .enumerate()
         .for_each(|(t, yc)| bcsr_mapped_rows(alpha, a, map, t * BLOCK_ROWS_PER_TASK, x, beta, yc));

@@ -1,5 +1,6 @@
 //! Compressed sparse rows.
 
+use super::pattern::accept;
 use super::{
     Coo, CooParts, Element, Index, Rejected, SparseError, check_host_bytes, check_index_range,
     check_len, check_ptr, check_rows_sorted, storage_bytes, try_vec, try_with_capacity,
@@ -51,13 +52,7 @@ impl<T: Element> Csr<T> {
 
     /// [`Csr::try_new`] from a [`CsrParts`].
     pub fn from_parts(parts: CsrParts<T>) -> Result<Self, Rejected<CsrParts<T>>> {
-        match validate(&parts) {
-            Ok(()) => Ok(Self { p: parts }),
-            Err(error) => Err(Rejected {
-                error,
-                parts: Box::new(parts),
-            }),
-        }
+        accept(parts, validate).map(|p| Self { p })
     }
 
     /// Wraps arrays already known to be valid (built by a converter).

@@ -83,6 +83,7 @@ pub mod gpu;
 pub mod gpu_thesis;
 pub mod interop;
 pub mod mm;
+mod pattern;
 pub mod reference;
 pub mod sbell;
 
@@ -93,6 +94,7 @@ pub use coo::{Coo, CooParts};
 pub use csr::{Csr, CsrParts};
 pub use ell::{Ell, EllOptions, EllParts};
 pub use ferrocuda_kernels::sparse::MatrixScalar;
+pub use pattern::BlockShape;
 pub use sbell::{Sbell, SbellParts};
 
 /// Column (and block column) index type of every format: 32-bit, checked at construction.
