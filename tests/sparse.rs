@@ -1062,6 +1062,217 @@ fn tridiagonal(n: usize) -> Csr<f64> {
     Csr::from(&coo)
 }
 
+/// `Format::Auto` by structure: blocks where they pay (SBELL on the GPU, BCSR on the
+/// CPU), ELL for rows of equal length on the GPU, CSR otherwise; the report's numbers are
+/// those of the matrix built, and its product is the format's.
+#[test]
+fn auto_format_follows_the_structure() {
+    use ferrocuda::sparse::{Format, FormatOptions, Matrix, Storage, Target};
+    let gpu = |a: &Csr<f64>, o: FormatOptions| {
+        Matrix::with_options(a, Format::Auto, Target::Gpu, &o).unwrap()
+    };
+    // Block-stencil matrix: 5 x 5 blocks detected.
+    let spec = TraceSpec::new(3, 4, 3, 2).seed(5);
+    let blocky = generate::trace_like::<f64>(&spec)
+        .unwrap()
+        .to_csr()
+        .without_zeros();
+    let cpu_m = Matrix::new(&blocky, Format::Auto).unwrap();
+    let c = cpu_m.choice();
+    assert_eq!(
+        (c.format, c.block_size),
+        (Format::Bcsr, Some(5)),
+        "{}",
+        c.reason
+    );
+    assert!(c.reason.contains("detected"), "{}", c.reason);
+    let g = gpu(&blocky, FormatOptions::default());
+    assert_eq!(
+        (g.format(), g.choice().block_size),
+        (Format::Sbell, Some(5)),
+        "{}",
+        g.choice().reason
+    );
+    let c = g.choice();
+    assert_eq!(c.stored_bytes, g.storage().stored_bytes());
+    assert_eq!((c.n_rows, c.n_cols), (blocky.n_rows(), blocky.n_cols()));
+    assert!(c.fill > 0.0 && c.fill <= 1.0, "{}", c.fill);
+    assert!(c.candidates.iter().any(|k| k.format == Format::Csr));
+    let json = serde_json::to_string(c).unwrap();
+    assert!(
+        json.contains(r#""format":"sbell""#) && json.contains(r#""target":"gpu""#),
+        "{json}"
+    );
+    // Tridiagonal: no blocks pay; equal rows make ELL no larger than CSR on the GPU.
+    let tri = tridiagonal(1024);
+    let m = gpu(&tri, FormatOptions::default());
+    assert_eq!(m.format(), Format::Ell, "{}", m.choice().reason);
+    assert!(
+        m.choice().reason.contains("do not pay"),
+        "{}",
+        m.choice().reason
+    );
+    assert_eq!(
+        Matrix::new(&tri, Format::Auto).unwrap().format(),
+        Format::Csr
+    );
+    // A given block size that does not pay, and one that does not divide.
+    let m = gpu(&tri, FormatOptions::default().block_size(4));
+    assert_eq!(m.format(), Format::Ell);
+    let m = gpu(&tridiagonal(1023), FormatOptions::default().block_size(5));
+    assert!(
+        m.choice().reason.contains("does not divide"),
+        "{}",
+        m.choice().reason
+    );
+    // An arrow matrix (one dense row): neither blocks nor ELL; CSR.
+    let arrow = arrow(300);
+    let m = gpu(&arrow, FormatOptions::default());
+    assert_eq!(m.format(), Format::Csr, "{}", m.choice().reason);
+    assert!(
+        m.choice().reason.contains("threads per row"),
+        "{}",
+        m.choice().reason
+    );
+    // Every choice multiplies as its format does on the CPU.
+    let x: Vec<f64> = random_vec(blocky.n_cols(), 3);
+    let mut want = vec![0.0; blocky.n_rows()];
+    let mut got = common::poison::<f64>(blocky.n_rows());
+    let Storage::Sbell(s) = g.storage() else {
+        panic!("sbell expected")
+    };
+    cpu::spmv_sbell(2.0, s, &x, 0.0, &mut want).unwrap();
+    g.spmv(2.0, &x, 0.0, &mut got).unwrap();
+    common::assert_bits_eq("auto sbell", &got, &want);
+    use ferrocuda::krylov::LinOp;
+    let mut y = vec![0.0; blocky.n_rows()];
+    LinOp::apply(&cpu_m, &x, &mut y).unwrap();
+    cpu::spmv_csr(1.0, &blocky, &x, 0.0, &mut want).unwrap();
+    for (g, w) in y.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "{g} vs {w}");
+    }
+    assert!(LinOp::apply(&cpu_m, &x[1..], &mut y).is_err());
+}
+
+/// Explicit formats are built as asked; what cannot be is an error naming the reason.
+#[test]
+fn explicit_formats_and_their_errors() {
+    use ferrocuda::sparse::{Format, FormatOptions, Matrix, Target};
+    let spec = TraceSpec::new(2, 3, 2, 1);
+    let a = generate::trace_like::<f64>(&spec).unwrap().to_csr();
+    let with = |f: Format, o: FormatOptions| Matrix::with_options(&a, f, Target::Cpu, &o);
+    for f in Format::ALL.into_iter().skip(1) {
+        let m = with(f, FormatOptions::default()).unwrap();
+        assert_eq!((m.format(), m.choice().requested), (f, f));
+        assert_eq!(m.choice().block_size.is_some(), f.is_blocked(), "{f}");
+        assert_eq!(f.to_string().parse::<Format>().unwrap(), f);
+    }
+    assert_eq!("AUTO".parse::<Format>().unwrap(), Format::Auto);
+    let e = "dense".parse::<Format>().unwrap_err().to_string();
+    assert!(e.contains("\"dense\"") && e.contains("sbell"), "{e}");
+    let fails = |f: Format, o: FormatOptions| {
+        with(f, o)
+            .map(drop) // an error is expected; no need to print what was built
+            .unwrap_err()
+            .to_string()
+    };
+    let e = fails(Format::Sbell, FormatOptions::default().block_size(10));
+    assert!(e.contains("exceeds 8"), "{e}");
+    assert_ne!(a.n_rows() % 11, 0);
+    let e = fails(Format::Bcsr, FormatOptions::default().block_size(11));
+    assert!(e.contains("not a multiple of the block size 11"), "{e}");
+    let padded = with(
+        Format::Bcsr,
+        FormatOptions::default().block_size(11).fit(BlockFit::Pad),
+    )
+    .unwrap();
+    assert_eq!(padded.n_rows(), a.n_rows().div_ceil(11) * 11);
+    let e = fails(Format::Bell, FormatOptions::default().block_size(0));
+    assert!(e.contains("b = 0"), "{e}");
+    // No block size divides a prime dimension.
+    let e = Matrix::with_options(
+        &tridiagonal(13),
+        Format::Bdia,
+        Target::Gpu,
+        &FormatOptions::default(),
+    )
+    .map(drop) // an error is expected; no need to print what was built
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("13 x 13"), "{e}");
+}
+
+/// The pieces of the solve set-up: identity padding to whole blocks, finite checks.
+#[test]
+fn identity_padding_and_finite_checks() {
+    use ferrocuda::sparse::{check_finite, padded_size};
+    let a = tridiagonal(7);
+    let n = padded_size(7, 5).unwrap();
+    let p = a.pad_identity(n).unwrap();
+    assert_eq!((p.n_rows(), p.n_cols(), p.nnz()), (10, 10, a.nnz() + 3));
+    let d = p.to_dense().unwrap();
+    for i in 0..10 {
+        for j in 0..10 {
+            let want = if i < 7 && j < 7 {
+                a.to_dense().unwrap()[i * 7 + j]
+            } else if i == j {
+                1.0
+            } else {
+                0.0
+            };
+            assert_eq!(d[i * 10 + j], want, "({i}, {j})");
+        }
+    }
+    assert_eq!(a.pad_identity(7).unwrap(), a);
+    assert!(
+        a.pad_identity(6)
+            .unwrap_err()
+            .to_string()
+            .contains("size 6")
+    );
+    let rect = Csr::<f64>::try_new(2, 3, vec![0, 0, 0], vec![], vec![]).unwrap();
+    assert!(rect.pad_identity(4).is_err());
+    assert!(padded_size(usize::MAX, 2).is_err());
+    // The first NaN or infinity, by position.
+    assert!(a.check_finite().is_ok());
+    let mut coo = Coo::from(&a);
+    coo.push(5, 2, f64::INFINITY).unwrap();
+    match coo.check_finite() {
+        Err(SparseError::NonFinite {
+            row: 5,
+            col: Some(2),
+            ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+    let bad = Csr::from(&coo);
+    let e = bad.check_finite().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SparseError::NonFinite {
+                row: 5,
+                col: Some(2),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("entry (5, 2) is inf"), "{e}");
+    let z = Complex::new(1.0, f32::NAN);
+    assert!(check_finite("solve", "x0", &[Complex::new(0.0f32, 0.0), z]).is_err());
+    assert!(check_finite::<f64>("solve", "b", &[]).is_ok());
+}
+
+/// The message a constructor rejects its parts with (without printing what it would
+/// have built, were it to accept them).
+fn rejection<T, P>(r: Result<T, ferrocuda::sparse::Rejected<P>>) -> String {
+    match r {
+        Ok(_) => panic!("the parts were accepted"),
+        Err(r) => r.error.to_string(),
+    }
+}
+
 /// The shape every blocked format shares, and its checks (the same message in each).
 #[test]
 fn block_formats_share_their_shape_and_checks() {
@@ -1076,47 +1287,27 @@ fn block_formats_share_their_shape_and_checks() {
     // b = 0 reads the same in every format but SBELL, which names its own limit.
     let mut p = a.parts().clone();
     p.b = 0;
-    let e = Bcsr::from_parts(p)
-        .map(drop) // an error is expected; no need to print what was built
-        .unwrap_err()
-        .error
-        .to_string();
+    let e = rejection(Bcsr::from_parts(p));
     assert_eq!(e, "Bcsr::from_parts: block size b = 0 (must be at least 1)");
     let mut p = bell.parts().clone();
     p.b = 0;
-    let e = Bell::from_parts(p)
-        .map(drop) // an error is expected; no need to print what was built
-        .unwrap_err()
-        .error
-        .to_string();
+    let e = rejection(Bell::from_parts(p));
     assert_eq!(e, "Bell::from_parts: block size b = 0 (must be at least 1)");
     let mut p = sbell.parts().clone();
     p.b = 9;
-    let e = Sbell::from_parts(p)
-        .map(drop) // an error is expected; no need to print what was built
-        .unwrap_err()
-        .error
-        .to_string();
+    let e = rejection(Sbell::from_parts(p));
     assert_eq!(e, "Sbell::from_parts: block size b = 9 (must be 1..=8)");
     // Stored block rows out of order: the same check in BDIA and SBELL.
     let mut p = bdia.parts().clone();
     p.row_index.swap(0, 1);
-    let e = Bdia::from_parts(p)
-        .map(drop) // an error is expected; no need to print what was built
-        .unwrap_err()
-        .error
-        .to_string();
+    let e = rejection(Bdia::from_parts(p));
     assert!(
         e.contains("row_index is invalid at position 1: block row"),
         "{e}"
     );
     let mut p = sbell.parts().clone();
     p.row_index[0] = p.n_block_rows as u32;
-    let e = Sbell::from_parts(p)
-        .map(drop) // an error is expected; no need to print what was built
-        .unwrap_err()
-        .error
-        .to_string();
+    let e = rejection(Sbell::from_parts(p));
     assert!(
         e.contains("row_index[0]") && e.contains("out of range"),
         "{e}"
@@ -1125,11 +1316,7 @@ fn block_formats_share_their_shape_and_checks() {
     let ell = Ell::from_csr(&tridiagonal(40), &EllOptions::default()).unwrap();
     let mut p = ell.parts().clone();
     p.col_idx.swap(0, p.n_rows_pad);
-    let e = Ell::from_parts(p)
-        .map(drop) // an error is expected; no need to print what was built
-        .unwrap_err()
-        .error
-        .to_string();
+    let e = rejection(Ell::from_parts(p));
     assert!(
         e.contains("row 0: column 0 does not increase over the previous 1"),
         "{e}"
@@ -1140,10 +1327,6 @@ fn block_formats_share_their_shape_and_checks() {
         .find_map(|r| (p.row_len[r] >= 2).then_some((r, 1)))
         .unwrap();
     p.block_col.swap(r, k * np + r);
-    let e = Bell::from_parts(p)
-        .map(drop) // an error is expected; no need to print what was built
-        .unwrap_err()
-        .error
-        .to_string();
+    let e = rejection(Bell::from_parts(p));
     assert!(e.contains(&format!("block row {r}: block column")), "{e}");
 }

@@ -1,5 +1,6 @@
 //! GPU SpMV against the CPU path (bit for bit: same fused chain per row; ferrocuda's CSR
-//! against its CPU twin in lanes), and the vendor baseline (cuSPARSE CSR and BSR) against the serial f64 reference.
+//! against its CPU twin in lanes), `Format::Auto` uploads against the CPU's choice, and
+//! the vendor baseline (cuSPARSE CSR and BSR) against the serial f64 reference.
 
 mod common;
 
@@ -8,8 +9,8 @@ use ferrocuda::blas1::{Element, reference as bref};
 use ferrocuda::gpu::{DeviceBuffer, DeviceSlice, Gpu};
 use ferrocuda::sparse::generate::{self, TraceSpec};
 use ferrocuda::sparse::gpu::{
-    DeviceBcsr, DeviceBdia, DeviceBell, DeviceCsr, DeviceEll, DeviceSbell, SpmvKernels, spmv_bcsr,
-    spmv_bdia, spmv_bell, spmv_csr, spmv_ell, spmv_sbell,
+    DeviceBcsr, DeviceBdia, DeviceBell, DeviceCsr, DeviceEll, DeviceMatrix, DeviceSbell,
+    SpmvKernels, spmv_bcsr, spmv_bdia, spmv_bell, spmv_csr, spmv_ell, spmv_sbell,
 };
 use ferrocuda::sparse::{
     Bcsr, Bdia, BdiaOptions, Bell, BellOptions, BlockFit, BlockLayout, Csr, Ell, EllOptions,
@@ -281,6 +282,143 @@ fn csr_spmv_gpu_matches_cpu_bit_for_bit() {
     csr_pair::<Complex<f64>, Complex<f64>>(&gpu);
     csr_pair::<f32, Complex<f32>>(&gpu);
     csr_pair::<f64, Complex<f64>>(&gpu);
+}
+
+/// `Format::Auto` (and each explicit format) on the GPU: the format the CPU's choice for
+/// the GPU names, and the bits of that format's CPU product.
+fn auto_upload<A, V>(gpu: &Gpu)
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: Element,
+{
+    use ferrocuda::sparse::{Format, FormatOptions, Matrix, Storage, Target};
+    let name = format!("{} x {}", tname::<A>(), tname::<V>());
+    let spec = TraceSpec::new(3, 4, 3, 2).seed(11);
+    let blocky = generate::trace_like::<A>(&spec)
+        .expect("generate")
+        .to_csr()
+        .without_zeros();
+    let mut tri = ferrocuda::sparse::Coo::<A>::empty(1024, 1024).expect("coo");
+    for i in 0..1024 {
+        tri.push(i, i, A::ONE).expect("push");
+        if i + 1 < 1024 {
+            tri.push(i, i + 1, random_scalar::<A>(i as u64))
+                .expect("push");
+            tri.push(i + 1, i, random_scalar::<A>(i as u64 + 7))
+                .expect("push");
+        }
+    }
+    let irregular = Csr::from(&random_coo::<A>(300, 257, 0.05, 9));
+    let mats = [
+        ("blocky", blocky),
+        ("tridiagonal", Csr::from(&tri)),
+        ("irregular", irregular),
+    ];
+    let mut seen = Vec::new();
+    for (what, a) in &mats {
+        let x = random_vec::<V>(a.n_cols(), 5);
+        for format in [
+            Format::Auto,
+            Format::Csr,
+            Format::Ell,
+            Format::Bcsr,
+            Format::Sbell,
+        ] {
+            let opts = FormatOptions::default();
+            let host = match Matrix::with_options(a, format, Target::Gpu, &opts) {
+                Ok(m) => m,
+                Err(_) if format.is_blocked() && *what != "blocky" => continue,
+                Err(e) => panic!("{what} {format}: {e}"),
+            };
+            let dm = DeviceMatrix::upload_with(gpu, a, format, &opts)
+                .unwrap_or_else(|e| panic!("{what} {format}: upload: {e}"));
+            assert_eq!(dm.choice(), host.choice(), "{what} {format}");
+            seen.push(dm.format());
+            let lanes = ferrocuda_kernels::spmv::csr_lanes(a.nnz(), a.n_rows());
+            check_gpu_matches_cpu(
+                gpu,
+                &format!("{what} {format} -> {} {name}", dm.format()),
+                a.n_rows(),
+                &x,
+                17,
+                |al, x, be, y| match host.storage() {
+                    Storage::Csr(c) => cpu::spmv_csr_lanes(al, c, lanes, x, be, y),
+                    _ => host.spmv(al, x, be, y),
+                },
+                |al, x, be, y| dm.spmv(al, x, be, y),
+            );
+        }
+    }
+    // Auto chose each of the GPU's formats once: SBELL, ELL, CSR.
+    for f in [Format::Sbell, Format::Ell, Format::Csr] {
+        assert!(seen.contains(&f), "{name}: {seen:?}");
+    }
+}
+
+#[test]
+fn auto_format_upload_gpu_matches_cpu() {
+    let Some(gpu) = gpu_or_skip("auto_format_upload_gpu_matches_cpu") else {
+        return;
+    };
+    auto_upload::<f64, f64>(&gpu);
+    auto_upload::<f32, f32>(&gpu);
+    auto_upload::<Complex<f64>, Complex<f64>>(&gpu);
+    auto_upload::<f64, Complex<f64>>(&gpu);
+}
+
+/// The problem-level path: `Format::Auto` upload, then GMRES on the device operator; the
+/// solution solves the system on the CPU.
+#[test]
+fn gmres_runs_on_an_auto_uploaded_matrix() {
+    use ferrocuda::krylov::{DeviceLinOp, GmresOptions, gpu as kgpu};
+    use ferrocuda::sparse::{Format, FormatOptions};
+    let Some(gpu) = gpu_or_skip("gmres_runs_on_an_auto_uploaded_matrix") else {
+        return;
+    };
+    let spec = TraceSpec::new(3, 4, 3, 2).seed(2);
+    let bcsr = generate::trace_like::<f64>(&spec).expect("generate");
+    // Ghost rows are empty: give them a unit diagonal so that the system is regular.
+    let mut coo = ferrocuda::sparse::Coo::from(&bcsr.to_csr().without_zeros());
+    for bi in 0..bcsr.n_block_rows() {
+        if bcsr.row_ptr()[bi] == bcsr.row_ptr()[bi + 1] {
+            for r in 0..5 {
+                coo.push(bi * 5 + r, bi * 5 + r, 1.0).expect("push");
+            }
+        }
+    }
+    let a = Csr::from(&coo);
+    let n = a.n_rows();
+    let b = random_vec::<f64>(n, 4);
+    for (format, opts) in [
+        (Format::Auto, FormatOptions::default()),
+        (Format::Csr, FormatOptions::default()),
+    ] {
+        let dm = DeviceMatrix::upload_with(&gpu, &a, format, &opts).expect("upload");
+        assert_eq!(DeviceLinOp::<f64>::nrows(&dm), n);
+        let db = gpu.upload(&b).expect("upload b");
+        let mut dx = gpu.alloc_zeroed::<f64>(n).expect("x");
+        let opts = GmresOptions::default()
+            .restart(60)
+            .rtol(1e-10)
+            .max_iter(2000);
+        let r = kgpu::gmres(&dm, None, &db, &mut dx, &opts).expect("gmres");
+        assert!(r.converged, "{}: {r:?}", dm.format());
+        let x = dx.download().expect("download");
+        let mut ax = vec![0.0; n];
+        cpu::spmv_csr(1.0, &a, &x, 0.0, &mut ax).expect("spmv");
+        let res: f64 = ax
+            .iter()
+            .zip(&b)
+            .map(|(p, q)| (p - q) * (p - q))
+            .sum::<f64>()
+            .sqrt();
+        let bn: f64 = b.iter().map(|v| v * v).sum::<f64>().sqrt();
+        assert!(
+            res <= 1e-8 * bn,
+            "{}: |b - A x| = {res}, |b| = {bn}",
+            dm.format()
+        );
+    }
 }
 
 #[test]

@@ -81,7 +81,7 @@ impl<T: Element> Bcsr<T> {
         Self { p: parts }
     }
 
-    block_shape_accessors!();
+    block_shape_accessors!(p);
     /// Block layout.
     pub fn layout(&self) -> BlockLayout {
         self.p.layout

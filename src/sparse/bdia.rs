@@ -111,7 +111,7 @@ impl<T: Element> Bdia<T> {
         accept(parts, validate).map(|p| Self { p })
     }
 
-    block_shape_accessors!();
+    block_shape_accessors!(p);
     /// Block offsets of the diagonals.
     pub fn offsets(&self) -> &[i64] {
         &self.p.offsets

@@ -83,7 +83,7 @@ impl<T: Element> Bell<T> {
         accept(parts, validate).map(|p| Self { p })
     }
 
-    block_shape_accessors!();
+    block_shape_accessors!(p);
     /// Stored block rows.
     pub fn n_block_rows_pad(&self) -> usize {
         self.p.n_block_rows_pad

@@ -61,6 +61,14 @@ impl<T: Element> Coo<T> {
         Self { p: parts }
     }
 
+    /// `Err(`[`SparseError::NonFinite`]`)` naming the first NaN or infinity among the
+    /// triplets (in triplet order, 0-based row and column).
+    pub fn check_finite(&self) -> Result<(), SparseError> {
+        super::check_finite_entries("Coo::check_finite", &self.p.values, |k| {
+            (self.p.rows[k] as usize, self.p.cols[k] as usize)
+        })
+    }
+
     /// Appends one triplet. Errors: the position is out of range (the matrix is unchanged).
     pub fn push(&mut self, row: usize, col: usize, value: T) -> Result<(), SparseError> {
         let op = "Coo::push";

@@ -1,5 +1,7 @@
 //! SpMV on the GPU: a matrix is uploaded once ([`DeviceBcsr::upload`], ...) and stays on
 //! the device; `y <- alpha A x + beta y` runs on the stream of `y` without synchronising.
+//! [`DeviceMatrix::upload`] picks the format from the matrix's structure
+//! ([`super::Format::Auto`]).
 //!
 //! | format | kernel | thread mapping |
 //! |---|---|---|
@@ -21,8 +23,9 @@
 //! constructor before the upload.
 
 use ferrocuda_host::{
-    DeviceBuffer, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, Gpu, LaunchConfig,
+    DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, In, Kernel, LaunchConfig, Out,
 };
+use ferrocuda_kernels::abi::Signature;
 use ferrocuda_kernels::spmv::{
     CSR_MAX_LANES, CSR_THREADS, SBELL_THREADS, SPMV_ROW_BLOCK, SpmvBcsr, SpmvBdia, SpmvBell,
     SpmvCsr, SpmvEll, SpmvSbell, csr_lanes,
@@ -30,10 +33,12 @@ use ferrocuda_kernels::spmv::{
 
 pub use ferrocuda_kernels::spmv::SpmvKernels;
 
-use super::{Bcsr, Bdia, Bell, BlockLayout, Csr, Element, Ell, Index, Sbell};
+use super::pattern::block_shape_accessors;
+use super::{
+    Bcsr, Bdia, Bell, BlockLayout, BlockShape, Csr, Element, Ell, Format, FormatChoice,
+    FormatOptions, Index, Matrix, Sbell, Storage, Target,
+};
 use crate::error::{Error, Result, check_len};
-// The operator GMRES takes; implemented here for the device formats of this module.
-use crate::krylov::DeviceLinOp;
 
 /// A [`Csr`] matrix resident on one GPU (same arrays), with the number of threads that
 /// share a row in [`spmv_csr`].
@@ -150,38 +155,41 @@ where
     A: Element + SpmvKernels<V>,
     V: Element,
 {
-    check_operands("spmv_csr", a.n_rows, a.n_cols, a.values.gpu(), x, y)?;
-    if a.n_rows == 0 {
-        return Ok(());
-    }
-    let gpu = y.gpu().clone();
     // n_rows <= Index::MAX and lanes <= 32: the thread count fits.
     let cfg = LaunchConfig::for_elements(a.n_rows * a.lanes, CSR_THREADS as u32);
-    let args = SpmvCsr {
-        n_rows: a.n_rows,
-        lanes: a.lanes,
-        alpha,
-        row_ptr: a.row_ptr.as_in(),
-        col_idx: a.col_idx.as_in(),
-        values: a.values.as_in(),
-        x: x.as_in(),
-        beta,
-        y: y.as_out(),
-    };
+    let kernel = <A as SpmvKernels<V>>::CSR;
     // SAFETY: the kernel reads row_ptr[0..=n_rows] and, for each row, col_idx and values
     // at row_ptr[i]..row_ptr[i+1] (offsets monotone up to nnz, columns < n_cols: checked
-    // by `Csr`), x[0..n_cols] and writes y[0..n_rows] (lengths checked above); lanes is a
-    // power of two <= 32 (checked at upload) and CSR_THREADS a multiple of 32, as its
-    // warp-uniform loop needs; `&mut y` excludes aliasing.
-    unsafe { gpu.launch(&<A as SpmvKernels<V>>::CSR, cfg, args) }.map_err(Into::into)
+    // by `Csr`), x[0..n_cols] and writes y[0..n_rows] (checked by launch_spmv); lanes is
+    // a power of two <= 32 (checked at upload) and CSR_THREADS a multiple of 32, as its
+    // warp-uniform loop needs.
+    unsafe {
+        launch_spmv(
+            "spmv_csr",
+            (a.n_rows(), a.n_cols(), a.gpu()),
+            x,
+            y,
+            &kernel,
+            cfg,
+            |x, y| SpmvCsr {
+                n_rows: a.n_rows,
+                lanes: a.lanes,
+                alpha,
+                row_ptr: a.row_ptr.as_in(),
+                col_idx: a.col_idx.as_in(),
+                values: a.values.as_in(),
+                x,
+                beta,
+                y,
+            },
+        )
+    }
 }
 
 /// A [`Bcsr`] matrix resident on one GPU (same arrays, same layout).
 pub struct DeviceBcsr<A> {
-    b: usize,
+    shape: BlockShape,
     layout: BlockLayout,
-    n_block_rows: usize,
-    n_block_cols: usize,
     row_ptr: DeviceBuffer<usize>,
     col_idx: DeviceBuffer<u32>,
     values: DeviceBuffer<A>,
@@ -196,30 +204,15 @@ impl<A: Element> DeviceBcsr<A> {
     /// Copies `a`'s arrays to the device of `gpu`.
     pub fn upload(gpu: &Gpu, a: &Bcsr<A>) -> Result<Self> {
         Ok(DeviceBcsr {
-            b: a.b(),
+            shape: a.shape(),
             layout: a.layout(),
-            n_block_rows: a.n_block_rows(),
-            n_block_cols: a.n_block_cols(),
             row_ptr: gpu.upload(a.row_ptr())?,
             col_idx: gpu.upload(a.col_idx())?,
             values: gpu.upload(a.values())?,
         })
     }
 
-    /// Rows (`n_block_rows * b`).
-    pub fn n_rows(&self) -> usize {
-        self.n_block_rows * self.b
-    }
-
-    /// Columns (`n_block_cols * b`).
-    pub fn n_cols(&self) -> usize {
-        self.n_block_cols * self.b
-    }
-
-    /// Block size.
-    pub fn b(&self) -> usize {
-        self.b
-    }
+    block_shape_accessors!(shape);
 
     /// Device memory of the matrix in bytes (values and indices).
     pub fn bytes(&self) -> usize {
@@ -231,9 +224,7 @@ impl<A: Element> DeviceBcsr<A> {
 
 /// A [`Bell`] matrix resident on one GPU (same arrays, same layout).
 pub struct DeviceBell<A> {
-    b: usize,
-    n_block_rows: usize,
-    n_block_cols: usize,
+    shape: BlockShape,
     n_block_rows_pad: usize,
     row_len: DeviceBuffer<u32>,
     block_col: DeviceBuffer<u32>,
@@ -249,9 +240,7 @@ impl<A: Element> DeviceBell<A> {
     /// Copies `a`'s arrays to the device of `gpu`.
     pub fn upload(gpu: &Gpu, a: &Bell<A>) -> Result<Self> {
         Ok(DeviceBell {
-            b: a.b(),
-            n_block_rows: a.n_block_rows(),
-            n_block_cols: a.n_block_cols(),
+            shape: a.shape(),
             n_block_rows_pad: a.n_block_rows_pad(),
             row_len: gpu.upload(a.row_len())?,
             block_col: gpu.upload(a.block_col())?,
@@ -259,15 +248,7 @@ impl<A: Element> DeviceBell<A> {
         })
     }
 
-    /// Rows.
-    pub fn n_rows(&self) -> usize {
-        self.n_block_rows * self.b
-    }
-
-    /// Columns.
-    pub fn n_cols(&self) -> usize {
-        self.n_block_cols * self.b
-    }
+    block_shape_accessors!(shape);
 }
 
 /// An [`Ell`] matrix resident on one GPU (same arrays, same layout).
@@ -322,27 +303,32 @@ where
     A: Element + SpmvKernels<V>,
     V: Element,
 {
-    check_operands("spmv_ell", a.n_rows, a.n_cols, a.values.gpu(), x, y)?;
-    if a.n_rows == 0 {
-        return Ok(());
-    }
-    let gpu = y.gpu().clone();
     let cfg = LaunchConfig::for_elements(a.n_rows, SPMV_ROW_BLOCK as u32);
-    let args = SpmvEll {
-        n_rows: a.n_rows,
-        n_rows_pad: a.n_rows_pad,
-        alpha,
-        row_len: a.row_len.as_in(),
-        col_idx: a.col_idx.as_in(),
-        values: a.values.as_in(),
-        x: x.as_in(),
-        beta,
-        y: y.as_out(),
-    };
+    let kernel = <A as SpmvKernels<V>>::ELL;
     // SAFETY: the kernel reads the arrays validated by `Ell` (row_len <= width, slots at
     // k n_rows_pad + i inside width n_rows_pad, columns < n_cols), x[0..n_cols], and
-    // writes y[0..n_rows]; lengths checked above.
-    unsafe { gpu.launch(&<A as SpmvKernels<V>>::ELL, cfg, args) }.map_err(Into::into)
+    // writes y[0..n_rows] (checked by launch_spmv).
+    unsafe {
+        launch_spmv(
+            "spmv_ell",
+            (a.n_rows(), a.n_cols(), a.gpu()),
+            x,
+            y,
+            &kernel,
+            cfg,
+            |x, y| SpmvEll {
+                n_rows: a.n_rows,
+                n_rows_pad: a.n_rows_pad,
+                alpha,
+                row_len: a.row_len.as_in(),
+                col_idx: a.col_idx.as_in(),
+                values: a.values.as_in(),
+                x,
+                beta,
+                y,
+            },
+        )
+    }
 }
 
 /// Lengths of `x` and `y`, and `x` and the matrix on the device of `y`.
@@ -369,6 +355,37 @@ pub(crate) fn check_operands<V>(
     Ok(())
 }
 
+/// The rows and columns of a device matrix and the device holding it: what
+/// [`launch_spmv`] checks the operands against.
+type Shape<'a> = (usize, usize, &'a Gpu);
+
+/// The body every `spmv_*` shares: checks the operands of `op` against the matrix
+/// ([`check_operands`]), then, unless the matrix has no rows, launches `kernel` on the
+/// stream of `y` with the arguments `args` makes from `x` (read) and `y` (written).
+///
+/// # Safety
+/// As [`Gpu::launch`]: given `x` of `n_cols` and `y` of `n_rows` elements (checked
+/// here), the kernel stays inside the arrays `args` hands it.
+unsafe fn launch_spmv<'a, S: Signature, V: Element>(
+    op: &'static str,
+    (n_rows, n_cols, matrix): Shape<'_>,
+    x: &'a impl DeviceSlice<V>,
+    y: &'a mut impl DeviceSliceMut<V>,
+    kernel: &Kernel<S>,
+    cfg: LaunchConfig,
+    args: impl FnOnce(In<'a, V>, Out<'a, V>) -> S::Args<'a>,
+) -> Result<()> {
+    check_operands(op, n_rows, n_cols, matrix, x, y)?;
+    if n_rows == 0 {
+        return Ok(());
+    }
+    let gpu = y.gpu().clone();
+    let args = args(x.as_in(), y.as_out());
+    // SAFETY: forwarded from the caller; `&mut y` excludes aliasing with `x` and the
+    // matrix.
+    unsafe { gpu.launch(kernel, cfg, args) }.map_err(Into::into)
+}
+
 /// `y <- alpha A x + beta y` for a device blocked-ELL matrix; same contract as
 /// [`spmv_bcsr`], and the same bits.
 pub fn spmv_bell<A, V>(
@@ -382,34 +399,37 @@ where
     A: Element + SpmvKernels<V>,
     V: Element,
 {
-    check_operands("spmv_bell", a.n_rows(), a.n_cols(), a.values.gpu(), x, y)?;
-    let n_rows = a.n_rows();
-    if n_rows == 0 {
-        return Ok(());
-    }
-    let kernel = if a.b == 5 {
+    let kernel = if a.shape.b == 5 {
         <A as SpmvKernels<V>>::BELL5
     } else {
         <A as SpmvKernels<V>>::BELL
     };
-    let gpu = y.gpu().clone();
-    let cfg = LaunchConfig::for_elements(n_rows, SPMV_ROW_BLOCK as u32);
-    let args = SpmvBell {
-        n_block_rows: a.n_block_rows,
-        n_block_rows_pad: a.n_block_rows_pad,
-        b: a.b,
-        alpha,
-        row_len: a.row_len.as_in(),
-        block_col: a.block_col.as_in(),
-        values: a.values.as_in(),
-        x: x.as_in(),
-        beta,
-        y: y.as_out(),
-    };
+    let cfg = LaunchConfig::for_elements(a.n_rows(), SPMV_ROW_BLOCK as u32);
     // SAFETY: the kernel reads the arrays validated by `Bell` (row_len <= width, block
     // columns < n_block_cols, values of width b b n_block_rows_pad), x[0..n_cols], and
-    // writes y[0..n_rows]; lengths checked above; bell5 only runs with b = 5.
-    unsafe { gpu.launch(&kernel, cfg, args) }.map_err(Into::into)
+    // writes y[0..n_rows] (checked by launch_spmv); bell5 only runs with b = 5.
+    unsafe {
+        launch_spmv(
+            "spmv_bell",
+            (a.n_rows(), a.n_cols(), a.gpu()),
+            x,
+            y,
+            &kernel,
+            cfg,
+            |x, y| SpmvBell {
+                n_block_rows: a.shape.n_block_rows,
+                n_block_rows_pad: a.n_block_rows_pad,
+                b: a.shape.b,
+                alpha,
+                row_len: a.row_len.as_in(),
+                block_col: a.block_col.as_in(),
+                values: a.values.as_in(),
+                x,
+                beta,
+                y,
+            },
+        )
+    }
 }
 
 /// `y <- alpha A x + beta y` for a device BCSR matrix. `A` and `V` may be the same
@@ -426,42 +446,42 @@ where
     A: Element + SpmvKernels<V>,
     V: Element,
 {
-    check_operands("spmv_bcsr", a.n_rows(), a.n_cols(), a.values.gpu(), x, y)?;
-    let n_rows = a.n_rows();
-    if n_rows == 0 {
-        return Ok(());
-    }
-    let kernel = match (a.b, a.layout) {
+    let kernel = match (a.shape.b, a.layout) {
         (5, BlockLayout::RowMajor) => <A as SpmvKernels<V>>::BCSR5_RM,
         (5, BlockLayout::ColMajor) => <A as SpmvKernels<V>>::BCSR5_CM,
         (_, BlockLayout::RowMajor) => <A as SpmvKernels<V>>::BCSR_RM,
         (_, BlockLayout::ColMajor) => <A as SpmvKernels<V>>::BCSR_CM,
     };
-    let gpu = y.gpu().clone();
-    let cfg = LaunchConfig::for_elements(n_rows, SPMV_ROW_BLOCK as u32);
-    let args = SpmvBcsr {
-        n_block_rows: a.n_block_rows,
-        b: a.b,
-        alpha,
-        row_ptr: a.row_ptr.as_in(),
-        col_idx: a.col_idx.as_in(),
-        values: a.values.as_in(),
-        x: x.as_in(),
-        beta,
-        y: y.as_out(),
-    };
+    let cfg = LaunchConfig::for_elements(a.n_rows(), SPMV_ROW_BLOCK as u32);
     // SAFETY: the kernel reads the matrix arrays validated by `Bcsr` (offsets monotone up
     // to nnzb, block columns < n_block_cols, b b values per block), x[0..n_cols], and
-    // writes y[0..n_rows]; lengths checked above; the bcsr5 kernels only run with b = 5;
-    // `&mut y` excludes aliasing.
-    unsafe { gpu.launch(&kernel, cfg, args) }.map_err(Into::into)
+    // writes y[0..n_rows] (checked by launch_spmv); the bcsr5 kernels only run with b = 5.
+    unsafe {
+        launch_spmv(
+            "spmv_bcsr",
+            (a.n_rows(), a.n_cols(), a.gpu()),
+            x,
+            y,
+            &kernel,
+            cfg,
+            |x, y| SpmvBcsr {
+                n_block_rows: a.shape.n_block_rows,
+                b: a.shape.b,
+                alpha,
+                row_ptr: a.row_ptr.as_in(),
+                col_idx: a.col_idx.as_in(),
+                values: a.values.as_in(),
+                x,
+                beta,
+                y,
+            },
+        )
+    }
 }
 
 /// An [`Sbell`] matrix resident on one GPU, with the list of its empty block rows.
 pub struct DeviceSbell<A> {
-    b: usize,
-    n_block_rows: usize,
-    n_block_cols: usize,
+    shape: BlockShape,
     n_stored: usize,
     n_empty: usize,
     row_index: DeviceBuffer<Index>,
@@ -484,9 +504,7 @@ impl<A: Element> DeviceSbell<A> {
     pub fn upload(gpu: &Gpu, a: &Sbell<A>) -> Result<Self> {
         let empty = a.empty_block_rows()?;
         Ok(DeviceSbell {
-            b: a.b(),
-            n_block_rows: a.n_block_rows(),
-            n_block_cols: a.n_block_cols(),
+            shape: a.shape(),
             n_stored: a.n_stored(),
             n_empty: empty.len(),
             row_index: gpu.upload(a.row_index())?,
@@ -500,15 +518,7 @@ impl<A: Element> DeviceSbell<A> {
         })
     }
 
-    /// Rows.
-    pub fn n_rows(&self) -> usize {
-        self.n_block_rows * self.b
-    }
-
-    /// Columns.
-    pub fn n_cols(&self) -> usize {
-        self.n_block_cols * self.b
-    }
+    block_shape_accessors!(shape);
 }
 
 /// `y <- alpha A x + beta y` for a device sliced masked BELL matrix; same contract as
@@ -524,11 +534,7 @@ where
     A: Element + SpmvKernels<V>,
     V: Element,
 {
-    check_operands("spmv_sbell", a.n_rows(), a.n_cols(), a.values.gpu(), x, y)?;
-    if a.n_rows() == 0 {
-        return Ok(());
-    }
-    let kernel = if a.b == 5 {
+    let kernel = if a.shape.b == 5 {
         <A as SpmvKernels<V>>::SBELL5
     } else {
         <A as SpmvKernels<V>>::SBELL
@@ -537,38 +543,44 @@ where
     // (the halo part of a distributed matrix is nearly all empty rows).
     let n_empty = if beta == V::ONE { 0 } else { a.n_empty };
     let n_stored_pad = a.row_len.len();
-    let gpu = y.gpu().clone();
     let cfg = LaunchConfig::for_elements(n_stored_pad + n_empty, SBELL_THREADS as u32);
-    let args = SpmvSbell {
-        n_stored: a.n_stored,
-        n_stored_pad,
-        n_empty,
-        b: a.b,
-        alpha,
-        row_index: a.row_index.as_in(),
-        empty_rows: a.empty_rows.as_in(),
-        row_len: a.row_len.as_in(),
-        masks: a.masks.as_in(),
-        slice_col_ptr: a.slice_col_ptr.as_in(),
-        slice_val_ptr: a.slice_val_ptr.as_in(),
-        block_col: a.block_col.as_in(),
-        values: a.values.as_in(),
-        x: x.as_in(),
-        beta,
-        y: y.as_out(),
-    };
     // SAFETY: the kernel reads the arrays validated by `Sbell` (slots within the masks and
     // slices, block columns < n_block_cols, row_index < n_block_rows; empty_rows is its
-    // complement, n_empty <= its length), x[0..n_cols], and writes y[0..n_rows];
-    // 1 <= b <= 8 (checked by `Sbell`); lengths checked above.
-    unsafe { gpu.launch(&kernel, cfg, args) }.map_err(Into::into)
+    // complement, n_empty <= its length), x[0..n_cols], and writes y[0..n_rows] (checked
+    // by launch_spmv); 1 <= b <= 8 (checked by `Sbell`).
+    unsafe {
+        launch_spmv(
+            "spmv_sbell",
+            (a.n_rows(), a.n_cols(), a.gpu()),
+            x,
+            y,
+            &kernel,
+            cfg,
+            |x, y| SpmvSbell {
+                n_stored: a.n_stored,
+                n_stored_pad,
+                n_empty,
+                b: a.shape.b,
+                alpha,
+                row_index: a.row_index.as_in(),
+                empty_rows: a.empty_rows.as_in(),
+                row_len: a.row_len.as_in(),
+                masks: a.masks.as_in(),
+                slice_col_ptr: a.slice_col_ptr.as_in(),
+                slice_val_ptr: a.slice_val_ptr.as_in(),
+                block_col: a.block_col.as_in(),
+                values: a.values.as_in(),
+                x,
+                beta,
+                y,
+            },
+        )
+    }
 }
 
 /// A [`Bdia`] matrix resident on one GPU, with the list of its empty block rows.
 pub struct DeviceBdia<A> {
-    b: usize,
-    n_block_rows: usize,
-    n_block_cols: usize,
+    shape: BlockShape,
     n_stored: usize,
     n_stored_pad: usize,
     n_empty: usize,
@@ -588,9 +600,7 @@ impl<A: Element> DeviceBdia<A> {
     pub fn upload(gpu: &Gpu, a: &Bdia<A>) -> Result<Self> {
         let empty = super::ghost_block_rows(a.row_index(), a.n_block_rows())?;
         Ok(DeviceBdia {
-            b: a.b(),
-            n_block_rows: a.n_block_rows(),
-            n_block_cols: a.n_block_cols(),
+            shape: a.shape(),
             n_stored: a.row_index().len(),
             n_stored_pad: a.n_stored_pad(),
             n_empty: empty.len(),
@@ -601,15 +611,7 @@ impl<A: Element> DeviceBdia<A> {
         })
     }
 
-    /// Rows.
-    pub fn n_rows(&self) -> usize {
-        self.n_block_rows * self.b
-    }
-
-    /// Columns.
-    pub fn n_cols(&self) -> usize {
-        self.n_block_cols * self.b
-    }
+    block_shape_accessors!(shape);
 }
 
 /// `y <- alpha A x + beta y` for a device block-stencil matrix; same contract as
@@ -625,55 +627,192 @@ where
     A: Element + SpmvKernels<V>,
     V: Element,
 {
-    check_operands("spmv_bdia", a.n_rows(), a.n_cols(), a.values.gpu(), x, y)?;
-    if a.n_rows() == 0 {
-        return Ok(());
-    }
-    let kernel = if a.b == 5 {
+    let kernel = if a.shape.b == 5 {
         <A as SpmvKernels<V>>::BDIA5
     } else {
         <A as SpmvKernels<V>>::BDIA
     };
-    let gpu = y.gpu().clone();
-    let cfg = LaunchConfig::for_elements((a.n_stored_pad + a.n_empty) * a.b, SPMV_ROW_BLOCK as u32);
-    let args = SpmvBdia {
-        n_stored: a.n_stored,
-        n_stored_pad: a.n_stored_pad,
-        n_empty: a.n_empty,
-        b: a.b,
-        n_block_cols: a.n_block_cols,
-        n_diagonals: a.offsets.len(),
-        alpha,
-        offsets: a.offsets.as_in(),
-        row_index: a.row_index.as_in(),
-        empty_rows: a.empty_rows.as_in(),
-        values: a.values.as_in(),
-        x: x.as_in(),
-        beta,
-        y: y.as_out(),
-    };
+    let threads = (a.n_stored_pad + a.n_empty) * a.shape.b;
+    let cfg = LaunchConfig::for_elements(threads, SPMV_ROW_BLOCK as u32);
     // SAFETY: the kernel reads the arrays validated by `Bdia` (values of S b b
     // n_stored_pad, row_index < n_block_rows; empty_rows its complement), skips diagonals
-    // outside 0..n_block_cols, reads x[0..n_cols] and writes y[0..n_rows]; lengths
-    // checked above.
-    unsafe { gpu.launch(&kernel, cfg, args) }.map_err(Into::into)
+    // outside 0..n_block_cols, reads x[0..n_cols] and writes y[0..n_rows] (checked by
+    // launch_spmv).
+    unsafe {
+        launch_spmv(
+            "spmv_bdia",
+            (a.n_rows(), a.n_cols(), a.gpu()),
+            x,
+            y,
+            &kernel,
+            cfg,
+            |x, y| SpmvBdia {
+                n_stored: a.n_stored,
+                n_stored_pad: a.n_stored_pad,
+                n_empty: a.n_empty,
+                b: a.shape.b,
+                n_block_cols: a.shape.n_block_cols,
+                n_diagonals: a.offsets.len(),
+                alpha,
+                offsets: a.offsets.as_in(),
+                row_index: a.row_index.as_in(),
+                empty_rows: a.empty_rows.as_in(),
+                values: a.values.as_in(),
+                x,
+                beta,
+                y,
+            },
+        )
+    }
 }
 
-impl<A, V> DeviceLinOp<V> for DeviceCsr<A>
+/// A matrix on one GPU in the format a [`FormatChoice`] names: the problem-level entry
+/// point. [`DeviceMatrix::upload`] with [`Format::Auto`] picks SBELL, BCSR, ELL or CSR
+/// from the structure (rules in [`super::auto`]) and keeps the report of what it chose
+/// and why ([`DeviceMatrix::choice`]); it multiplies with [`DeviceMatrix::spmv`] and is
+/// the operator GMRES takes ([`crate::krylov::DeviceLinOp`]).
+///
+/// ```
+/// use ferrocuda::sparse::{Csr, Format, Matrix, gpu::DeviceMatrix};
+/// let a = Csr::try_new(2, 2, vec![0, 2, 3], vec![0, 1, 1], vec![2.0_f64, 1.0, 3.0])?;
+/// match ferrocuda::gpu::open(0) {
+///     Ok(gpu) => {
+///         let da = DeviceMatrix::upload(&gpu, &a, Format::Auto)?;
+///         println!("{}: {}", da.format(), da.choice().reason);
+///         let (dx, mut dy) = (gpu.upload(&[1.0, 2.0])?, gpu.alloc::<f64>(2)?);
+///         da.spmv(1.0, &dx, 0.0, &mut dy)?;
+///         assert_eq!(dy.download()?, [4.0, 6.0]);
+///     }
+///     Err(e) if e.is_no_device() => {
+///         // The same choice and product on the CPU.
+///         let m = Matrix::new(&a, Format::Auto)?;
+///         let mut y = [0.0; 2];
+///         m.spmv(1.0, &[1.0, 2.0], 0.0, &mut y)?;
+///         println!("no GPU ({e}); CPU {}: {y:?}", m.format());
+///     }
+///     Err(e) => return Err(e.into()),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct DeviceMatrix<A> {
+    storage: DeviceStorage<A>,
+    choice: FormatChoice,
+}
+
+/// The device arrays of a [`DeviceMatrix`] (boxed: the formats differ in size, and a
+/// matrix is made once).
+enum DeviceStorage<A> {
+    Csr(Box<DeviceCsr<A>>),
+    Ell(Box<DeviceEll<A>>),
+    Bcsr(Box<DeviceBcsr<A>>),
+    Bell(Box<DeviceBell<A>>),
+    Sbell(Box<DeviceSbell<A>>),
+    Bdia(Box<DeviceBdia<A>>),
+}
+
+impl<A: Element> DeviceMatrix<A> {
+    /// Converts `a` to `format` ([`Format::Auto`]: chosen for the GPU) and copies it to
+    /// the device of `gpu`. Errors: as [`Matrix::with_options`], and the device's.
+    pub fn upload(gpu: &Gpu, a: &Csr<A>, format: Format) -> Result<Self> {
+        Self::upload_with(gpu, a, format, &FormatOptions::default())
+    }
+
+    /// [`DeviceMatrix::upload`] with options (block size, layout, padding).
+    pub fn upload_with(
+        gpu: &Gpu,
+        a: &Csr<A>,
+        format: Format,
+        opts: &FormatOptions,
+    ) -> Result<Self> {
+        let m = Matrix::with_options(a, format, Target::Gpu, opts)?;
+        Self::from_matrix(gpu, &m)
+    }
+
+    /// Copies a host [`Matrix`] (its format and choice) to the device of `gpu`.
+    pub fn from_matrix(gpu: &Gpu, m: &Matrix<A>) -> Result<Self> {
+        let storage = match m.storage() {
+            Storage::Csr(a) => DeviceStorage::Csr(Box::new(DeviceCsr::upload(gpu, a)?)),
+            Storage::Ell(a) => DeviceStorage::Ell(Box::new(DeviceEll::upload(gpu, a)?)),
+            Storage::Bcsr(a) => DeviceStorage::Bcsr(Box::new(DeviceBcsr::upload(gpu, a)?)),
+            Storage::Bell(a) => DeviceStorage::Bell(Box::new(DeviceBell::upload(gpu, a)?)),
+            Storage::Sbell(a) => DeviceStorage::Sbell(Box::new(DeviceSbell::upload(gpu, a)?)),
+            Storage::Bdia(a) => DeviceStorage::Bdia(Box::new(DeviceBdia::upload(gpu, a)?)),
+        };
+        Ok(DeviceMatrix {
+            storage,
+            choice: m.choice().clone(),
+        })
+    }
+
+    /// What was chosen and why.
+    pub fn choice(&self) -> &FormatChoice {
+        &self.choice
+    }
+
+    /// The format on the device.
+    pub fn format(&self) -> Format {
+        self.choice.format
+    }
+
+    /// Rows.
+    pub fn n_rows(&self) -> usize {
+        self.choice.n_rows
+    }
+
+    /// Columns.
+    pub fn n_cols(&self) -> usize {
+        self.choice.n_cols
+    }
+
+    /// The device (and stream) holding the matrix.
+    pub fn gpu(&self) -> &Gpu {
+        match &self.storage {
+            DeviceStorage::Csr(a) => a.gpu(),
+            DeviceStorage::Ell(a) => a.gpu(),
+            DeviceStorage::Bcsr(a) => a.gpu(),
+            DeviceStorage::Bell(a) => a.gpu(),
+            DeviceStorage::Sbell(a) => a.gpu(),
+            DeviceStorage::Bdia(a) => a.gpu(),
+        }
+    }
+
+    /// `y <- alpha A x + beta y`: [`spmv_matrix`].
+    pub fn spmv<V>(
+        &self,
+        alpha: V,
+        x: &impl DeviceSlice<V>,
+        beta: V,
+        y: &mut impl DeviceSliceMut<V>,
+    ) -> Result<()>
+    where
+        A: SpmvKernels<V>,
+        V: Element,
+    {
+        spmv_matrix(alpha, self, x, beta, y)
+    }
+}
+
+/// `y <- alpha A x + beta y` for a [`DeviceMatrix`] by the kernel of its format; same
+/// contract as [`spmv_bcsr`], and the same bits as [`Matrix::spmv`] on the CPU copy of
+/// the same format (CSR: as [`super::cpu::spmv_csr_lanes`] with the lanes of
+/// [`DeviceCsr::upload`]).
+pub fn spmv_matrix<A, V>(
+    alpha: V,
+    a: &DeviceMatrix<A>,
+    x: &impl DeviceSlice<V>,
+    beta: V,
+    y: &mut impl DeviceSliceMut<V>,
+) -> Result<()>
 where
     A: Element + SpmvKernels<V>,
     V: Element,
 {
-    fn nrows(&self) -> usize {
-        self.n_rows
-    }
-    fn ncols(&self) -> usize {
-        self.n_cols
-    }
-    fn gpu(&self) -> &Gpu {
-        DeviceCsr::gpu(self)
-    }
-    fn apply_unchecked(&self, x: &DeviceView<'_, V>, y: &mut DeviceViewMut<'_, V>) -> Result<()> {
-        spmv_csr(V::ONE, self, x, V::ZERO, y)
+    match &a.storage {
+        DeviceStorage::Csr(a) => spmv_csr(alpha, a, x, beta, y),
+        DeviceStorage::Ell(a) => spmv_ell(alpha, a, x, beta, y),
+        DeviceStorage::Bcsr(a) => spmv_bcsr(alpha, a, x, beta, y),
+        DeviceStorage::Bell(a) => spmv_bell(alpha, a, x, beta, y),
+        DeviceStorage::Sbell(a) => spmv_sbell(alpha, a, x, beta, y),
+        DeviceStorage::Bdia(a) => spmv_bdia(alpha, a, x, beta, y),
     }
 }

@@ -64,37 +64,37 @@ impl BlockShape {
     }
 }
 
-/// The shape accessors of a blocked format whose arrays live in `self.p` (fields `b`,
-/// `n_block_rows`, `n_block_cols`): written once for all of them.
+/// The shape accessors of a blocked format (host or device) whose field `self.$s` has
+/// fields `b`, `n_block_rows`, `n_block_cols`: written once for all of them.
 macro_rules! block_shape_accessors {
-    () => {
+    ($s:ident) => {
         /// Block size.
         pub fn b(&self) -> usize {
-            self.p.b
+            self.$s.b
         }
         /// Block rows (the matrix has `n_block_rows b` rows; block rows a format leaves
         /// out count too).
         pub fn n_block_rows(&self) -> usize {
-            self.p.n_block_rows
+            self.$s.n_block_rows
         }
         /// Block columns.
         pub fn n_block_cols(&self) -> usize {
-            self.p.n_block_cols
+            self.$s.n_block_cols
         }
         /// Scalar rows (`n_block_rows b`).
         pub fn n_rows(&self) -> usize {
-            self.p.n_block_rows * self.p.b
+            self.$s.n_block_rows * self.$s.b
         }
         /// Scalar columns (`n_block_cols b`).
         pub fn n_cols(&self) -> usize {
-            self.p.n_block_cols * self.p.b
+            self.$s.n_block_cols * self.$s.b
         }
         /// Block size and block counts.
         pub fn shape(&self) -> $crate::sparse::BlockShape {
             $crate::sparse::BlockShape {
-                b: self.p.b,
-                n_block_rows: self.p.n_block_rows,
-                n_block_cols: self.p.n_block_cols,
+                b: self.$s.b,
+                n_block_rows: self.$s.n_block_rows,
+                n_block_cols: self.$s.n_block_cols,
             }
         }
     };

@@ -86,7 +86,7 @@ impl<T: Element> Sbell<T> {
         accept(parts, validate).map(|p| Self { p })
     }
 
-    block_shape_accessors!();
+    block_shape_accessors!(p);
     /// Stored (non-empty) block rows.
     pub fn n_stored(&self) -> usize {
         self.p.row_index.len()
