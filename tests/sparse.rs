@@ -1154,6 +1154,48 @@ fn auto_format_follows_the_structure() {
     assert!(LinOp::apply(&cpu_m, &x[1..], &mut y).is_err());
 }
 
+/// The CPU twin of `device_matrix_gpu_matches_csr_reference`: every format of
+/// [`Matrix`], chosen by `Format::Auto` for either target or asked for, multiplies as the
+/// f64 CSR reference within `2 (k + 2) eps` times each row's magnitude, a poisoned `y`
+/// included for `beta = 0`.
+#[test]
+fn matrix_every_format_matches_csr_reference() {
+    use common::sparse::{assert_matches_csr_reference, structures};
+    use ferrocuda::sparse::{Format, FormatOptions, Matrix, Target};
+    let mut chosen_for_gpu = Vec::new();
+    for (what, a) in structures::<f64>(21) {
+        let x = random_vec::<f64>(a.n_cols(), 5);
+        let y0 = random_vec::<f64>(a.n_rows(), 6);
+        for target in [Target::Cpu, Target::Gpu] {
+            for format in Format::ALL {
+                let m = match Matrix::with_options(&a, format, target, &FormatOptions::default()) {
+                    Ok(m) => m,
+                    Err(SparseError::NotStencil { .. }) if format == Format::Bdia => continue,
+                    Err(e) => panic!("{what} {format}: {e}"),
+                };
+                let case = format!("{what}: {format} for {target:?} -> {}", m.format());
+                if format != Format::Auto {
+                    assert_eq!(m.format(), format, "{case}");
+                } else if target == Target::Gpu {
+                    chosen_for_gpu.push(m.format());
+                }
+                for (beta, start) in [(0.0, common::poison::<f64>(a.n_rows())), (0.75, y0.clone())]
+                {
+                    let mut got = start.clone();
+                    m.spmv(1.25, &x, beta, &mut got)
+                        .unwrap_or_else(|e| panic!("{case}: {e}"));
+                    let case = format!("{case}, beta {beta}");
+                    assert_matches_csr_reference(&case, &a, 1.25, &x, beta, &start, &got);
+                }
+            }
+        }
+    }
+    // What the GPU test relies on: the structures make Auto choose SBELL, ELL and CSR.
+    for f in [Format::Sbell, Format::Ell, Format::Csr] {
+        assert!(chosen_for_gpu.contains(&f), "{f}: {chosen_for_gpu:?}");
+    }
+}
+
 /// Explicit formats are built as asked; what cannot be is an error naming the reason.
 #[test]
 fn explicit_formats_and_their_errors() {
