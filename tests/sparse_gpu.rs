@@ -387,7 +387,11 @@ fn device_matrix_gpu_matches_csr_reference() {
             } else {
                 assert_eq!(dm.format(), format, "{case}");
             }
-            assert_eq!((dm.n_rows(), dm.n_cols()), (a.n_rows(), a.n_cols()), "{case}");
+            assert_eq!(
+                (dm.n_rows(), dm.n_cols()),
+                (a.n_rows(), a.n_cols()),
+                "{case}"
+            );
             for (beta, start) in [(0.0, poison::<f64>(a.n_rows())), (0.75, y0.clone())] {
                 let mut dy = gpu.upload(&start).expect("upload y");
                 dm.spmv(1.25, &dx, beta, &mut dy)

@@ -24,9 +24,13 @@ pub fn structures<T: Element>(seed: u64) -> Vec<(&'static str, Csr<T>)> {
             band.push(i, j, random_scalar::<T>(seed + (i * n + j) as u64))
                 .expect("push");
         }
-        arrow.push(0, i, random_scalar::<T>(seed + i as u64)).expect("push");
+        arrow
+            .push(0, i, random_scalar::<T>(seed + i as u64))
+            .expect("push");
         if i > 0 {
-            arrow.push(i, i, random_scalar::<T>(seed + 7 * i as u64)).expect("push");
+            arrow
+                .push(i, i, random_scalar::<T>(seed + 7 * i as u64))
+                .expect("push");
         }
         if i % 9 == 4 {
             sparse_rows
@@ -69,7 +73,11 @@ pub fn assert_matches_csr_reference(
                 .zip(vals)
                 .map(|(&c, &v)| abs(v) * abs(x[c as usize]))
                 .sum::<f64>()
-            + if beta == 0.0 { 0.0 } else { beta.abs() * abs(y0[i]) };
+            + if beta == 0.0 {
+                0.0
+            } else {
+                beta.abs() * abs(y0[i])
+            };
         let tol = 2.0 * (cols.len() + 2) as f64 * f64::EPSILON * mag;
         assert!(
             (got[i] - want[i]).abs() <= tol,
