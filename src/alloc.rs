@@ -5,7 +5,9 @@
 //! size from outside is first compared with what this process may really allocate
 //! ([`host_limit`]: available memory, the cgroup's limit, the address-space limit of
 //! `ulimit -v`), then reserved with `try_reserve_exact`; both failures are an
-//! [`Error::OutOfHostMemory`] that names the request and the limit.
+//! [`Error::OutOfHostMemory`] that names the request and the limit. Sizes are counted
+//! in `u128` ([`bytes_of`]), so a product of user sizes cannot wrap before it is checked.
+//! [`check_device_bytes`] is the same check against a GPU's free memory.
 
 use crate::error::{Error, Result};
 
@@ -89,6 +91,24 @@ pub fn check_host_bytes(what: &str, bytes: u128) -> Result<()> {
         Some(limit) if bytes > limit.bytes as u128 => Err(too_large(what, bytes, Some(limit))),
         _ => Ok(()),
     }
+}
+
+/// `Ok` when `bytes` (for `what`) fit the free memory of `gpu`'s device, else
+/// [`Error::OutOfDeviceMemory`] naming both: the device twin of [`check_host_bytes`],
+/// for several allocations whose sizes come from a user (the driver's own
+/// out-of-memory error names only the bytes of the one allocation that failed).
+pub fn check_device_bytes(gpu: &crate::gpu::Gpu, what: &str, bytes: u128) -> Result<()> {
+    let (free, total) = gpu.memory_info()?;
+    if bytes > free as u128 {
+        return Err(Error::OutOfDeviceMemory {
+            what: what.to_string(),
+            requested: bytes,
+            free,
+            total,
+            ordinal: gpu.ordinal(),
+        });
+    }
+    Ok(())
 }
 
 fn too_large(what: &str, requested: u128, limit: Option<HostLimit>) -> Error {

@@ -75,8 +75,8 @@ pub enum Error {
     },
     /// A host allocation larger than this process may make (a size from a user or a
     /// file); see [`crate::alloc`].
-    #[error("{what} needs {requested} bytes, {}", match limit {
-        Some(l) => format!("more than the {l} bytes this process may still allocate ({bound})"),
+    #[error("{what} needs {requested} bytes ({}), {}", gib(*requested), match limit {
+        Some(l) => format!("more than the {l} bytes ({}) of host memory this process may still allocate ({bound})", gib(*l as u128)),
         None => format!("more than {bound}"),
     })]
     OutOfHostMemory {
@@ -88,6 +88,82 @@ pub enum Error {
         limit: Option<u64>,
         /// Which limit binds.
         bound: &'static str,
+    },
+    /// A device allocation larger than the device's free memory (a size from a user or a
+    /// file), refused before allocating; see [`crate::alloc::check_device_bytes`].
+    #[error(
+        "{what} needs {requested} bytes ({}) of GPU memory, more than the {free} bytes ({}) free on device {ordinal} ({total} bytes in all)",
+        gib(*requested),
+        gib(*free as u128)
+    )]
+    OutOfDeviceMemory {
+        /// What was to be allocated, with its dimensions.
+        what: String,
+        /// Bytes requested (exact, also beyond `usize`).
+        requested: u128,
+        /// Bytes free on the device when asked.
+        free: usize,
+        /// Bytes of the device.
+        total: usize,
+        /// Device ordinal.
+        ordinal: usize,
+    },
+    /// A NaN or infinity where only finite values are allowed, or a value that does not
+    /// fit the working precision; the entry is named (0-based).
+    #[error("{op}: {what}[{row}, {col}] = {value:e} (0-based row, column): {reason}")]
+    NonFinite {
+        /// The operation.
+        op: &'static str,
+        /// Which operand ("A", "B", ...).
+        what: &'static str,
+        /// Row of the entry.
+        row: usize,
+        /// Column of the entry.
+        col: usize,
+        /// The value as given (in `f64`).
+        value: f64,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// An exactly zero pivot of a factorisation without row interchanges. Unlike
+    /// [`Error::Singular`] this says nothing about the matrix: a nonsingular matrix with
+    /// a zero on its diagonal fails this way, and partial pivoting factors it.
+    #[error(
+        "{op}: zero pivot without pivoting in column {column} (0-based): the factorisation without row interchanges breaks down there, which does not mean that the matrix is singular; partial pivoting avoids it"
+    )]
+    ZeroPivot {
+        /// The operation.
+        op: &'static str,
+        /// The first column whose pivot was zero.
+        column: usize,
+    },
+    /// A matrix singular to working precision: its estimated reciprocal condition
+    /// number (1-norm, LAPACK `gecon`) is below the machine epsilon of the working
+    /// precision, so a computed solution may have no correct digit.
+    #[error(
+        "{op}: the matrix is singular to working precision: its estimated reciprocal condition number rcond = {rcond:.3e} (1-norm) is below the {precision} machine epsilon {eps:.3e}, so a solution may have no correct digit"
+    )]
+    SingularToWorkingPrecision {
+        /// The operation.
+        op: &'static str,
+        /// The estimate of `1 / (||A||_1 ||A^{-1}||_1)`.
+        rcond: f64,
+        /// Machine epsilon of the working precision.
+        eps: f64,
+        /// `"f32"` or `"f64"`.
+        precision: &'static str,
+    },
+    /// An ODE integration that stopped before its end for a reason other than the
+    /// caller's step budget (e.g. the step size fell below the smallest allowed); the
+    /// report of what was done comes with it.
+    #[error("{op}: {reason}")]
+    IntegrationFailed {
+        /// The operation.
+        op: &'static str,
+        /// What happened, with the time, step size and spectral radius.
+        reason: String,
+        /// The steps taken up to the failure.
+        report: Box<crate::rock4::Rock4Report>,
     },
     /// An argument outside its valid range.
     #[error("{op}: {reason}")]
@@ -115,6 +191,11 @@ impl Error {
     pub fn is_no_device(&self) -> bool {
         matches!(self, Error::Gpu(ferrocuda_host::Error::NoDevice { .. }))
     }
+}
+
+/// `bytes` in GiB for messages ("13.76 GiB").
+fn gib(bytes: u128) -> String {
+    format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
 
 /// Result with ferrocuda's [`Error`].

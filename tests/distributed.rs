@@ -316,34 +316,43 @@ fn distributed_gmres_matches_the_single_process_solve() {
     }
 }
 
-#[test]
-fn distributed_gmres_rejects_bad_input_on_every_rank() {
-    let spec = small_trace();
-    let a = trace_like::<f64>(&spec).unwrap();
-    let p = RowPartition::grid_blocks(&spec, 2).unwrap();
-    // NaN in rank 1's right-hand side only: both ranks fail, neither hangs.
-    let res = std::thread::scope(|s| {
+/// Distributed CPU GMRES of `b = 1` (with NaN in `b[3]` of rank 1 where `nan_on_1`) on
+/// two ranks as threads; every rank's result, in rank order, whatever they are.
+fn gmres_on_two_ranks(
+    a: &Bcsr<f64>,
+    p: &RowPartition,
+    nan_on_1: bool,
+    opts: &GmresOptions,
+) -> Vec<ferrocuda::Result<()>> {
+    std::thread::scope(|s| {
         let hs: Vec<_> = ThreadComm::world(2)
             .into_iter()
             .map(|c| {
-                let (a, p) = (&a, &p);
                 s.spawn(move || {
                     let rank = c.rank();
                     let op = DistributedBcsr::new(&c, p, p.local_rows(a, rank)?)?;
                     let mut b = vec![1.0f64; LinOp::<f64>::nrows(&op)];
-                    if rank == 1 {
+                    if nan_on_1 && rank == 1 {
                         b[3] = f64::NAN;
                     }
                     let mut x = vec![0.0f64; b.len()];
-                    cpu::gmres_distributed(&c, &op, None, &b, &mut x, &GmresOptions::default())
-                        .map(|_| ())
+                    cpu::gmres_distributed(&c, &op, None, &b, &mut x, opts).map(|_| ())
                 })
             })
             .collect();
         hs.into_iter()
             .map(|h| h.join().unwrap())
             .collect::<Vec<_>>()
-    });
+    })
+}
+
+#[test]
+fn distributed_gmres_rejects_bad_input_on_every_rank() {
+    let spec = small_trace();
+    let a = trace_like::<f64>(&spec).unwrap();
+    let p = RowPartition::grid_blocks(&spec, 2).unwrap();
+    // NaN in rank 1's right-hand side only: both ranks fail, neither hangs.
+    let res = gmres_on_two_ranks(&a, &p, true, &GmresOptions::default());
     assert!(
         res[1].as_ref().unwrap_err().to_string().contains("b[3]"),
         "{res:?}"
@@ -356,6 +365,19 @@ fn distributed_gmres_rejects_bad_input_on_every_rank() {
             .contains("another rank"),
         "{res:?}"
     );
+    // A workspace beyond any machine (restart and max_iter huge): every rank refuses
+    // before allocating, naming restart and its n; none panics or hangs.
+    let huge = GmresOptions::default()
+        .restart(usize::MAX)
+        .max_iter(usize::MAX);
+    let res = gmres_on_two_ranks(&a, &p, false, &huge);
+    for r in &res {
+        let msg = r.as_ref().unwrap_err().to_string();
+        assert!(
+            msg.contains("GMRES workspace") && msg.contains("bytes"),
+            "{msg}"
+        );
+    }
     // A partition for 3 ranks on a world of 2: both ranks refuse.
     let p3 = RowPartition::grid_blocks(&spec, 3).unwrap();
     let res = run_on_threads(2, |comm| {

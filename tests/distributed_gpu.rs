@@ -174,18 +174,32 @@ fn distributed_gpu_gmres_matches_the_cpu_distributed_solve() {
         check_gmres::<f64>(&base, &a, &p, true);
         check_gmres::<C64>(&base, &a, &p, true);
     }
-    // MGS is refused on every rank, not half-run.
     let p = RowPartition::grid_blocks(&spec, 2).unwrap();
-    let opts = GmresOptions::default().orthogonalization(Orthogonalization::Mgs);
-    let res = run_on_threads(2, |comm| {
-        let gpu = rank_gpu(&base, comm.rank());
-        let local = p.local_rows(&a, comm.rank())?;
-        let op = DeviceDistributedBcsr::<f64, f64>::new(comm, &gpu, &p, &local)?;
-        let bd = gpu.upload(&vec![1.0; op.nrows()])?;
-        let mut xd = gpu.upload(&vec![0.0; op.nrows()])?;
-        kgpu::gmres_distributed(comm, &op, None, &bd, &mut xd, &opts).map(|_| ())
-    });
-    assert!(res.unwrap_err().to_string().contains("CGS2"));
+    let refused = |opts: GmresOptions| {
+        run_on_threads(2, |comm| {
+            let gpu = rank_gpu(&base, comm.rank());
+            let local = p.local_rows(&a, comm.rank())?;
+            let op = DeviceDistributedBcsr::<f64, f64>::new(comm, &gpu, &p, &local)?;
+            let bd = gpu.upload(&vec![1.0; op.nrows()])?;
+            let mut xd = gpu.upload(&vec![0.0; op.nrows()])?;
+            kgpu::gmres_distributed(comm, &op, None, &bd, &mut xd, &opts).map(|_| ())
+        })
+        .unwrap_err()
+        .to_string()
+    };
+    // MGS is refused on every rank, not half-run.
+    let msg = refused(GmresOptions::default().orthogonalization(Orthogonalization::Mgs));
+    assert!(msg.contains("CGS2"), "{msg}");
+    // A workspace beyond the device: refused on every rank before allocating, no hang.
+    let msg = refused(
+        GmresOptions::default()
+            .restart(usize::MAX)
+            .max_iter(usize::MAX),
+    );
+    assert!(
+        msg.contains("GMRES workspace") && msg.contains("bytes"),
+        "{msg}"
+    );
 }
 
 /// Whether NCCL can be used; without it the NCCL tests say so on stderr and skip, or

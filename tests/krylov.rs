@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::krylov::{dense_solve, nonsymmetric, rel_err, to_c64};
+use common::krylov::{dense_solve, nonsymmetric, rel_err, singular_cases, to_c64, true_residual};
 use common::random_vec;
 use ferrocuda::Complex;
 use ferrocuda::blas1::Element;
@@ -406,4 +406,91 @@ fn solver_rejects_bad_input_naming_it() {
     x0[3] = f64::NAN;
     let e = solve_err(&[1.0; 13], Some(&x0));
     assert!(e.contains("x0[3] is NaN"), "{e}");
+}
+
+/// On singular, inconsistent systems GMRES cannot converge: it stops early with a reason
+/// (stagnation or divergence), returns the best iterate seen (never one worse than
+/// `x0`) and reports the true residual of what it returns.
+#[test]
+fn gmres_on_singular_systems_stops_with_a_reason_and_keeps_the_best_iterate() {
+    let n = 60;
+    let b: Vec<f64> = random_vec(n, 5);
+    let mut reasons = Vec::new();
+    for (name, a) in singular_cases::<f64>(n, 3) {
+        for orth in [Orthogonalization::Cgs2, Orthogonalization::Mgs] {
+            for m in [5, 30, 60] {
+                let case = format!("{name} {orth:?} m={m}");
+                let x0 = vec![0.01; n];
+                let mut x = x0.clone();
+                let opts = GmresOptions::default()
+                    .orthogonalization(orth)
+                    .restart(m)
+                    .max_iter(5000);
+                let r = cpu::gmres(&a, None, &b, &mut x, &opts).expect("gmres");
+                assert!(!r.converged, "{case}: {r:?}");
+                assert!(
+                    matches!(r.reason, StopReason::Stagnation | StopReason::Diverged),
+                    "{case}: {:?} after {} iterations",
+                    r.reason,
+                    r.iterations
+                );
+                assert!(r.iterations < 5000, "{case}: ran to the limit");
+                let (start, _) = true_residual(&a, &b, &x0);
+                assert!(
+                    (r.initial_residual - start).abs() <= 1e-12 * start,
+                    "{case}"
+                );
+                assert!(
+                    r.residual <= r.initial_residual,
+                    "{case}: returned residual {:e} above the initial {:e}",
+                    r.residual,
+                    r.initial_residual
+                );
+                let (got, scale) = true_residual(&a, &b, &x);
+                assert!(
+                    (got - r.residual).abs() <= 1e-10 * r.rhs_norm + 1e-13 * scale,
+                    "{case}: the report says {:e}, |b - A x| = {got:e}",
+                    r.residual
+                );
+                reasons.push((case, r.reason));
+            }
+        }
+    }
+    // Both reasons occur on these cases (fixed data: the same every run).
+    let had = |w: StopReason| reasons.iter().any(|(_, r)| *r == w);
+    assert!(
+        had(StopReason::Diverged) && had(StopReason::Stagnation),
+        "{reasons:?}"
+    );
+}
+
+/// A restart length beyond `max_iter` works as `max_iter` (a cycle cannot take more
+/// steps); a workspace beyond any machine is an error naming restart, n and the bytes,
+/// refused before allocating, with `x` unchanged.
+#[test]
+fn gmres_restart_beyond_memory_is_an_error_not_a_panic() {
+    let n = 50;
+    let a = nonsymmetric::<f64>(n, 8);
+    let b: Vec<f64> = random_vec(n, 2);
+    let mut want = vec![0.0; n];
+    let r = cpu::gmres(
+        &a,
+        None,
+        &b,
+        &mut want,
+        &GmresOptions::default().restart(1000),
+    )
+    .expect("gmres");
+    let mut x = vec![0.0; n];
+    let huge = GmresOptions::default().restart(usize::MAX);
+    let s = cpu::gmres(&a, None, &b, &mut x, &huge).expect("restart beyond max_iter");
+    assert_eq!((s.iterations, s.residual), (r.iterations, r.residual));
+    assert_eq!(x, want);
+    for (restart, max_iter) in [(usize::MAX, usize::MAX), (100_000_000_000, 1 << 40)] {
+        let opts = GmresOptions::default().restart(restart).max_iter(max_iter);
+        let mut x = vec![0.5; n];
+        let e = cpu::gmres(&a, None, &b, &mut x, &opts).unwrap_err();
+        common::assert_out_of_host_memory(&e, &[&format!("restart = {restart}"), "n = 50"]);
+        assert!(x.iter().all(|&v| v == 0.5));
+    }
 }

@@ -4,7 +4,7 @@
 mod common;
 
 use common::gpu_or_skip;
-use common::krylov::{dense_solve, nonsymmetric, rel_err};
+use common::krylov::{dense_solve, nonsymmetric, rel_err, singular_cases, true_residual};
 use common::random_vec;
 use ferrocuda::Complex;
 use ferrocuda::blas1::Element;
@@ -207,6 +207,60 @@ fn gmres_gpu_behaviour_on_special_and_bad_input() {
     assert!(!r.converged);
     assert_eq!(r.reason, StopReason::MaxIterations);
     assert_eq!(r.iterations, 3);
+    // A workspace beyond the device's memory: an error naming restart, n and the bytes,
+    // refused before allocating; x unchanged.
+    for restart in [usize::MAX, 1 << 40] {
+        let opts = GmresOptions::default()
+            .restart(restart)
+            .max_iter(usize::MAX);
+        let mut x = gpu.upload(&vec![0.5; n]).expect("x");
+        let e = kgpu::gmres(&a, None, &db, &mut x, &opts).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            matches!(e, ferrocuda::Error::OutOfDeviceMemory { .. })
+                && msg.contains(&format!("restart = {restart}"))
+                && msg.contains("n = 64"),
+            "{msg}"
+        );
+        assert!(x.download().expect("x").iter().all(|&v| v == 0.5));
+    }
+}
+
+/// On singular, inconsistent systems the GPU takes the CPU twin's decisions: the same
+/// reason (stagnation or divergence), about the same number of steps, the best iterate
+/// kept, never worse than `x0`, and the true residual of what it returns.
+#[test]
+fn gmres_gpu_on_singular_systems_matches_the_cpu_reason_and_keeps_the_best_iterate() {
+    let Some(gpu) = gpu_or_skip("gmres_gpu_on_singular_systems_matches_the_cpu_reason") else {
+        return;
+    };
+    let n = 60;
+    let b: Vec<f64> = random_vec(n, 5);
+    let db = gpu.upload(&b).expect("b");
+    for (name, coo) in singular_cases::<f64>(n, 3) {
+        let bcsr = Bcsr::from_csr(&Csr::from(&coo), 1, BlockLayout::RowMajor, BlockFit::Exact)
+            .expect("bcsr");
+        let a = DeviceBcsr::upload(&gpu, &bcsr).expect("upload");
+        for m in [5, 30] {
+            let opts = GmresOptions::default().restart(m).max_iter(5000);
+            let mut want = vec![0.0; n];
+            let c = cpu::gmres(&coo, None, &b, &mut want, &opts).expect("cpu");
+            let mut x = gpu.upload(&vec![0.0; n]).expect("x0");
+            let r = kgpu::gmres(&a, None, &db, &mut x, &opts).expect("gpu");
+            let case = format!("{name} m={m}");
+            assert!(!r.converged, "{case}: {r:?}");
+            assert_eq!(r.reason, c.reason, "{case}: cpu {c:?}");
+            assert!(r.iterations.abs_diff(c.iterations) <= 2 * m, "{case}");
+            assert!(r.residual <= r.initial_residual, "{case}: {r:?}");
+            let x = x.download().expect("x");
+            let (got, scale) = true_residual(&coo, &b, &x);
+            assert!(
+                (got - r.residual).abs() <= 1e-10 * r.rhs_norm + 1e-13 * scale,
+                "{case}: report {:e}, |b - A x| = {got:e}",
+                r.residual
+            );
+        }
+    }
 }
 
 /// The problem-level solve on the GPU ([`ferrocuda::krylov::DeviceSolver`]) against its

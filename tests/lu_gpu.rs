@@ -176,6 +176,11 @@ fn gemm_rejects_bad_shapes() {
     ));
 }
 
+/// `n eps` of `T`: the unit of the scaled backward error.
+fn n_eps<T: LuScalar>(n: usize) -> f64 {
+    n as f64 * T::EPSILON.to_f64()
+}
+
 fn check_lu<T: LuScalar>(n: usize, block: usize, tensor: bool, seed: u64) {
     check_lu_with::<T>(n, block, tensor, true, seed);
 }
@@ -195,8 +200,13 @@ fn check_lu_with<T: LuScalar>(n: usize, block: usize, tensor: bool, leaf: bool, 
         "{} n={n} block={block} tensor={tensor} leaf={leaf}",
         T::SUFFIX
     );
-    let be = d.report.backward_error.unwrap();
-    assert!(be < 2.0, "{what}: GPU backward error {be}");
+    let be = d.report.scaled_backward_error.unwrap();
+    assert!(be < 2.0, "{what}: GPU backward error {be} n eps");
+    let rc = (d.report.rcond, c.report.rcond);
+    assert!(
+        (rc.0 - rc.1).abs() <= 1e-3 * rc.1,
+        "{what}: rcond GPU vs CPU {rc:?}"
+    );
     assert!(
         d.report.total_ms.is_some() && d.report.factor_ms > 0.0,
         "{what}: times"
@@ -279,8 +289,8 @@ fn lu_leaf_panel_writes_every_pivot_and_matches_cpu() {
             "n={n}: unwritten pivot"
         );
         assert_eq!(ipiv, c.ipiv, "n={n}: pivots differ from the CPU's");
-        let be = ferrocuda::dense::backward_error(&a, &f, &ipiv).unwrap();
-        assert!(be < 2.0, "n={n}: backward error {be}");
+        let be = ferrocuda::dense::backward_error(&a, &f, &ipiv).unwrap() / n_eps::<f64>(n);
+        assert!(be < 2.0, "n={n}: backward error {be} n eps");
         // Twice in a row on the same workspace (the barrier counter goes on).
         let mut d2 = g.upload(a.as_slice()).unwrap();
         let mut ipiv2 = g.upload(&vec![u32::MAX; n]).unwrap();
@@ -344,8 +354,8 @@ fn lu_gpu_lookahead_and_wide_panels_match_cpu() {
                 "{what}: look-ahead and serial factors are not bit-identical"
             );
             let f = Matrix::new(n, n, f.clone()).unwrap();
-            let be = ferrocuda::dense::backward_error(&a, &f, ipiv).unwrap();
-            assert!(be < 2.0, "{what}: backward error {be}");
+            let be = ferrocuda::dense::backward_error(&a, &f, ipiv).unwrap() / n_eps::<f64>(n);
+            assert!(be < 2.0, "{what}: backward error {be} n eps");
             let diff = f.max_rel_diff(&c.factors).unwrap();
             assert!(
                 diff < 1e3 * n as f64 * f64::EPSILON,
@@ -375,7 +385,7 @@ fn lu_gpu_pivots_zero_leading_entries_and_solves() {
     let b = Matrix::<f64>::random(n, 4, -1.0, 1.0, 43);
     let opts = LuOptions::default().with_block(32);
     let (x, report) = gpu::solve(&g, &a, &b, &opts).unwrap();
-    assert!(report.backward_error.unwrap() < 2.0);
+    assert!(report.scaled_backward_error.unwrap() < 2.0);
     let (xc, _) = ferrocuda::dense::solve(&a, &b, &opts).unwrap();
     for (u, v) in x.as_slice().iter().zip(xc.as_slice()) {
         assert!((u - v).abs() < 1e-9 * (1.0 + v.abs()), "{u} vs {v}");
@@ -437,9 +447,9 @@ fn lu_gpu_no_pivoting_matches_cpu() {
     let c = cpu::factor(&a, &opts).unwrap();
     let d = gpu::factor(&g, &a, &opts).unwrap();
     assert_eq!(d.ipiv, (0..n as u32).collect::<Vec<_>>());
-    let be = d.report.backward_error.unwrap();
-    let bc = c.report.backward_error.unwrap();
-    assert!(be < 10.0 * bc.max(1.0), "GPU {be} vs CPU {bc}");
+    let be = d.report.scaled_backward_error.unwrap();
+    let bc = c.report.scaled_backward_error.unwrap();
+    assert!(be < 10.0 * bc.max(1.0), "GPU {be} vs CPU {bc} (n eps)");
 }
 
 #[test]
@@ -457,7 +467,7 @@ fn thesis_unblocked_matches_cpu_reference() {
         assert!(t.total_ms >= t.factor_ms);
         let be =
             ferrocuda::dense::backward_error(&a, &f, &(0..n as u32).collect::<Vec<_>>()).unwrap();
-        assert!(be < 1e3, "n={n}: backward error {be}");
+        assert!(be < 1e3 * n_eps::<f64>(n), "n={n}: backward error {be}");
     }
 }
 
@@ -560,4 +570,86 @@ fn laswp_matches_swaps_in_order_on_adversarial_pivots() {
         ));
     }
     assert!(d.download().unwrap() == a0);
+}
+
+/// The GPU path checks and reports as the CPU twin: NaN or infinity is an error naming
+/// the entry before anything is uploaded; `rcond` (from the downloaded factors) and the
+/// singular-to-working-precision state agree with the CPU's; a zero pivot without
+/// pivoting on a nonsingular matrix is `ZeroPivot`, not `Singular`.
+#[test]
+fn lu_gpu_checks_input_and_reports_the_condition_like_the_cpu() {
+    let Some(g) = gpu_or_skip("lu_gpu_checks_input_and_reports_the_condition_like_the_cpu") else {
+        return;
+    };
+    let mut a = Matrix::<f64>::random(40, 40, -1.0, 1.0, 3);
+    a.set(7, 11, f64::NAN);
+    match gpu::factor(&g, &a, &LuOptions::default()) {
+        Err(Error::NonFinite {
+            row: 7, col: 11, ..
+        }) => {}
+        other => panic!("NaN at (7, 11): {other:?}"),
+    }
+    let mut b = Matrix::<f64>::random(40, 2, -1.0, 1.0, 4);
+    b.set(5, 1, f64::INFINITY);
+    a.set(7, 11, 0.5);
+    assert!(matches!(
+        gpu::solve(&g, &a, &b, &LuOptions::default()),
+        Err(Error::NonFinite {
+            what: "B",
+            row: 5,
+            col: 1,
+            ..
+        })
+    ));
+    // Rank 40 of 80: singular to working precision on both, solves refused.
+    let x = Matrix::<f64>::random(80, 40, -1.0, 1.0, 5);
+    let y = Matrix::<f64>::random(40, 80, -1.0, 1.0, 6);
+    let r = Matrix::<f64>::from_fn(80, 80, |i, j| {
+        (0..40).map(|k| x.get(i, k) * y.get(k, j)).sum()
+    });
+    let opts = LuOptions::default().with_block(32);
+    let d = gpu::factor(&g, &r, &opts).expect("factors are returned");
+    assert!(d.report.singular_to_working_precision, "{:?}", d.report);
+    let b = Matrix::<f64>::random(80, 1, -1.0, 1.0, 7);
+    assert!(matches!(
+        gpu::solve(&g, &r, &b, &opts),
+        Err(Error::SingularToWorkingPrecision { .. })
+    ));
+    // Well conditioned: the same rcond as the CPU's to rounding, f64 and f32.
+    let w = Matrix::<f64>::random(300, 300, -1.0, 1.0, 8);
+    let (c, d) = (
+        cpu::factor(&w, &opts).unwrap(),
+        gpu::factor(&g, &w, &opts).unwrap(),
+    );
+    assert!(!d.report.singular_to_working_precision);
+    assert!((d.report.rcond - c.report.rcond).abs() <= 1e-6 * c.report.rcond);
+    let w32 = w.convert::<f32>();
+    let (c, d) = (
+        cpu::factor(&w32, &opts).unwrap(),
+        gpu::factor(&g, &w32, &opts).unwrap(),
+    );
+    assert!((d.report.rcond - c.report.rcond).abs() <= 1e-2 * c.report.rcond);
+    // Zero pivots without pivoting.
+    let none = LuOptions::default().with_pivoting(Pivoting::None);
+    let n = 100;
+    let p = Matrix::<f64>::from_fn(n, n, |i, j| if (i + 1) % n == j { 1.0 } else { 0.0 });
+    for leaf in [true, false] {
+        match gpu::factor(&g, &p, &none.with_leaf_panel(leaf)) {
+            Err(e @ Error::ZeroPivot { column: 0, .. }) => {
+                assert!(e.to_string().contains("zero pivot without pivoting"), "{e}")
+            }
+            other => panic!("leaf={leaf}: {other:?}"),
+        }
+    }
+    let t = Matrix::new(3, 3, vec![1.0f64, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0]).unwrap();
+    assert!(matches!(
+        gpu::factor(&g, &t, &none),
+        Err(Error::ZeroPivot { column: 1, .. })
+    ));
+    // factor_device with an n whose square overflows: an error, not a wrap.
+    let mut d = g.alloc::<f64>(4).unwrap();
+    let mut ipiv = g.alloc::<u32>(4).unwrap();
+    let mut ws = gpu::LuWorkspace::new(&g).unwrap();
+    let e = gpu::factor_device(1 << 33, &mut d, &mut ipiv, &mut ws, &opts).unwrap_err();
+    assert!(e.to_string().contains("overflows"), "{e}");
 }

@@ -267,3 +267,41 @@ fn closed_loop_keeps_every_constraint() {
     assert!(r.worst.max_speed <= model.max_speed);
     assert_eq!(r.positions.len(), 161);
 }
+
+/// Sizes beyond the machine (`--objects 1e10`, `--horizon 1e9`) or beyond `usize` are
+/// refused before anything is allocated, naming objects, horizon and the bytes.
+#[test]
+fn oversized_models_are_errors_not_aborts() {
+    for (objects, horizon) in [
+        (10_000_000_000usize, 5usize),
+        (32, 1_000_000_000),
+        (1 << 40, 1 << 20),
+    ] {
+        let e = SwarmModel::new(objects, horizon).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains(&format!("objects = {objects}"))
+                && msg.contains(&format!("horizon = {horizon}"))
+                && (matches!(e, Error::OutOfHostMemory { .. }) || msg.contains("address space")),
+            "{msg}"
+        );
+        // A model built field by field is checked by the evaluator and the closed loop.
+        let model = SwarmModel {
+            objects,
+            horizon,
+            ..Default::default()
+        };
+        assert!(CpuEvaluator::new(model, Gradient::Exact).is_err());
+        let mut ev = CpuEvaluator::new(SwarmModel::new(2, 2).unwrap(), Gradient::Exact).unwrap();
+        assert!(closed_loop(&mut ev, &model, &MpcOptions::with_steps(1), |_, _| {}).is_err());
+    }
+    // Beyond usize: (N + 1) M 4 would wrap.
+    let model = SwarmModel {
+        objects: usize::MAX / 2,
+        horizon: 3,
+        ..Default::default()
+    };
+    let e = model.validate().unwrap_err().to_string();
+    assert!(e.contains("address space"), "{e}");
+    assert!(cpu::evaluate(&model, &[], &[]).is_err());
+}

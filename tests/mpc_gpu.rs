@@ -326,3 +326,31 @@ fn bad_input_is_an_error() {
     // The single-problem interface on a batch evaluator.
     assert!(ev.evaluate(&x0[..32], &u[..model.controls()]).is_err());
 }
+
+/// Device buffers beyond the device's memory are refused before any is allocated (no host
+/// buffer of their size either), naming objects, horizon and the batch.
+#[test]
+fn oversized_gpu_evaluators_are_errors() {
+    let Some(gpu) = gpu_or_skip("oversized_gpu_evaluators_are_errors") else {
+        return;
+    };
+    // 65535 problems of 1024 objects over 1000 steps: terabytes on the device.
+    let model = SwarmModel::new(1024, 1000).unwrap();
+    let e = GpuEvaluator::new(&gpu, model, Gradient::Exact, 65535).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        matches!(e, ferrocuda::Error::OutOfDeviceMemory { .. })
+            && msg.contains("objects = 1024, horizon = 1000, batch = 65535"),
+        "{msg}"
+    );
+    // A model beyond the host is refused before the device is touched.
+    let model = SwarmModel {
+        objects: 10_000_000_000,
+        horizon: 5,
+        ..Default::default()
+    };
+    assert!(matches!(
+        GpuEvaluator::new(&gpu, model, Gradient::Exact, 1),
+        Err(ferrocuda::Error::OutOfHostMemory { .. } | ferrocuda::Error::InvalidArgument { .. })
+    ));
+}

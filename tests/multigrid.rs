@@ -4,6 +4,8 @@
 //! register smoother against the plain-loop twin bit for bit, determinism, and bad
 //! input.
 
+mod common;
+
 use ferrocuda::Error;
 use ferrocuda::multigrid::grid::SineProblem;
 use ferrocuda::multigrid::{Cycle, MgOptions, MgReal, MgReport, Smoother, Stop, cpu};
@@ -324,7 +326,46 @@ fn bad_input_is_a_clear_error() {
     assert!(msg(MgOptions::new(9, 2).inner(0)).contains("B must be at least 1"));
     assert!(msg(MgOptions::new(9, 2).block(0)).contains("block edge"));
     assert!(msg(MgOptions::new(9, 2).omega(2.5)).contains("omega"));
-    // Memory: 32769^3 points do not fit anywhere.
-    let m = msg(MgOptions::new(32769, 2));
-    assert!(m.contains("GiB") && m.contains("n = 32769"), "{m}");
+    // No cycle: an error up front, not a report of NaN GB/s.
+    assert!(msg(MgOptions::new(9, 2).cycles(0)).contains("cycles must be at least 1"));
+    // Memory: 32769^3 points do not fit anywhere; nor do the coarse tables of base
+    // 65534 (65533^3 values) next to a single level.
+    for (n, b) in [(32769, 2), (65535, 65534)] {
+        let e = cpu::solve::<f32>(&MgOptions::new(n, b)).unwrap_err();
+        common::assert_out_of_host_memory(&e, &[&format!("n = {n} (base {b}")]);
+    }
+}
+
+/// Run only as the child of the test below, under `ulimit -v`.
+#[test]
+#[ignore = "a child process of multigrid_respects_the_address_space_limit"]
+fn multigrid_child_under_ulimit() {
+    // 1025^3 f32: 13 GB of level arrays, above the 2 GB address-space limit.
+    let e = cpu::Solver::<f32>::new(&MgOptions::new(1025, 2)).unwrap_err();
+    println!("CHILD ERROR: {e}");
+}
+
+/// The README's `mg --n 1025` under a per-process limit (`ulimit -v`) is an error naming
+/// that limit, checked before allocating, not an abort after a pre-check of the machine's
+/// free memory.
+#[test]
+fn multigrid_respects_the_address_space_limit() {
+    let exe = std::env::current_exe().expect("test binary");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 2000000 && exec \"$0\" --exact multigrid_child_under_ulimit --ignored --nocapture --test-threads 1")
+        .arg(&exe)
+        .output()
+        .expect("sh");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the child failed: {:?}\n{text}",
+        out.status
+    );
+    assert!(
+        text.contains("CHILD ERROR") && text.contains("n = 1025") && text.contains("ulimit -v"),
+        "{text}"
+    );
 }

@@ -2,6 +2,8 @@
 //! against serial generation and the reference jump strings, streams, transforms, and
 //! statistics that pass for SFMT and fail for deliberately broken generators.
 
+mod common;
+
 use ferrocuda::rng::jump::{self, JumpPoly};
 use ferrocuda::rng::{Mexp, Sfmt, amd_normals_cpu, cpu, transforms};
 
@@ -586,4 +588,32 @@ fn amd_scheme_quirks() {
     }
     assert!(amd_normals_cpu(&[seed], 9, &mut [0.0; 36]).is_err());
     assert!(amd_normals_cpu(&[seed], 8, &mut [0.0; 31]).is_err());
+}
+
+/// Counts from a user (`rng sfmt --count 1e12 --json`, a million million streams) are
+/// checked before allocating: an error naming the count and the bytes, the generator
+/// not advanced. In range, the vectors hold the generator's next outputs.
+#[test]
+fn oversized_counts_are_errors_not_aborts() {
+    let fresh = Sfmt::new(Mexp::M19937, 1234);
+    let mut g = fresh.clone();
+    for e in [
+        g.generate_u64(1_000_000_000_000).unwrap_err(),
+        g.generate_u32(usize::MAX).unwrap_err(),
+    ] {
+        common::assert_out_of_host_memory(&e, &["SFMT outputs"]);
+    }
+    assert_eq!(g, fresh, "advanced by a refused request");
+    let mut want = vec![0u32; 1000];
+    g.clone().fill_u32(&mut want);
+    assert_eq!(g.generate_u32(1000).unwrap(), want);
+    let mut h = fresh.clone();
+    let mut want = vec![0u64; 77];
+    h.clone().fill_u64(&mut want);
+    assert_eq!(h.generate_u64(77).unwrap(), want);
+    let e = jump::streams(&fresh, 1 << 40, 0).unwrap_err().to_string();
+    assert!(
+        e.contains("1099511627776 SFMT19937 streams") && e.contains("bytes"),
+        "{e}"
+    );
 }

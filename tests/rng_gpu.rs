@@ -216,3 +216,18 @@ fn gpu_bad_input_is_an_error() {
         "seeds not whole words"
     );
 }
+
+/// A block count beyond any device: `len_u32` saturates instead of wrapping, so the
+/// allocation of that length is an error, and `fill_u32` refuses a shorter buffer.
+#[test]
+fn gpu_oversized_block_counts_are_errors() {
+    let Some(gpu) = gpu_or_skip("gpu_oversized_block_counts_are_errors") else {
+        return;
+    };
+    let mut dev = SfmtStreams::new(&gpu, &[Sfmt::new(Mexp::M19937, 1)]).unwrap();
+    let huge = usize::MAX / 100;
+    assert_eq!(dev.len_u32(huge), usize::MAX);
+    assert!(gpu.alloc::<u32>(dev.len_u32(huge)).is_err());
+    let mut out = gpu.alloc::<u32>(dev.len_u32(1)).unwrap();
+    assert!(dev.fill_u32(huge, &mut out).is_err());
+}

@@ -3,6 +3,8 @@
 //! equation, seed 001's reaction-advection-diffusion problem against a tight-tolerance
 //! reference, accept/reject, one thread against all cores, and bad input.
 
+mod common;
+
 use ferrocuda::Error;
 use ferrocuda::rock4::coeffs::{DEGREES, RECF_LEN, tables};
 use ferrocuda::rock4::problems::{Advection, Heat2d, ReactionAdvectionDiffusion};
@@ -507,4 +509,88 @@ fn heat_200_error_estimate_is_rounding_dominated() {
             .zip(&b.history)
             .all(|(x, y)| x.accepted && y.accepted)
     );
+}
+
+/// `y' = -y` until `t = 0.5`, then NaN: the integration cannot get past 0.5.
+struct NanAfterHalf;
+impl Rhs for NanAfterHalf {
+    fn dim(&self) -> usize {
+        4
+    }
+    fn eval(&self, t: f64, y: &[f64], dy: &mut [f64]) -> ferrocuda::Result<()> {
+        for (d, &v) in dy.iter_mut().zip(y) {
+            *d = if t < 0.5 { -v } else { f64::NAN };
+        }
+        Ok(())
+    }
+    fn spectral_radius_bound(&self, _t: f64, _y: &[f64]) -> Option<f64> {
+        Some(1.0)
+    }
+}
+
+/// A failed integration (the step size fell below the smallest allowed) is an error with
+/// the report, never an `Ok` that could pass for success; `y` is left as it was.
+#[test]
+fn a_failed_integration_is_an_error() {
+    // nu = 1e300: a spectral radius of 8e304, no stable step above 1e-300.
+    let heat = Heat2d::new(100, 1e300).unwrap();
+    let y0 = heat.initial();
+    let mut y = y0.clone();
+    let e = cpu::integrate(&heat, 0.0, 1.0, &mut y, &Rock4Options::default()).unwrap_err();
+    let msg = e.to_string();
+    match &e {
+        Error::IntegrationFailed { report, .. } => {
+            assert_eq!(report.reason, StopReason::StepTooSmall);
+            assert_eq!(report.final_time, 0.0);
+            assert!(!report.finished());
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        msg.contains("failed at t = 0") && msg.contains("spectral radius") && msg.contains("e304"),
+        "{msg}"
+    );
+    assert_eq!(y, y0);
+    // NaN from the right-hand side after t = 0.5: the message says so.
+    let mut y = vec![1.0; 4];
+    let e = cpu::integrate(&NanAfterHalf, 0.0, 1.0, &mut y, &Rock4Options::default()).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("NaN") && msg.contains("failed at t = 0.4"),
+        "{msg}"
+    );
+    assert_eq!(y, [1.0; 4]);
+    // A finished integration says so.
+    let ok = Heat2d::new(10, 1.0).unwrap();
+    let mut y = ok.initial();
+    let r = cpu::integrate(&ok, 0.0, 0.01, &mut y, &Rock4Options::default()).unwrap();
+    assert!(r.finished());
+}
+
+/// Parameters whose spectral radius overflows, and grids beyond any machine, are
+/// refused up front, naming the value.
+#[test]
+fn absurd_problems_are_refused_up_front() {
+    let e = Heat2d::new(1000, 1e305).unwrap_err().to_string();
+    assert!(
+        e.contains("nu = 1e305") && e.contains("spectral radius"),
+        "{e}"
+    );
+    assert!(Heat2d::new(1000, 1e300).is_ok());
+    let e = ReactionAdvectionDiffusion::new(10, 1e-160, 0.1, (1.0, 1.0), 10.0, Advection::Central)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("h = 1e-160"), "{e}");
+    let e = ReactionAdvectionDiffusion::new(10, 0.01, 0.1, (1.0, 1.0), 1e308, Advection::Forward)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("mu = 1e308"), "{e}");
+    for n in [1usize << 24, 1 << 32, usize::MAX] {
+        for e in [
+            Heat2d::new(n, 1.0).unwrap_err(),
+            ReactionAdvectionDiffusion::thesis(n, Advection::Central).unwrap_err(),
+        ] {
+            common::assert_out_of_host_memory(&e, &[&format!("{n} x {n} grid")]);
+        }
+    }
 }

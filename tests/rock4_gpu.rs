@@ -478,3 +478,27 @@ fn device_controller_resumes_across_launches_bit_for_bit() {
         );
     }
 }
+
+/// A failed integration on the GPU (both controllers) is an error with the report, as on
+/// the CPU, and `y` on the device is left as it was.
+#[test]
+fn a_failed_integration_is_an_error_on_the_gpu() {
+    let Some(g) = gpu_or_skip("a_failed_integration_is_an_error_on_the_gpu") else {
+        return;
+    };
+    let heat = Heat2d::new(100, 1e300).unwrap();
+    let d = heat.on_device(&g);
+    let y0 = heat.initial();
+    for c in CONTROLLERS {
+        let mut dy = g.upload(&y0).unwrap();
+        let o = Rock4Options::default().controller(c);
+        match gpu::integrate(&d, 0.0, 1.0, &mut dy, &o) {
+            Err(Error::IntegrationFailed { report, .. }) => {
+                assert_eq!(report.reason, StopReason::StepTooSmall, "{c:?}");
+                assert_eq!(report.final_time, 0.0, "{c:?}");
+            }
+            other => panic!("{c:?}: {other:?}"),
+        }
+        common::assert_bits_eq(&format!("{c:?}: y after"), &dy.download().unwrap(), &y0);
+    }
+}

@@ -528,6 +528,7 @@ where
             StopReason::ZeroRhs => "zero_rhs",
             StopReason::MaxIterations => "max_iterations",
             StopReason::Stagnation => "stagnation",
+            StopReason::Diverged => "diverged",
         },
         iterations: r.iterations,
         cycles: r.cycles,

@@ -62,9 +62,20 @@ pub fn grid_stride() -> usize {
 /// [`global_index`] in steps of [`grid_stride`]): the one loop every element-wise
 /// kernel runs.
 #[inline(always)]
-pub fn for_each_index(n: usize, mut f: impl FnMut(usize)) {
+pub fn for_each_index(n: usize, f: impl FnMut(usize)) {
     let stride = grid_stride();
-    let mut i = global_index();
+    for_each_strided(global_index(), stride, n, f);
+}
+/// Calls `f(i)` for every `i < n` this thread owns in a block-stride loop (`i` from
+/// [`thread_idx`] in steps of [`block_dim`]): the threads of one block share the work.
+#[inline(always)]
+pub fn for_each_block_index(n: usize, f: impl FnMut(usize)) {
+    for_each_strided(thread_idx(), block_dim(), n, f);
+}
+/// Calls `f(i)` for `i = first, first + stride, ...` while `i < n`.
+#[inline(always)]
+pub fn for_each_strided(first: usize, stride: usize, n: usize, mut f: impl FnMut(usize)) {
+    let mut i = first;
     while i < n {
         f(i);
         i += stride;
@@ -89,6 +100,24 @@ pub fn for_each_group(n: usize, width: usize, mut f: impl FnMut(usize, usize)) {
         g += stride;
         warp_first += stride;
     }
+}
+/// The unrolled head of a strided loop: calls `f([i, i + stride, .., i + (U - 1) stride])`
+/// for `i = first, first + U stride, ...` while all `U` indices are below `n` (so the
+/// `U` loads of a call can be in flight together), and returns the first index it did
+/// not cover; the rest is `for_each_strided(that index, stride, n, ..)`.
+#[inline(always)]
+pub fn for_each_strided_group<const U: usize>(
+    first: usize,
+    stride: usize,
+    n: usize,
+    mut f: impl FnMut([usize; U]),
+) -> usize {
+    let mut i = first;
+    while i + (U - 1) * stride < n {
+        f(core::array::from_fn(|u| i + u * stride));
+        i += U * stride;
+    }
+    i
 }
 /// Lane of this thread within its warp.
 #[inline(always)]

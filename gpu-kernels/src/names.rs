@@ -161,9 +161,6 @@ pub const ALL: &[&[&str]] = &[
     &dense_list(<f32 as DenseKernels>::DENSE),
     &dense_list(<f64 as DenseKernels>::DENSE),
     &dense_special_list(DENSE_SPECIAL),
-    &sfmt_list(SFMT),
-    &probe_list(PROBE),
-    &mpc_list(MPC),
 ];
 
 /// Names of the thesis's SpMV variants (`crate::spmv_thesis`) of one (matrix scalar,
@@ -389,139 +386,6 @@ const fn rock4_list(n: Rock4Names) -> [&'static str; 14] {
     ]
 }
 
-/// Names of the SFMT kernels (`crate::sfmt`).
-#[derive(Debug, Clone, Copy)]
-pub struct SfmtNames {
-    /// SFMT19937 streams, `u32` output: `(n_streams, blocks, state, out)`.
-    pub u32: &'static str,
-    /// SFMT19937 streams, `f32` Box-Muller normals: `(n_streams, blocks, state, out)`.
-    pub normal_f32: &'static str,
-    /// SFMT19937 streams, `f64` Box-Muller normals: `(n_streams, blocks, state, out)`.
-    pub normal_f64: &'static str,
-    /// The seed's per-thread "amd" scheme: `(n_generators, mul_factor, seeds, out)`.
-    pub amd_normal_f32: &'static str,
-}
-
-/// The SFMT kernel names.
-pub const SFMT: SfmtNames = SfmtNames {
-    u32: "sfmt19937_u32",
-    normal_f32: "sfmt19937_normal_f32",
-    normal_f64: "sfmt19937_normal_f64",
-    amd_normal_f32: "sfmt_amd_normal_f32",
-};
-
-const fn sfmt_list(n: SfmtNames) -> [&'static str; 4] {
-    [n.u32, n.normal_f32, n.normal_f64, n.amd_normal_f32]
-}
-
-/// Names of the micro-benchmark kernels of `ferrocuda probe` (`crate::probe`).
-#[derive(Debug, Clone, Copy)]
-pub struct ProbeNames {
-    /// Peak f32 kernels `(iters, b, c, out, clocks)`: add, mul, fma, each with 1 and 8
-    /// chains per thread, in that order.
-    pub peak_f32: [&'static str; 6],
-    /// Peak f64 kernels, same order and arguments.
-    pub peak_f64: [&'static str; 6],
-    /// FP64 tensor cores: `(iters, a, b, c0, out, clocks)`.
-    pub dmma: &'static str,
-    /// Linear read through L1: `(n, passes, per_block, src, out)`.
-    pub read: &'static str,
-    /// Linear read through L2 only (`ld.global.cg`): `(n, passes, per_block, src, out)`.
-    pub read_cg: &'static str,
-    /// Linear write: `(n, value, dst)`.
-    pub write: &'static str,
-    /// Linear copy: `(n, src, dst)`.
-    pub copy: &'static str,
-    /// Streaming copy (`ld.global.cg`, `st.global.cs`, 4 loads in flight): `(n, src, dst)`.
-    pub copy_stream: &'static str,
-    /// Gather through an index buffer: `(n, idx, src, out)`.
-    pub gather: &'static str,
-    /// Shared-memory reads with a lane stride: `(iters, stride, out)`.
-    pub shared: &'static str,
-    /// Pointer chase: `(steps, start, next, out)`.
-    pub chase: &'static str,
-    /// Latency chains `(iters, x, y, out)`: FADD, FFMA, DFMA, IMAD, sin, ex2, rsqrt.
-    pub latency: [&'static str; 7],
-    /// Warp divergence: `(iters, paths, b, c, out)`.
-    pub diverge: &'static str,
-}
-
-/// The probe kernel names.
-pub const PROBE: ProbeNames = ProbeNames {
-    peak_f32: [
-        "probe_add_f32_w1",
-        "probe_add_f32_w8",
-        "probe_mul_f32_w1",
-        "probe_mul_f32_w8",
-        "probe_fma_f32_w1",
-        "probe_fma_f32_w8",
-    ],
-    peak_f64: [
-        "probe_add_f64_w1",
-        "probe_add_f64_w8",
-        "probe_mul_f64_w1",
-        "probe_mul_f64_w8",
-        "probe_fma_f64_w1",
-        "probe_fma_f64_w8",
-    ],
-    dmma: "probe_dmma_f64",
-    read: "probe_read",
-    read_cg: "probe_read_cg",
-    write: "probe_write",
-    copy: "probe_copy",
-    copy_stream: "probe_copy_stream",
-    gather: "probe_gather",
-    shared: "probe_shared",
-    chase: "probe_chase",
-    latency: [
-        "probe_lat_fadd",
-        "probe_lat_ffma",
-        "probe_lat_dfma",
-        "probe_lat_imad",
-        "probe_lat_sin",
-        "probe_lat_ex2",
-        "probe_lat_rsqrt",
-    ],
-    diverge: "probe_diverge",
-};
-
-const fn probe_list(n: ProbeNames) -> [&'static str; 29] {
-    let p = n.peak_f32;
-    let d = n.peak_f64;
-    let l = n.latency;
-    [
-        p[0],
-        p[1],
-        p[2],
-        p[3],
-        p[4],
-        p[5],
-        d[0],
-        d[1],
-        d[2],
-        d[3],
-        d[4],
-        d[5],
-        n.dmma,
-        n.read,
-        n.read_cg,
-        n.write,
-        n.copy,
-        n.copy_stream,
-        n.gather,
-        n.shared,
-        n.chase,
-        l[0],
-        l[1],
-        l[2],
-        l[3],
-        l[4],
-        l[5],
-        l[6],
-        n.diverge,
-    ]
-}
-
 /// Names of the dense LU kernels (`crate::dense`) of one real scalar type.
 #[derive(Debug, Clone, Copy)]
 pub struct DenseNames {
@@ -688,48 +552,5 @@ const fn multigrid_list(n: MultigridNames) -> [&'static str; 12] {
         n.norms_partial,
         n.fill_rhs,
         n.coarse_solve,
-    ]
-}
-
-/// Names of the swarm-MPC kernels (`crate::mpc`, `f64` only).
-#[derive(Debug, Clone, Copy)]
-pub struct MpcNames {
-    /// Positions, pair sums and their gradients, the trajectory:
-    /// `(m, n, slices, chunk, params, x0, u, traj, pair_v, pair_g)`.
-    pub pairs: &'static str,
-    /// Local terms, adjoint sweep, block partials:
-    /// `(m, n, slices, params, grad, traj, pair_v, pair_g, grad_j, grad_g, partials)`.
-    pub adjoint: &'static str,
-    /// Block partials to `(J, g)` per problem: `(blocks, partials, out)`.
-    pub reduce: &'static str,
-    /// The thesis's nominal kernel: `(m, n, params, x0, u, traj, steps, out)`.
-    pub fd_nominal: &'static str,
-    /// The thesis's forward-difference kernel:
-    /// `(m, n, params, h, u, traj, steps, grad_j, grad_g)`.
-    pub fd_gradient: &'static str,
-    /// The whole exact path of small swarms in one launch (rollout, pair sums, adjoint
-    /// sweep, `(J, g)` by the last block):
-    /// `(m, n, per_block, params, grad, x0, u, grad_j, grad_g, partials, counters, out)`.
-    pub fused: &'static str,
-}
-
-/// The swarm-MPC kernel names.
-pub const MPC: MpcNames = MpcNames {
-    pairs: "mpc_pairs_f64",
-    adjoint: "mpc_adjoint_f64",
-    reduce: "mpc_reduce_f64",
-    fd_nominal: "mpc_fd_nominal_f64",
-    fd_gradient: "mpc_fd_gradient_f64",
-    fused: "mpc_fused_f64",
-};
-
-const fn mpc_list(n: MpcNames) -> [&'static str; 6] {
-    [
-        n.pairs,
-        n.adjoint,
-        n.reduce,
-        n.fd_nominal,
-        n.fd_gradient,
-        n.fused,
     ]
 }

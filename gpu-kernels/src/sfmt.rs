@@ -6,9 +6,10 @@
 //! A 128-bit word is `[u32; 4]` with lane 0 the least significant
 //! (`w0 + w1 2^32 + w2 2^64 + w3 2^96`), as in the reference's little-endian layout.
 //!
-//! # Kernels (`nvptx64` only)
-//! `sfmt19937_<out>(n_streams, blocks, state, out)`: thread `s` runs stream `s` (one
-//! SFMT19937 state per thread, held in shared memory, `N * 16` bytes per thread of
+//! # Kernels
+//! `sfmt19937` (arguments [`Sfmt19937`]; entries `sfmt19937_u32`, `sfmt19937_normal_f32`,
+//! `sfmt19937_normal_f64`, handles [`SfmtKernels::STREAMS`]): thread `s` runs stream `s`
+//! (one SFMT19937 state per thread, held in shared memory, `N * 16` bytes per thread of
 //! dynamic shared memory). It regenerates its state `blocks` times (`N = 156` words
 //! each) and writes word `j` (from 0) of stream `s` at word position `j * n_streams + s`
 //! of `out`: the streams are interleaved word by word, so a warp writes 512 contiguous
@@ -19,8 +20,8 @@
 //! (lane 0, lane 1) and (lane 2, lane 3)), `normal_f64` (two normals from the pair of
 //! 64-bit halves).
 //!
-//! `sfmt_amd_normal_f32(n_generators, mul_factor, seeds, out)`: the seed's scheme, see
-//! [`amd_generate`].
+//! `sfmt_amd_normal_f32` (arguments [`SfmtAmdNormalF32`], handle [`SFMT_AMD_NORMAL_F32`]):
+//! the seed's scheme, see [`amd_generate`].
 
 /// One SFMT parameter set (PARAMS.md §2). Shifts `sl2`, `sr2` are in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -273,159 +274,186 @@ pub fn amd_normals(words: &[W128; AMD_MAX_WORDS], m: usize, out: &mut [f32]) {
     }
 }
 
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::abi::Kernel;
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::*;
-    use crate::device::{block_dim, dynamic_shared, global_index, thread_idx};
+use crate::device::{block_dim, dynamic_shared, global_index, thread_idx};
+use crate::{instances, kernel};
 
-    /// A 16-byte aligned word, so shared and global accesses are 128-bit.
-    #[derive(Clone, Copy)]
-    #[repr(C, align(16))]
-    struct A16(W128);
+/// A value aligned to 16 bytes, so that shared and global accesses of a 128-bit word
+/// are single 128-bit loads and stores.
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct Align16<T>(T);
 
-    /// Runs stream `global_index()` for `blocks` blocks; `emit(j, word)` gets its words
-    /// in order (`j` from 0).
+/// What the stream kernels make of each 128-bit word: the lanes as `u32`, four `f32`
+/// normals ([`normals_f32`]) or two `f64` normals ([`normals_f64`]).
+pub trait SfmtOutput: Copy {
+    /// Values per 128-bit word.
+    const PER_WORD: usize;
+
+    /// Writes the values of word `w` at 128-bit position `at` of `out` (one 16-byte
+    /// store).
+    ///
+    /// # Safety
+    /// `out` is 16-byte aligned and holds at least `(at + 1) * PER_WORD` values.
+    #[cfg(target_arch = "nvptx64")]
+    unsafe fn store(out: *mut Self, at: usize, w: W128);
+}
+
+impl SfmtOutput for u32 {
+    const PER_WORD: usize = 4;
+    #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
-    unsafe fn run_streams(
-        n_streams: usize,
-        blocks: usize,
-        state: *mut u32,
-        mut emit: impl FnMut(usize, W128),
-    ) {
-        const N: usize = N19937;
-        const POS1: usize = SFMT19937.pos1;
-        const { assert!(N % 2 == 0 && (N - POS1) % 2 == 0) };
-        let s = global_index();
-        if s >= n_streams {
-            return;
+    unsafe fn store(out: *mut u32, at: usize, w: W128) {
+        unsafe { *(out as *mut Align16<W128>).add(at) = Align16(w) };
+    }
+}
+
+impl SfmtOutput for f32 {
+    const PER_WORD: usize = 4;
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    unsafe fn store(out: *mut f32, at: usize, w: W128) {
+        unsafe { *(out as *mut Align16<[f32; 4]>).add(at) = Align16(normals_f32(w)) };
+    }
+}
+
+impl SfmtOutput for f64 {
+    const PER_WORD: usize = 2;
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    unsafe fn store(out: *mut f64, at: usize, w: W128) {
+        unsafe { *(out as *mut Align16<[f64; 2]>).add(at) = Align16(normals_f64(w)) };
+    }
+}
+
+/// Runs stream `global_index()` for `blocks` blocks; `emit(j, word)` gets its words
+/// in order (`j` from 0).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn run_streams(
+    n_streams: usize,
+    blocks: usize,
+    state: *mut u32,
+    mut emit: impl FnMut(usize, W128),
+) {
+    const N: usize = N19937;
+    const POS1: usize = SFMT19937.pos1;
+    const { assert!(N % 2 == 0 && (N - POS1) % 2 == 0) };
+    let s = global_index();
+    if s >= n_streams {
+        return;
+    }
+    let t = thread_idx();
+    let tb = block_dim();
+    let sh = dynamic_shared::<Align16<W128>>();
+    let st = state as *mut Align16<W128>;
+    unsafe {
+        for i in 0..N {
+            *sh.add(i * tb + t) = *st.add(i * n_streams + s);
         }
-        let t = thread_idx();
-        let tb = block_dim();
-        let sh = dynamic_shared::<A16>();
-        let st = state as *mut A16;
-        unsafe {
-            for i in 0..N {
-                *sh.add(i * tb + t) = *st.add(i * n_streams + s);
-            }
-            let mut c = (*sh.add((N - 2) * tb + t)).0;
-            let mut d = (*sh.add((N - 1) * tb + t)).0;
-            // Two words per iteration, and the four loads of the next pair issued before
-            // this pair is computed and stored (software pipelining, so the shared-memory
-            // latency overlaps the arithmetic). Legal because no slot the next pair reads
-            // is one this pair writes: N - POS1 and N are even, the first region reads
-            // `b` slots >= POS1 + 2 > i + 1, the second reads slots i + 2 + POS1 - N
-            // written 32 steps before, and the next block's first pair reads slots 0, 1,
-            // POS1, POS1 + 1, all written earlier in this pass.
-            let w = |i: usize| sh.add(i * tb + t);
-            let load = |i: usize| {
-                let (b0, b1) = if i < N - POS1 {
-                    (i + POS1, i + 1 + POS1)
-                } else {
-                    (i + POS1 - N, i + 1 + POS1 - N)
-                };
-                ((*w(i)).0, (*w(b0)).0, (*w(i + 1)).0, (*w(b1)).0)
+        let mut c = (*sh.add((N - 2) * tb + t)).0;
+        let mut d = (*sh.add((N - 1) * tb + t)).0;
+        // Two words per iteration, and the four loads of the next pair issued before
+        // this pair is computed and stored (software pipelining, so the shared-memory
+        // latency overlaps the arithmetic). Legal because no slot the next pair reads
+        // is one this pair writes: N - POS1 and N are even, the first region reads
+        // `b` slots >= POS1 + 2 > i + 1, the second reads slots i + 2 + POS1 - N
+        // written 32 steps before, and the next block's first pair reads slots 0, 1,
+        // POS1, POS1 + 1, all written earlier in this pass.
+        let w = |i: usize| sh.add(i * tb + t);
+        let load = |i: usize| {
+            let (b0, b1) = if i < N - POS1 {
+                (i + POS1, i + 1 + POS1)
+            } else {
+                (i + POS1 - N, i + 1 + POS1 - N)
             };
-            let mut j = 0;
-            let mut cur = load(0);
-            for _ in 0..blocks {
-                let mut i = 0;
-                while i < N {
-                    let next = load(if i + 2 < N { i + 2 } else { 0 });
-                    let r0 = recursion(&SFMT19937, cur.0, cur.1, c, d);
-                    let r1 = recursion(&SFMT19937, cur.2, cur.3, d, r0);
-                    *w(i) = A16(r0);
-                    *w(i + 1) = A16(r1);
-                    emit(j, r0);
-                    emit(j + 1, r1);
-                    j += 2;
-                    c = r0;
-                    d = r1;
-                    cur = next;
-                    i += 2;
-                }
-            }
-            for i in 0..N {
-                *st.add(i * n_streams + s) = *sh.add(i * tb + t);
+            ((*w(i)).0, (*w(b0)).0, (*w(i + 1)).0, (*w(b1)).0)
+        };
+        let mut j = 0;
+        let mut cur = load(0);
+        for _ in 0..blocks {
+            let mut i = 0;
+            while i < N {
+                let next = load(if i + 2 < N { i + 2 } else { 0 });
+                let r0 = recursion(&SFMT19937, cur.0, cur.1, c, d);
+                let r1 = recursion(&SFMT19937, cur.2, cur.3, d, r0);
+                *w(i) = Align16(r0);
+                *w(i + 1) = Align16(r1);
+                emit(j, r0);
+                emit(j + 1, r1);
+                j += 2;
+                c = r0;
+                d = r1;
+                cur = next;
+                i += 2;
             }
         }
-    }
-
-    /// `u32` output: word `j` of stream `s` at 128-bit position `j * n_streams + s`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn sfmt19937_u32(
-        n_streams: usize,
-        blocks: usize,
-        state: *mut u32,
-        out: *mut u32,
-    ) {
-        let s = global_index();
-        let o = out as *mut A16;
-        unsafe {
-            run_streams(n_streams, blocks, state, |j, w| {
-                *o.add(j * n_streams + s) = A16(w);
-            })
+        for i in 0..N {
+            *st.add(i * n_streams + s) = *sh.add(i * tb + t);
         }
     }
+}
 
-    /// Four `f32` normals per word ([`normals_f32`]), same positions as `u32`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn sfmt19937_normal_f32(
-        n_streams: usize,
-        blocks: usize,
-        state: *mut u32,
-        out: *mut f32,
-    ) {
-        #[derive(Clone, Copy)]
-        #[repr(C, align(16))]
-        struct F4([f32; 4]);
-        let s = global_index();
-        let o = out as *mut F4;
-        unsafe {
-            run_streams(n_streams, blocks, state, |j, w| {
-                *o.add(j * n_streams + s) = F4(normals_f32(w));
-            })
-        }
+/// SFMT19937 streams, one per thread: word `j` of stream `s` becomes
+/// [`SfmtOutput::PER_WORD`] values at 128-bit position `j * n_streams + s` of `out`;
+/// `state` (`n_streams * N19937` words, interleaved the same way) is read at the start
+/// and written back at the end. Needs `N19937 * 16` bytes of dynamic shared memory per
+/// thread.
+#[kernel(args = Sfmt19937)]
+pub unsafe fn sfmt19937<T: SfmtOutput>(
+    n_streams: usize,
+    blocks: usize,
+    state: *mut u32,
+    out: *mut T,
+) {
+    let s = global_index();
+    unsafe {
+        run_streams(n_streams, blocks, state, |j, w| {
+            T::store(out, j * n_streams + s, w)
+        })
     }
+}
 
-    /// Two `f64` normals per word ([`normals_f64`]), same positions as `u32`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn sfmt19937_normal_f64(
-        n_streams: usize,
-        blocks: usize,
-        state: *mut u32,
-        out: *mut f64,
-    ) {
-        #[derive(Clone, Copy)]
-        #[repr(C, align(16))]
-        struct D2([f64; 2]);
-        let s = global_index();
-        let o = out as *mut D2;
-        unsafe {
-            run_streams(n_streams, blocks, state, |j, w| {
-                *o.add(j * n_streams + s) = D2(normals_f64(w));
-            })
-        }
-    }
+/// The stream kernel of one output type.
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait SfmtKernels: SfmtOutput + 'static {
+    /// `sfmt19937_u32`, `sfmt19937_normal_f32` or `sfmt19937_normal_f64`.
+    const STREAMS: Kernel<Sfmt19937<'static, Self>>;
+}
 
-    /// The seed's "amd" scheme: generator `g` reads `seeds[g]` (a 128-bit word, as four
-    /// `u32`) and writes `4 * mul_factor` floats at `out[4 * mul_factor * g ..]`
-    /// ([`amd_generate`], [`amd_normals`]). `mul_factor <= 8`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn sfmt_amd_normal_f32(
-        n_generators: usize,
-        mul_factor: usize,
-        seeds: *const u32,
-        out: *mut f32,
-    ) {
-        let g = global_index();
-        if g >= n_generators {
-            return;
-        }
-        let seed = unsafe { (*(seeds as *const A16).add(g)).0 };
-        let mut words = [[0u32; 4]; AMD_MAX_WORDS];
-        amd_generate(seed, mul_factor, &mut words);
-        let len = 4 * mul_factor;
-        let dst = unsafe { core::slice::from_raw_parts_mut(out.add(len * g), len) };
-        amd_normals(&words, mul_factor, dst);
+instances! {
+    impl SfmtKernels for u32 {
+        STREAMS = sfmt19937::<u32>("sfmt19937_u32");
     }
+    impl SfmtKernels for f32 {
+        STREAMS = sfmt19937::<f32>("sfmt19937_normal_f32");
+    }
+    impl SfmtKernels for f64 {
+        STREAMS = sfmt19937::<f64>("sfmt19937_normal_f64");
+    }
+}
+
+/// The seed's "amd" scheme: generator `g` reads `seeds[g]` (a 128-bit word, as four
+/// `u32`) and writes `4 * mul_factor` floats at `out[4 * mul_factor * g ..]`
+/// ([`amd_generate`], [`amd_normals`]). `mul_factor <= 8`.
+#[kernel]
+pub unsafe fn sfmt_amd_normal_f32(
+    n_generators: usize,
+    mul_factor: usize,
+    seeds: *const u32,
+    out: *mut f32,
+) {
+    let g = global_index();
+    if g >= n_generators {
+        return;
+    }
+    let seed = unsafe { (*(seeds as *const Align16<W128>).add(g)).0 };
+    let mut words = [[0u32; 4]; AMD_MAX_WORDS];
+    amd_generate(seed, mul_factor, &mut words);
+    let len = 4 * mul_factor;
+    let dst = unsafe { core::slice::from_raw_parts_mut(out.add(len * g), len) };
+    amd_normals(&words, mul_factor, dst);
 }

@@ -11,29 +11,42 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::{Lu, LuOptions, LuReport, LuScalar, Matrix, Pivoting, check_square};
-use crate::error::{Error, Result};
+use super::condition::{self, Finished, zero_pivot_error};
+use super::{Lu, LuOptions, LuScalar, Matrix, Pivoting, check_square};
+use crate::error::Result;
 use ferrocuda_kernels::dense::{better_pivot, multiplier};
 
-/// Factors `P A = L U` on the CPU. Errors: `A` not square ([`Error::NotSquare`]) or
-/// empty, `opts.block` outside `1..=`[`super::MAX_BLOCK`], an exactly zero pivot ([`Error::Singular`]
-/// naming the first such column). `a` is not modified.
+/// Factors `P A = L U` on the CPU, estimates the condition number and, where asked,
+/// the backward error (the report: module docs of [`super`]). Errors: `A` not square
+/// ([`Error::NotSquare`](crate::Error::NotSquare)) or empty, `opts.block` outside `1..=`[`super::MAX_BLOCK`], NaN
+/// or infinity in `A` ([`Error::NonFinite`](crate::Error::NonFinite) naming the entry, before factorising), an
+/// exactly zero pivot ([`Error::Singular`](crate::Error::Singular), or [`Error::ZeroPivot`](crate::Error::ZeroPivot) without pivoting,
+/// naming the first such column), factors that overflow ([`Error::NonFinite`](crate::Error::NonFinite)), too
+/// little memory for the copy ([`Error::OutOfHostMemory`](crate::Error::OutOfHostMemory)). A matrix singular to working
+/// precision is not an error here: see [`super::LuReport::singular_to_working_precision`].
+/// `a` is not modified.
 ///
 /// ```
-/// use ferrocuda::dense::{Matrix, LuOptions, cpu};
+/// use ferrocuda::dense::{Matrix, LuOptions, Pivoting, cpu};
 /// use ferrocuda::Error;
 /// let a = Matrix::new(2, 2, vec![1.0f64, 2.0, 2.0, 4.0])?; // rank 1
 /// match cpu::factor(&a, &LuOptions::default()) {
 ///     Err(Error::Singular { column, .. }) => assert_eq!(column, 1),
 ///     other => panic!("{other:?}"),
 /// }
+/// // Nonsingular, but a zero pivot for the factorisation without interchanges.
+/// let p = Matrix::new(2, 2, vec![0.0f64, 1.0, 1.0, 0.0])?;
+/// let none = LuOptions::default().with_pivoting(Pivoting::None);
+/// assert!(matches!(cpu::factor(&p, &none), Err(Error::ZeroPivot { column: 0, .. })));
 /// # Ok::<(), ferrocuda::Error>(())
 /// ```
 pub fn factor<T: LuScalar>(a: &Matrix<T>, opts: &LuOptions) -> Result<Lu<T>> {
     const OP: &str = "dense::cpu::factor";
     let n = check_square(OP, a)?;
     opts.check(OP)?;
-    let mut f = a.clone();
+    a.check_finite(OP, "A")?;
+    let anorm = a.norm1();
+    let mut f = a.try_clone()?;
     let mut ipiv = vec![0u32; n];
     let t = Instant::now();
     factor_in_place(
@@ -43,38 +56,41 @@ pub fn factor<T: LuScalar>(a: &Matrix<T>, opts: &LuOptions) -> Result<Lu<T>> {
         opts.block,
         opts.pivoting == Pivoting::Partial,
     )
-    .map_err(|column| Error::Singular { op: OP, column })?;
+    .map_err(|(column, below_is_zero)| {
+        zero_pivot_error(OP, column, opts.pivoting, below_is_zero)
+    })?;
     let factor_ms = t.elapsed().as_secs_f64() * 1e3;
-    let backward_error = if opts.backward_error {
-        Some(super::backward_error(a, &f, &ipiv)?)
-    } else {
-        None
-    };
-    Ok(Lu {
-        factors: f,
-        ipiv,
-        report: LuReport {
-            n,
-            pivoting: opts.pivoting,
-            block: opts.block,
+    let report = condition::report(
+        Finished {
+            op: OP,
+            a,
+            anorm,
+            factors: &f,
+            ipiv: &ipiv,
             device: "cpu".into(),
             factor_ms,
             total_ms: None,
-            backward_error,
         },
+        opts,
+    )?;
+    Ok(Lu {
+        factors: f,
+        ipiv,
+        report,
     })
 }
 
-/// The blocked factorisation of the column-major `n x n` matrix `a` in place; `Err(j)`:
-/// column `j`'s pivot is exactly zero (the first such column; `a` is then partly
-/// factorised).
+/// The blocked factorisation of the column-major `n x n` matrix `a` in place;
+/// `Err((j, below_is_zero))`: column `j`'s pivot is exactly zero (the first such column;
+/// `a` is then partly factorised), and whether the rest of the column below it is zero
+/// too.
 pub(crate) fn factor_in_place<T: LuScalar>(
     n: usize,
     a: &mut [T],
     ipiv: &mut [u32],
     nb: usize,
     pivot: bool,
-) -> std::result::Result<(), usize> {
+) -> std::result::Result<(), (usize, bool)> {
     let mut k0 = 0;
     while k0 < n {
         let kb = nb.min(n - k0);
@@ -127,7 +143,7 @@ fn factor_panel<T: LuScalar>(
     panel: &mut [T],
     ipiv: &mut [u32],
     pivot: bool,
-) -> std::result::Result<(), usize> {
+) -> std::result::Result<(), (usize, bool)> {
     for jj in 0..kb {
         let j = k0 + jj;
         let p = if pivot {
@@ -146,7 +162,8 @@ fn factor_panel<T: LuScalar>(
         };
         ipiv[jj] = p as u32;
         if panel[jj * n + p] == T::ZERO {
-            return Err(j);
+            let below = &panel[jj * n + j + 1..(jj + 1) * n];
+            return Err((j, below.iter().all(|&x| x == T::ZERO)));
         }
         if p != j {
             for c in 0..kb {

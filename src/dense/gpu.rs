@@ -35,6 +35,7 @@ use ferrocuda_kernels::dense::{
 use ferrocuda_kernels::hopper::{HOPPER_SHARED_BYTES, HOPPER_THREADS, HOPPER_TILE};
 use ferrocuda_kernels::names::DENSE_SPECIAL;
 
+use super::condition::{self, Finished, zero_pivot_error};
 use super::{Lu, LuOptions, LuReport, LuScalar, Matrix, Pivoting, check_square};
 use crate::error::{Error, Result, check_device};
 
@@ -90,13 +91,27 @@ impl LuWorkspace {
 const _: () = assert!(super::MAX_BLOCK <= SWAP_MAX);
 
 /// Factors `P A = L U` on the GPU: uploads `a`, factors it on the device
-/// ([`factor_device`]), downloads the factors and pivots. The report's `factor_ms` is
-/// the device time of the factorisation, `total_ms` includes both copies. Errors: as
-/// [`super::cpu::factor`], plus the GPU's.
+/// ([`factor_device`]), downloads the factors and pivots; then the condition estimate
+/// and the backward error on the host, from the factors (module docs of [`super`]).
+/// The report's `factor_ms` is the device time of the factorisation, `total_ms` includes
+/// both copies. Errors: as [`super::cpu::factor`] (NaN or infinity in `A` before
+/// anything is uploaded), plus the GPU's, and [`Error::OutOfDeviceMemory`] where the
+/// matrix does not fit the device.
 pub fn factor<T: LuScalar>(gpu: &Gpu, a: &Matrix<T>, opts: &LuOptions) -> Result<Lu<T>> {
     const OP: &str = "dense::gpu::factor";
     let n = check_square(OP, a)?;
     opts.check(OP)?;
+    a.check_finite(OP, "A")?;
+    let anorm = a.norm1();
+    // The matrix, the pivots and the largest scratch (LuWorkspace::reserve).
+    let bytes = (n as u128 * n as u128) * size_of::<T>() as u128
+        + 4 * n as u128
+        + 8 * (2 * (opts.block * opts.block) as u128 + (opts.block * n) as u128);
+    crate::alloc::check_device_bytes(
+        gpu,
+        &format!("the LU of the {n} x {n} {} matrix", T::SUFFIX),
+        bytes,
+    )?;
     let total = std::time::Instant::now();
     let mut d = gpu.upload(a.as_slice())?;
     let mut ipiv = gpu.alloc::<u32>(n)?;
@@ -110,28 +125,29 @@ pub fn factor<T: LuScalar>(gpu: &Gpu, a: &Matrix<T>, opts: &LuOptions) -> Result
     let factors = Matrix::new(n, n, d.download()?)?;
     let ipiv = ipiv.download()?;
     let total_ms = total.elapsed().as_secs_f64() * 1e3;
-    let backward_error = if opts.backward_error {
-        Some(super::backward_error(a, &factors, &ipiv)?)
-    } else {
-        None
-    };
-    Ok(Lu {
-        factors,
-        ipiv,
-        report: LuReport {
-            n,
-            pivoting: opts.pivoting,
-            block: opts.block,
+    let report = condition::report(
+        Finished {
+            op: OP,
+            a,
+            anorm,
+            factors: &factors,
+            ipiv: &ipiv,
             device: gpu.name()?,
             factor_ms,
             total_ms: Some(total_ms),
-            backward_error,
         },
+        opts,
+    )?;
+    Ok(Lu {
+        factors,
+        ipiv,
+        report,
     })
 }
 
 /// Solves `A X = B`: factors on the GPU ([`factor`]), then the interchanges and the two
-/// triangular solves on the host ([`Lu::solve`], `O(n^2 k)`).
+/// triangular solves on the host ([`Lu::solve`], `O(n^2 k)`). Errors: as
+/// [`super::solve`].
 pub fn solve<T: LuScalar>(
     gpu: &Gpu,
     a: &Matrix<T>,
@@ -140,6 +156,7 @@ pub fn solve<T: LuScalar>(
 ) -> Result<(Matrix<T>, LuReport)> {
     let n = check_square("dense::gpu::solve", a)?;
     crate::error::check_len("dense::gpu::solve", "rows of B", n, b.nrows())?;
+    b.check_finite("dense::gpu::solve", "B")?;
     let lu = factor(gpu, a, opts)?;
     let x = lu.solve(b)?;
     Ok((x, lu.report))
@@ -147,8 +164,12 @@ pub fn solve<T: LuScalar>(
 
 /// Factors the column-major `n x n` matrix in `a` in place on its stream (`ipiv` gets
 /// the interchanges); synchronises once at the end to read `info`. Errors: lengths,
-/// devices, `opts.block`, a zero pivot ([`Error::Singular`], first such column; `a`
-/// then holds a partial factorisation).
+/// devices, `opts.block`, a zero pivot (first such column; `a` then holds a partial
+/// factorisation): [`Error::Singular`] where the matrix is singular (with partial
+/// pivoting always; without, where the rest of the column is zero too), else
+/// [`Error::ZeroPivot`]. The input is not checked for NaN or infinity (that would cost a
+/// pass over the matrix in every timed factorisation; [`factor`] checks on the host), nor
+/// is the condition estimated: no report.
 pub fn factor_device<T: LuScalar>(
     n: usize,
     a: &mut DeviceBuffer<T>,
@@ -158,7 +179,11 @@ pub fn factor_device<T: LuScalar>(
 ) -> Result<()> {
     const OP: &str = "dense::gpu::factor_device";
     opts.check(OP)?;
-    crate::error::check_len(OP, "a (n * n)", n * n, a.len())?;
+    let n2 = n.checked_mul(n).ok_or_else(|| Error::InvalidArgument {
+        op: OP,
+        reason: format!("n = {n}: n * n overflows"),
+    })?;
+    crate::error::check_len(OP, "a (n * n)", n2, a.len())?;
     crate::error::check_len(OP, "ipiv", n, ipiv.len())?;
     check_device(OP, "ipiv", a.gpu(), ipiv.gpu())?;
     check_device(OP, "workspace", a.gpu(), ws.info.gpu())?;
@@ -273,10 +298,15 @@ pub fn factor_device<T: LuScalar>(
     let mut info = [0u32];
     ws.info.copy_to_host(&mut info)?;
     if info[0] != 0 {
-        return Err(Error::Singular {
-            op: OP,
-            column: info[0] as usize - 1,
-        });
+        let column = info[0] as usize - 1;
+        // Without interchanges the rest of the column is left as it was at the zero pivot
+        // (not scaled, `multiplier`): all zero proves the matrix singular.
+        let below_is_zero = partial || {
+            let mut rest = gpu.alloc::<T>(n - column - 1)?;
+            rest.copy_from_device(&a.view(column * n + column + 1..(column + 1) * n)?)?;
+            rest.download()?.iter().all(|&x| x == T::ZERO)
+        };
+        return Err(zero_pivot_error(OP, column, opts.pivoting, below_is_zero));
     }
     Ok(())
 }

@@ -12,9 +12,36 @@
 //! | [`gpu::factor`] | the same on one GPU: one kernel per panel column (pivot search, swap, scaling, rank-1 update), then row swaps, TRSM and the trailing GEMM (`f64`: FP64 tensor cores) |
 //! | [`thesis`] | seed 004: unblocked right-looking LU (`f64`) and Rodinia's blocked LU (`f32`, block 16), no pivoting |
 //!
-//! An exactly zero pivot is [`Error::Singular`] naming the column; nothing is returned
-//! with infinities or NaN from it. The report's backward error is
-//! `||P A - L U||_1 / (||A||_1 n eps)`, a number of order 1 for a stable factorisation.
+//! What a factorisation checks and reports (CPU and GPU alike):
+//! - **Input**: NaN or infinity in `A` (or in `B` of a solve) is [`Error::NonFinite`]
+//!   naming the entry, before anything is factorised (as SciPy's `check_finite`). For
+//!   `f32`, read or convert `f64` data with [`Matrix::try_convert`], which names an
+//!   entry that overflows to infinity (e.g. `1e39`).
+//! - **Zero pivot**: with partial pivoting an exactly zero pivot is [`Error::Singular`]
+//!   naming the column. Without pivoting a zero pivot is [`Error::ZeroPivot`] ("zero
+//!   pivot without pivoting": the matrix may well be nonsingular), unless the rest of its
+//!   column is zero too, which does prove the matrix singular ([`Error::Singular`]).
+//!   Factors that overflow to infinity or NaN (finite input beyond the range of the
+//!   precision) are [`Error::NonFinite`] naming the first such factor.
+//! - **Conditioning**: every report has `rcond`, LAPACK `gecon`'s estimate of the
+//!   reciprocal condition number `1 / (||A||_1 ||A^{-1}||_1)`: Hager and Higham's
+//!   1-norm estimator (LAPACK `lacn2`) with solves by the factors and their transposes,
+//!   `O(n^2)` after the factorisation. It is computed on the host from the factors, on
+//!   the GPU path too (the factors come back to the host anyway, and the GPU has no
+//!   triangular solves with one right-hand side). The estimate of `||A^{-1}||_1` is a
+//!   lower bound, almost always within a factor of 3 (so `rcond` is at most about 3
+//!   times too large). `rcond < eps` of the working precision
+//!   ([`LuReport::singular_to_working_precision`]) means singular to working precision:
+//!   the factorisation is returned (callers may inspect or use it), but [`Lu::solve`]
+//!   and the `solve` functions refuse with [`Error::SingularToWorkingPrecision`]
+//!   carrying `rcond`; [`Lu::solve_forced`] solves anyway.
+//! - **Backward error** (optional, `O(n^3)`): the normwise relative backward error of the
+//!   factorisation, `||P A - L U||_1 / ||A||_1` ([`LuReport::backward_error`]; of order
+//!   `n eps` or below for a stable factorisation), and the same divided by `n eps`
+//!   ([`LuReport::scaled_backward_error`], of order 1 or below).
+//! - **Sizes**: copies and new matrices whose size comes from the caller are allocated
+//!   fallibly ([`crate::alloc`]; [`Matrix::try_zeros`], [`Matrix::try_random`]); the GPU
+//!   path checks the device's free memory before uploading.
 //!
 //! ```
 //! use ferrocuda::dense::{Matrix, LuOptions, cpu};
@@ -26,13 +53,17 @@
 //! # Ok::<(), ferrocuda::Error>(())
 //! ```
 
+mod condition;
 pub mod cpu;
 pub mod gpu;
 pub mod thesis;
 
+pub use condition::inverse_norm1_estimate;
+
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::alloc;
 use crate::blas1::Element;
 use crate::error::{Error, Result};
 use ferrocuda_kernels::RealScalar;
@@ -70,13 +101,80 @@ impl<T: LuScalar> Matrix<T> {
         Ok(Matrix { nrows, ncols, data })
     }
 
-    /// The zero matrix.
+    /// The zero matrix (aborts where it does not fit in memory: for sizes from a user
+    /// or a file use [`Matrix::try_zeros`]).
     pub fn zeros(nrows: usize, ncols: usize) -> Self {
         Matrix {
             nrows,
             ncols,
             data: vec![T::ZERO; nrows * ncols],
         }
+    }
+
+    /// The zero matrix, allocated fallibly: [`Error::OutOfHostMemory`] naming the
+    /// dimensions, the bytes and the limit where it does not fit ([`crate::alloc`]).
+    pub fn try_zeros(nrows: usize, ncols: usize) -> Result<Self> {
+        let what = Self::describe(nrows, ncols);
+        let len = Self::checked_len(&what, nrows, ncols)?;
+        Ok(Matrix {
+            nrows,
+            ncols,
+            data: alloc::try_vec(&what, len, T::ZERO)?,
+        })
+    }
+
+    /// "the 3 x 4 f64 matrix", for the errors of the allocations.
+    fn describe(nrows: usize, ncols: usize) -> String {
+        format!("the {nrows} x {ncols} {} matrix", T::SUFFIX)
+    }
+
+    /// `nrows * ncols`, or [`Error::OutOfHostMemory`] for `what` where the product (in
+    /// bytes) does not fit the address space or the host's memory.
+    fn checked_len(what: &str, nrows: usize, ncols: usize) -> Result<usize> {
+        let len = nrows as u128 * ncols as u128;
+        alloc::check_host_bytes(what, alloc::bytes_of(len, size_of::<T>()))?;
+        Ok(len as usize) // bounded by isize::MAX bytes above
+    }
+
+    /// A copy, allocated fallibly (as [`Matrix::try_zeros`]).
+    pub fn try_clone(&self) -> Result<Self> {
+        let what = format!("a copy of {}", Self::describe(self.nrows, self.ncols));
+        let mut data = alloc::try_with_capacity(&what, self.data.len())?;
+        data.extend_from_slice(&self.data);
+        Ok(Matrix {
+            nrows: self.nrows,
+            ncols: self.ncols,
+            data,
+        })
+    }
+
+    /// `Err(`[`Error::NonFinite`]`)` naming the first entry (in column-major order) of
+    /// this matrix, operand `what` of `op`, that is NaN or infinite.
+    pub fn check_finite(&self, op: &'static str, what: &'static str) -> Result<()> {
+        let Some(k) = self
+            .data
+            .par_iter()
+            .position_first(|x| !x.to_f64().is_finite())
+        else {
+            return Ok(());
+        };
+        let value = self.data[k].to_f64();
+        let mut reason = String::from("NaN and infinity are not allowed");
+        if value.is_infinite() && size_of::<T>() == 4 {
+            reason.push_str(&format!(
+                " (in {} a magnitude above {:e} rounds to infinity)",
+                T::SUFFIX,
+                f32::MAX
+            ));
+        }
+        Err(Error::NonFinite {
+            op,
+            what,
+            row: k % self.nrows,
+            col: k / self.nrows,
+            value,
+            reason,
+        })
     }
 
     /// Element `(i, j)` from `f(i, j)`.
@@ -137,7 +235,58 @@ impl<T: LuScalar> Matrix<T> {
     pub fn into_vec(self) -> Vec<T> {
         self.data
     }
-    /// The same values in the other precision (`f64 -> f32` rounds).
+    /// Seeded random entries as [`Matrix::random`], the size checked against the host's
+    /// memory first (the generator needs `8` bytes per entry besides the matrix).
+    pub fn try_random(nrows: usize, ncols: usize, lo: f64, hi: f64, seed: u64) -> Result<Self> {
+        let what = format!("{} (random)", Self::describe(nrows, ncols));
+        let len = nrows as u128 * ncols as u128;
+        alloc::check_host_bytes(&what, alloc::bytes_of(len, size_of::<T>() + 8))?;
+        Ok(Self::random(nrows, ncols, lo, hi, seed))
+    }
+
+    /// The same values in precision `U`, refusing what `U` cannot hold: an entry that is
+    /// NaN or infinite, or finite but beyond `U`'s range (e.g. `1e39` for `f32`), is
+    /// [`Error::NonFinite`] naming it. The copy is allocated fallibly.
+    pub fn try_convert<U: LuScalar>(&self) -> Result<Matrix<U>> {
+        const OP: &str = "Matrix::try_convert";
+        self.check_finite(OP, "A")?;
+        let bad = self
+            .data
+            .par_iter()
+            .position_first(|x| !U::from_f64(x.to_f64()).to_f64().is_finite());
+        if let Some(k) = bad {
+            return Err(Error::NonFinite {
+                op: OP,
+                what: "A",
+                row: k % self.nrows,
+                col: k / self.nrows,
+                value: self.data[k].to_f64(),
+                reason: format!(
+                    "beyond the range of {} (largest magnitude {:e}): it would round to infinity",
+                    U::SUFFIX,
+                    if size_of::<U>() == 4 {
+                        f32::MAX as f64
+                    } else {
+                        f64::MAX
+                    }
+                ),
+            });
+        }
+        let what = format!("the {} x {} {} copy", self.nrows, self.ncols, U::SUFFIX);
+        let mut data = alloc::try_with_capacity(&what, self.data.len())?;
+        self.data
+            .par_iter()
+            .map(|x| U::from_f64(x.to_f64()))
+            .collect_into_vec(&mut data);
+        Ok(Matrix {
+            nrows: self.nrows,
+            ncols: self.ncols,
+            data,
+        })
+    }
+
+    /// The same values in the other precision (`f64 -> f32` rounds; values beyond `f32`
+    /// become infinite: [`Matrix::try_convert`] refuses them instead).
     pub fn convert<U: LuScalar>(&self) -> Matrix<U> {
         Matrix {
             nrows: self.nrows,
@@ -198,7 +347,7 @@ pub struct LuOptions {
     /// Panel width (columns factorised before one trailing update), `1..=`[`MAX_BLOCK`];
     /// 384 by default (on the H100 the GPU's trailing GEMM is far from its rate at k = 128).
     pub block: usize,
-    /// Compute the backward error into the report (an `O(n^3)` product on the CPU).
+    /// Compute the backward errors into the report (an `O(n^3)` product on the CPU).
     pub backward_error: bool,
     /// GPU, `f64` only: the trailing update on the FP64 tensor cores (`false`: the CUDA
     /// cores).
@@ -289,8 +438,39 @@ pub struct LuReport {
     pub factor_ms: f64,
     /// Time including the copies to and from the device (GPU only), ms.
     pub total_ms: Option<f64>,
-    /// `||P A - L U||_1 / (||A||_1 n eps)` where computed.
+    /// The normwise relative backward error of the factorisation,
+    /// `||P A - L U||_1 / ||A||_1`, where computed ([`LuOptions::backward_error`]).
     pub backward_error: Option<f64>,
+    /// [`LuReport::backward_error`] divided by `n eps`: of order 1 or below for a
+    /// stable factorisation.
+    pub scaled_backward_error: Option<f64>,
+    /// Estimated reciprocal condition number in the 1-norm,
+    /// `1 / (||A||_1 ||A^{-1}||_1)` (LAPACK `gecon`; module docs); 0 for `A = 0`.
+    pub rcond: f64,
+    /// The working precision, `"f32"` or `"f64"`.
+    pub precision: &'static str,
+    /// Machine epsilon of the working precision.
+    pub eps: f64,
+    /// `rcond < eps`: singular to working precision. [`Lu::solve`] then refuses with
+    /// [`Error::SingularToWorkingPrecision`]; the factors are still returned.
+    pub singular_to_working_precision: bool,
+}
+
+impl LuReport {
+    /// `Err(`[`Error::SingularToWorkingPrecision`]`)` (naming `op`) when the matrix is
+    /// singular to working precision, else `Ok`: for callers that factor without
+    /// solving and must not go on with such a matrix.
+    pub fn check_conditioning(&self, op: &'static str) -> Result<()> {
+        if self.singular_to_working_precision {
+            return Err(Error::SingularToWorkingPrecision {
+                op,
+                rcond: self.rcond,
+                eps: self.eps,
+                precision: self.precision,
+            });
+        }
+        Ok(())
+    }
 }
 
 /// A factorisation `P A = L U`.
@@ -342,51 +522,43 @@ impl<T: LuScalar> Lu<T> {
 
     /// Solves `A X = B` for the columns of `B` (`n x k`, any `k`) with the factors:
     /// interchanges, then forward (unit `L`) and backward (`U`) substitution, one column
-    /// per task. Errors: `B` has not `n` rows.
+    /// per task. Errors: `B` has not `n` rows or holds NaN or infinity
+    /// ([`Error::NonFinite`] naming the entry); the matrix is singular to working
+    /// precision ([`Error::SingularToWorkingPrecision`]; [`Lu::solve_forced`] solves
+    /// anyway).
     pub fn solve(&self, b: &Matrix<T>) -> Result<Matrix<T>> {
+        self.report.check_conditioning("Lu::solve")?;
+        self.solve_forced(b)
+    }
+
+    /// [`Lu::solve`] also where the matrix is singular to working precision (the
+    /// solution may then have no correct digit). Errors: `B` has not `n` rows or holds
+    /// NaN or infinity.
+    pub fn solve_forced(&self, b: &Matrix<T>) -> Result<Matrix<T>> {
         let n = self.n();
         crate::error::check_len("Lu::solve", "rows of B", n, b.nrows)?;
-        let mut x = b.clone();
+        b.check_finite("Lu::solve", "B")?;
+        let mut x = b.try_clone()?;
         if b.ncols == 0 {
             return Ok(x);
         }
-        let f = &self.factors.data;
-        let ipiv = &self.ipiv;
-        x.data.par_chunks_mut(n).for_each(|col| {
-            for (k, &p) in ipiv.iter().enumerate() {
-                col.swap(k, p as usize);
-            }
-            for p in 0..n {
-                let u = col[p];
-                if u != T::ZERO {
-                    let l = &f[p * n..(p + 1) * n];
-                    for i in p + 1..n {
-                        col[i] = col[i] - l[i] * u;
-                    }
-                }
-            }
-            for p in (0..n).rev() {
-                let ucol = &f[p * n..(p + 1) * n];
-                let v = col[p] / ucol[p];
-                col[p] = v;
-                if v != T::ZERO {
-                    for i in 0..p {
-                        col[i] = col[i] - ucol[i] * v;
-                    }
-                }
-            }
-        });
+        x.data
+            .par_chunks_mut(n)
+            .for_each(|col| condition::solve_column(&self.factors.data, &self.ipiv, col));
         Ok(x)
     }
 
-    /// `||P A - L U||_1 / (||A||_1 n eps)` for the matrix `a` these factors came from
-    /// (computed in `f64`, one column of `L U` per task; `O(n^3)`).
+    /// The normwise relative backward error `||P A - L U||_1 / ||A||_1` for the matrix
+    /// `a` these factors came from (computed in `f64`, one column of `L U` per task;
+    /// `O(n^3)`).
     pub fn backward_error(&self, a: &Matrix<T>) -> Result<f64> {
         backward_error(a, &self.factors, &self.ipiv)
     }
 }
 
-/// `||P A - L U||_1 / (||A||_1 n eps)` with `eps` of `T`; see [`Lu::backward_error`].
+/// The normwise relative backward error `||P A - L U||_1 / ||A||_1` (0 for `A = 0`);
+/// see [`Lu::backward_error`]. Divided by `n eps` it is of order 1 for a stable
+/// factorisation ([`LuReport::scaled_backward_error`]).
 pub fn backward_error<T: LuScalar>(
     a: &Matrix<T>,
     factors: &Matrix<T>,
@@ -419,17 +591,14 @@ pub fn backward_error<T: LuScalar>(
         })
         .reduce(|| 0.0, f64::max);
     let norm = a.norm1();
-    let eps = T::EPSILON.to_f64();
-    Ok(if norm == 0.0 {
-        0.0
-    } else {
-        worst / (norm * n as f64 * eps)
-    })
+    Ok(if norm == 0.0 { 0.0 } else { worst / norm })
 }
 
 /// Solves `A X = B`: factors `A` on the CPU ([`cpu::factor`]) and applies [`Lu::solve`].
-/// Errors: `A` not square or empty, `B` without `n` rows, a zero pivot
-/// ([`Error::Singular`]).
+/// Errors: `A` not square or empty, `B` without `n` rows, NaN or infinity in `A` or `B`
+/// ([`Error::NonFinite`], before factorising), a zero pivot ([`Error::Singular`],
+/// [`Error::ZeroPivot`]), a matrix singular to working precision
+/// ([`Error::SingularToWorkingPrecision`]).
 ///
 /// ```
 /// use ferrocuda::dense::{Matrix, LuOptions, solve};
@@ -437,7 +606,8 @@ pub fn backward_error<T: LuScalar>(
 /// let b = Matrix::new(2, 2, vec![5.0, 5.0, 1.0, 2.0])?; // two right-hand sides
 /// let (x, report) = solve(&a, &b, &LuOptions::default())?;
 /// assert!((x.get(0, 0) - 1.0).abs() < 1e-14 && (x.get(1, 0) - 1.0).abs() < 1e-14);
-/// assert!(report.backward_error.unwrap() < 1.0);
+/// assert!(report.scaled_backward_error.unwrap() < 1.0);
+/// assert!(report.rcond > 0.1 && !report.singular_to_working_precision);
 /// # Ok::<(), ferrocuda::Error>(())
 /// ```
 pub fn solve<T: LuScalar>(
@@ -447,6 +617,7 @@ pub fn solve<T: LuScalar>(
 ) -> Result<(Matrix<T>, LuReport)> {
     let n = check_square("dense::solve", a)?;
     crate::error::check_len("dense::solve", "rows of B", n, b.nrows)?;
+    b.check_finite("dense::solve", "B")?;
     let lu = cpu::factor(a, opts)?;
     let x = lu.solve(b)?;
     Ok((x, lu.report))

@@ -11,8 +11,9 @@
 //! Both report the device time of the factorisation and the total with the copies to
 //! and from the device, the two columns of the thesis's tables. The references are
 //! [`super::cpu::factor`] with [`super::Pivoting::None`]. Without pivoting a zero
-//! pivot divides by zero: both check the factors and return [`Error::Singular`] at the
-//! first non-finite diagonal entry instead of handing back infinities or NaN.
+//! pivot divides by zero: both check the factors and return [`Error::ZeroPivot`] at the
+//! first zero or non-finite diagonal entry instead of handing back infinities or NaN
+//! (a zero pivot without pivoting does not mean that the matrix is singular).
 
 use ferrocuda_host::{DeviceSlice, Gpu, LaunchConfig, arg};
 use ferrocuda_kernels::dense::RODINIA_BS;
@@ -31,14 +32,14 @@ pub struct ThesisTiming {
     pub total_ms: f64,
 }
 
-/// Fails with [`Error::Singular`] at the first diagonal entry of `f` that is zero or not
+/// Fails with [`Error::ZeroPivot`] at the first diagonal entry of `f` that is zero or not
 /// finite (a zero pivot the unpivoted algorithms divided by).
 fn check_factors<T: LuScalar>(op: &'static str, f: &Matrix<T>) -> Result<()> {
     let n = f.nrows();
     for j in 0..n {
         let d = f.get(j, j).to_f64();
         if d == 0.0 || !d.is_finite() {
-            return Err(Error::Singular { op, column: j });
+            return Err(Error::ZeroPivot { op, column: j });
         }
     }
     if f.as_slice().iter().any(|x| !x.to_f64().is_finite()) {

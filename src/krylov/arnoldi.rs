@@ -8,7 +8,10 @@ use std::time::Instant;
 
 use num_complex::Complex;
 
-use super::{GmresOptions, GmresReport, GmresTiming, Orthogonalization, StopReason};
+use super::{
+    DIVERGENCE_FACTOR, GmresOptions, GmresReport, GmresTiming, Orthogonalization,
+    STAGNATION_CYCLES, STAGNATION_REDUCTION, StopReason,
+};
 use crate::error::{Error, Result};
 
 pub(crate) type C = Complex<f64>;
@@ -35,6 +38,10 @@ pub(crate) trait Space {
     fn mgs(&mut self, k: usize) -> Result<(Vec<C>, f64)>;
     /// `x <- x + M^{-1} sum_j y_j V_j`.
     fn update_solution(&mut self, y: &[C]) -> Result<()>;
+    /// `x_best <- x`: keeps the iterate with the smallest true residual so far.
+    fn save_best(&mut self) -> Result<()>;
+    /// `x <- x_best`.
+    fn restore_best(&mut self) -> Result<()>;
     /// Seconds spent in operator applications, preconditioner applications and
     /// orthogonalisation since the last call.
     fn take_times(&mut self) -> Result<[f64; 3]>;
@@ -129,6 +136,56 @@ pub(crate) fn from_c<V: crate::blas1::Element>(c: C) -> V {
 /// Progress callback: `(iteration, estimated relative residual)`.
 pub(crate) type Progress<'a> = Option<&'a mut dyn FnMut(usize, f64)>;
 
+/// The termination tests at a restart (module docs of [`super`]): the best iterate so
+/// far and the progress of the smallest true residual over the last cycles.
+struct Watch {
+    /// Smallest true residual at a restart (of the saved iterate).
+    best: f64,
+    /// The smallest residual when the stagnation window started, and the cycle count then.
+    anchor: f64,
+    anchor_cycle: usize,
+}
+
+impl Watch {
+    fn new() -> Self {
+        Watch {
+            best: f64::INFINITY,
+            anchor: f64::INFINITY,
+            anchor_cycle: 0,
+        }
+    }
+
+    /// Takes the unconverged true residual `beta` of the current iterate after `cycles`
+    /// cycles; saves the iterate when it is the best so far; returns why to stop
+    /// (`stalled`: the last cycle found no new direction), if at all.
+    fn restart(
+        &mut self,
+        space: &mut dyn Space,
+        beta: f64,
+        report: &GmresReport,
+        stalled: bool,
+        max_iter: usize,
+    ) -> Result<Option<StopReason>> {
+        if beta < self.best {
+            self.best = beta;
+            space.save_best()?;
+        }
+        if beta < (1.0 - STAGNATION_REDUCTION) * self.anchor {
+            self.anchor = beta;
+            self.anchor_cycle = report.cycles;
+        }
+        Ok(if beta > DIVERGENCE_FACTOR * report.initial_residual {
+            Some(StopReason::Diverged)
+        } else if stalled || report.cycles - self.anchor_cycle >= STAGNATION_CYCLES {
+            Some(StopReason::Stagnation)
+        } else if report.iterations >= max_iter {
+            Some(StopReason::MaxIterations)
+        } else {
+            None
+        })
+    }
+}
+
 /// Runs GMRES(m) on `space`.
 pub(crate) fn run(
     space: &mut dyn Space,
@@ -151,6 +208,8 @@ pub(crate) fn run(
     }
     let target = (opts.rtol * bnorm).max(opts.atol);
     let eps = space.epsilon();
+    let mut watch = Watch::new();
+    let mut stalled = false;
     loop {
         let beta = space.residual()?;
         add_times(&mut times, space.take_times()?);
@@ -172,14 +231,14 @@ pub(crate) fn run(
             report.reason = StopReason::Converged;
             break;
         }
-        if report.iterations >= opts.max_iter {
-            report.reason = StopReason::MaxIterations;
+        if let Some(reason) = watch.restart(space, beta, &report, stalled, opts.max_iter)? {
+            report.reason = reason;
             break;
         }
         report.cycles += 1;
         let m = opts.restart.min(opts.max_iter - report.iterations);
         let before = report.iterations;
-        let (y, stalled) = match opts.orthogonalization {
+        let (y, stalled_cycle) = match opts.orthogonalization {
             Orthogonalization::Mgs => mgs_cycle(
                 space,
                 m,
@@ -197,18 +256,12 @@ pub(crate) fn run(
         if !y.is_empty() {
             space.update_solution(&y)?;
         }
-        if stalled || report.iterations == before {
-            // The space stopped growing: one more true residual, then stop.
-            let beta = space.residual()?;
-            report.residual = beta;
-            report.converged = beta <= target;
-            report.reason = if report.converged {
-                StopReason::Converged
-            } else {
-                StopReason::Stagnation
-            };
-            break;
-        }
+        // The space stopped growing: one more true residual, then stop.
+        stalled = stalled_cycle || report.iterations == before;
+    }
+    if !report.converged && watch.best < report.residual {
+        space.restore_best()?;
+        report.residual = watch.best;
     }
     add_times(&mut times, space.take_times()?);
     report.relative_residual = report.residual / bnorm;

@@ -7,6 +7,7 @@ use rayon::prelude::*;
 
 use super::arnoldi::{self, C, Space, from_c, to_c};
 use super::{GmresOptions, GmresReport, LinOp};
+use crate::alloc;
 use crate::blas1::{Element, cpu as b1};
 use crate::cpu_dispatch::fma_kernel;
 use crate::distributed::Communicator;
@@ -101,7 +102,8 @@ pub fn gmres_with_progress<V: Element>(
     check_finite("b", b)?;
     check_finite("x0", x)?;
     opts.validate()?;
-    run_space(a, m, None, b, x, n, opts, progress)
+    let space = CpuSpace::new(a, m, None, b, x, n, opts)?;
+    run_space(space, x, opts, progress)
 }
 
 /// GMRES on one rank of a distributed system: `a` maps this rank's part of `x` to its
@@ -123,47 +125,38 @@ pub fn gmres_distributed<V: Element>(
     let local = check_system(a.nrows(), a.ncols(), mr, mc, b.len(), x.len())
         .and_then(|n| check_finite("b", b).map(|_| n))
         .and_then(|n| check_finite("x0", x).map(|_| n))
-        .and_then(|n| opts.validate().map(|_| n));
-    // Agree on failure first: a rank that stopped would leave the others waiting.
+        .and_then(|n| opts.validate().map(|_| n))
+        .and_then(|n| CpuSpace::new(a, m, Some(comm), b, x, n, opts));
+    // Agree on failure first (the workspace included): a rank that stopped would leave
+    // the others waiting.
+    let space = agree(comm, local)?;
+    run_space(space, x, opts, None)
+}
+
+/// The collective end of a distributed solve's checks: `local` on every rank when all
+/// succeeded, else an error on every rank (this rank's own, or one saying that another
+/// rank failed). Shared with the GPU path.
+pub(crate) fn agree<T>(comm: &dyn Communicator, local: Result<T>) -> Result<T> {
     let mut failed = [f64::from(u8::from(local.is_err()))];
     comm.all_reduce_sum(&mut failed)?;
-    let n = local?;
+    let value = local?;
     if failed[0] > 0.0 {
         return Err(Error::InvalidArgument {
             op: "gmres",
-            reason: "another rank's system or options are invalid".into(),
+            reason: "another rank's system, options or workspace are invalid".into(),
         });
     }
-    run_space(a, m, Some(comm), b, x, n, opts, None)
+    Ok(value)
 }
 
-/// Runs GMRES on `CpuSpace` (one process, or one rank when `comm` is given) from the
-/// checked inputs; `x` receives the solution.
-#[allow(clippy::too_many_arguments)]
+/// Runs GMRES on `space` (one process, or one rank of a distributed solve); `x`
+/// receives the solution.
 fn run_space<V: Element>(
-    a: &dyn LinOp<V>,
-    m: Option<&dyn LinOp<V>>,
-    comm: Option<&dyn Communicator>,
-    b: &[V],
+    mut space: CpuSpace<'_, V>,
     x: &mut [V],
-    n: usize,
     opts: &GmresOptions,
     progress: Option<&mut dyn FnMut(usize, f64)>,
 ) -> Result<GmresReport> {
-    let mut space = CpuSpace {
-        a,
-        m,
-        comm,
-        n,
-        b,
-        x: x.to_vec(),
-        basis: vec![V::ZERO; (opts.restart + 1) * n],
-        w: vec![V::ZERO; n],
-        z: vec![V::ZERO; n],
-        t_spmv: 0.0,
-        t_precond: 0.0,
-        t_orth: 0.0,
-    };
     let report = arnoldi::run(&mut space, opts, progress)?;
     x.copy_from_slice(&space.x);
     Ok(report)
@@ -204,6 +197,8 @@ struct CpuSpace<'a, V: Element> {
     n: usize,
     b: &'a [V],
     x: Vec<V>,
+    /// The iterate with the smallest true residual so far.
+    best: Vec<V>,
     basis: Vec<V>,
     w: Vec<V>,
     z: Vec<V>,
@@ -212,7 +207,41 @@ struct CpuSpace<'a, V: Element> {
     t_orth: f64,
 }
 
-impl<V: Element> CpuSpace<'_, V> {
+impl<'a, V: Element> CpuSpace<'a, V> {
+    /// The workspace of a solve from `x0` (checked against the host's memory first:
+    /// [`GmresOptions::basis_vectors`] basis vectors and `x`, `best`, `w`, `z`).
+    fn new(
+        a: &'a dyn LinOp<V>,
+        m: Option<&'a dyn LinOp<V>>,
+        comm: Option<&'a dyn Communicator>,
+        b: &'a [V],
+        x0: &[V],
+        n: usize,
+        opts: &GmresOptions,
+    ) -> Result<Self> {
+        let what = opts.workspace_name(n);
+        let vectors = opts.basis_vectors() as u128 + 4;
+        alloc::check_host_bytes(&what, alloc::bytes_of(vectors * n as u128, size_of::<V>()))?;
+        // The check bounds the product by isize::MAX bytes.
+        let mut x = alloc::try_with_capacity(&what, n)?;
+        x.extend_from_slice(x0);
+        Ok(CpuSpace {
+            a,
+            m,
+            comm,
+            n,
+            b,
+            x,
+            best: alloc::try_vec(&what, n, V::ZERO)?,
+            basis: alloc::try_vec(&what, opts.basis_vectors() * n, V::ZERO)?,
+            w: alloc::try_vec(&what, n, V::ZERO)?,
+            z: alloc::try_vec(&what, n, V::ZERO)?,
+            t_spmv: 0.0,
+            t_precond: 0.0,
+            t_orth: 0.0,
+        })
+    }
+
     /// `|v|` over all ranks.
     fn norm(&self, v: &[V]) -> Result<f64> {
         match self.comm {
@@ -394,6 +423,16 @@ impl<V: Element> Space for CpuSpace<'_, V> {
             }
             None => b1::axpy(V::ONE, &self.w, &mut self.x)?,
         }
+        Ok(())
+    }
+
+    fn save_best(&mut self) -> Result<()> {
+        self.best.copy_from_slice(&self.x);
+        Ok(())
+    }
+
+    fn restore_best(&mut self) -> Result<()> {
+        self.x.copy_from_slice(&self.best);
         Ok(())
     }
 

@@ -11,7 +11,7 @@ use ferrocuda_kernels::krylov::{BLOCK, DOTS_CHUNK};
 use ferrocuda_kernels::names::KrylovKernels;
 
 use super::arnoldi::{self, C, Space, from_c, to_c};
-use super::cpu::check_system;
+use super::cpu::{agree, check_system};
 use super::{DeviceLinOp, GmresOptions, GmresReport};
 use crate::blas1::{Element, gpu as b1};
 use crate::distributed::Communicator;
@@ -63,18 +63,8 @@ pub fn gmres_with_progress<V: KrylovElement>(
     }
     // The operator may run on another stream of the device: order it after x and b.
     gpu.wait_for(a.gpu())?;
-    for (what, v) in [("b", b as &DeviceBuffer<V>), ("x0", &*x)] {
-        let norm = b1::nrm2(v)?.to_f64();
-        if !norm.is_finite() {
-            return Err(Error::InvalidArgument {
-                op: "gmres",
-                reason: format!("{what} holds NaN or infinity (its norm is {norm})"),
-            });
-        }
-    }
-    let mut work = gpu.alloc::<V>(n)?;
-    work.copy_from_device(x)?;
-    let mut space = GpuSpace::new(&gpu, a, m, n, opts.restart, b, work)?;
+    check_finite(b, x)?;
+    let mut space = GpuSpace::new(&gpu, a, m, n, opts, b, x)?;
     let report = arnoldi::run(&mut space, opts, progress)?;
     x.copy_from_device(&space.x)?;
     Ok(report)
@@ -96,7 +86,7 @@ pub fn gmres_distributed<V: KrylovElement>(
     x: &mut DeviceBuffer<V>,
     opts: &GmresOptions,
 ) -> Result<GmresReport> {
-    let local = (|| -> Result<usize> {
+    let local = (|| {
         if opts.orthogonalization != super::Orthogonalization::Cgs2 {
             return Err(Error::InvalidArgument {
                 op: "gmres",
@@ -114,35 +104,31 @@ pub fn gmres_distributed<V: KrylovElement>(
             crate::error::check_device("gmres", what, gpu, other)?;
         }
         gpu.wait_for(a.gpu())?;
-        for (what, v) in [("b", b as &DeviceBuffer<V>), ("x0", &*x)] {
-            let norm = b1::nrm2(v)?.to_f64();
-            if !norm.is_finite() {
-                return Err(Error::InvalidArgument {
-                    op: "gmres",
-                    reason: format!("{what} holds NaN or infinity (its norm is {norm})"),
-                });
-            }
-        }
-        Ok(n)
+        check_finite(b, x)?;
+        let mut space = GpuSpace::new(gpu, a, m, n, opts, b, x)?;
+        space.comm = Some(comm);
+        Ok::<_, Error>(space)
     })();
-    // Agree on failure first: a rank that stopped would leave the others waiting.
-    let mut failed = [f64::from(u8::from(local.is_err()))];
-    comm.all_reduce_sum(&mut failed)?;
-    let n = local?;
-    if failed[0] > 0.0 {
-        return Err(Error::InvalidArgument {
-            op: "gmres",
-            reason: "another rank's system or options are invalid".into(),
-        });
-    }
-    let gpu = x.gpu().clone();
-    let mut work = gpu.alloc::<V>(n)?;
-    work.copy_from_device(x)?;
-    let mut space = GpuSpace::new(&gpu, a, m, n, opts.restart, b, work)?;
-    space.comm = Some(comm);
+    // Agree on failure first (the workspace included): a rank that stopped would leave
+    // the others waiting.
+    let mut space = agree(comm, local)?;
     let report = arnoldi::run(&mut space, opts, None)?;
     x.copy_from_device(&space.x)?;
     Ok(report)
+}
+
+/// `Err` when `b` or `x0` holds NaN or infinity (their norms say so).
+fn check_finite<V: KrylovElement>(b: &DeviceBuffer<V>, x: &DeviceBuffer<V>) -> Result<()> {
+    for (what, v) in [("b", b), ("x0", x)] {
+        let norm = b1::nrm2(v)?.to_f64();
+        if !norm.is_finite() {
+            return Err(Error::InvalidArgument {
+                op: "gmres",
+                reason: format!("{what} holds NaN or infinity (its norm is {norm})"),
+            });
+        }
+    }
+    Ok(())
 }
 
 struct GpuSpace<'a, V: KrylovElement> {
@@ -155,6 +141,8 @@ struct GpuSpace<'a, V: KrylovElement> {
     restart: usize,
     b: &'a DeviceBuffer<V>,
     x: DeviceBuffer<V>,
+    /// The iterate with the smallest true residual so far.
+    best: DeviceBuffer<V>,
     basis: DeviceBuffer<V>,
     w: DeviceBuffer<V>,
     z: DeviceBuffer<V>,
@@ -178,16 +166,30 @@ const PRECOND: usize = 3;
 const ALL: [usize; 4] = [SPMV, DOTS, UPDATE, PRECOND];
 
 impl<'a, V: KrylovElement> GpuSpace<'a, V> {
+    /// The workspace of a solve from `x0` ([`GmresOptions::basis_vectors`] basis vectors,
+    /// `x`, `best`, `w`, `z` and the reduction partials), checked against the device's
+    /// free memory before allocating.
     fn new(
         gpu: &Gpu,
         a: &'a dyn DeviceLinOp<V>,
         m: Option<&'a dyn DeviceLinOp<V>>,
         n: usize,
-        restart: usize,
+        opts: &GmresOptions,
         b: &'a DeviceBuffer<V>,
-        x: DeviceBuffer<V>,
+        x0: &DeviceBuffer<V>,
     ) -> Result<Self> {
         let eb = reduction_blocks(n);
+        let basis = opts.basis_vectors();
+        let elems = (basis as u128 + 4) * n as u128 + 2 * basis as u128 * eb as u128;
+        crate::alloc::check_device_bytes(
+            gpu,
+            &opts.workspace_name(n),
+            crate::alloc::bytes_of(elems, size_of::<V>()),
+        )?;
+        // The check bounds every size below by the device's memory.
+        let restart = basis - 1;
+        let mut x = gpu.alloc::<V>(n)?;
+        x.copy_from_device(x0)?;
         Ok(GpuSpace {
             gpu: gpu.clone(),
             comm: None,
@@ -197,7 +199,8 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
             restart,
             b,
             x,
-            basis: gpu.alloc((restart + 1) * n)?,
+            best: gpu.alloc(n)?,
+            basis: gpu.alloc(basis * n)?,
             w: gpu.alloc(n)?,
             z: gpu.alloc(n)?,
             partials: gpu.alloc(2 * (restart + 1) * eb)?,
@@ -486,6 +489,14 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
             }
             None => b1::axpy(V::ONE, &self.w, &mut self.x),
         }
+    }
+
+    fn save_best(&mut self) -> Result<()> {
+        Ok(self.best.copy_from_device(&self.x)?)
+    }
+
+    fn restore_best(&mut self) -> Result<()> {
+        Ok(self.x.copy_from_device(&self.best)?)
     }
 
     fn take_times(&mut self) -> Result<[f64; 3]> {

@@ -24,10 +24,31 @@
 //!
 //! Convergence: `|r| <= max(rtol |b|, atol)`, `r = b - A x`; the estimate from the
 //! rotations drives the iteration, and the true residual is computed at every restart
-//! and at the end (that is what the report's `residual` is). Non-convergence is a
-//! report with [`StopReason::MaxIterations`], not an error. A zero `b` gives `x = 0`.
+//! and at the end (that is what the report's `residual` is). A zero `b` gives `x = 0`.
 //! NaN or infinity in `b` or `x0` is an error; one appearing in the residual (from the
 //! operator or preconditioner) too.
+//!
+//! Termination ([`StopReason`]; every reason but the first two is a report with
+//! `converged = false`, not an error):
+//!
+//! | reason | when |
+//! |---|---|
+//! | [`Converged`](StopReason::Converged) | the true residual meets the tolerance |
+//! | [`ZeroRhs`](StopReason::ZeroRhs) | `b = 0`: `x = 0` |
+//! | [`MaxIterations`](StopReason::MaxIterations) | [`GmresOptions::max_iter`] Arnoldi steps made |
+//! | [`Stagnation`](StopReason::Stagnation) | the Krylov space stopped growing (a singular operator or preconditioner, an inconsistent system), or [`STAGNATION_CYCLES`] restart cycles in a row together reduced the smallest true residual by less than the fraction [`STAGNATION_REDUCTION`] |
+//! | [`Diverged`](StopReason::Diverged) | the true residual at a restart exceeded [`DIVERGENCE_FACTOR`] times the initial one |
+//!
+//! In exact arithmetic a restart never raises the residual, so the last two happen only
+//! where rounding has taken over (singular or inconsistent systems, tolerances below
+//! the attainable accuracy). Whatever the reason, the returned `x` is the iterate with
+//! the smallest true residual seen at a restart (`x0` when none was better), and the
+//! report's `residual` is the true residual of that `x`: a solve never returns an iterate
+//! worse than its start.
+//!
+//! Workspace: `min(restart, max_iter) + 1` basis vectors and four more of length `n`
+//! (a cycle cannot take more steps than `max_iter`), allocated once and checked against
+//! the memory the process (or the device) has before allocating.
 //!
 //! ```
 //! use ferrocuda::krylov::{GmresOptions, cpu};
@@ -94,7 +115,8 @@ pub enum Orthogonalization {
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct GmresOptions {
-    /// Restart length `m` (basis vectors per cycle), at least 1.
+    /// Restart length `m` (steps per cycle), at least 1; a cycle takes at most
+    /// `max_iter` steps, so `m > max_iter` works as `m = max_iter`.
     pub restart: usize,
     /// Relative tolerance on `|b - A x| / |b|`.
     pub rtol: f64,
@@ -145,6 +167,29 @@ impl GmresOptions {
         self
     }
 
+    /// Basis vectors one cycle can use: `min(restart, max_iter) + 1` (a cycle takes at
+    /// most `max_iter` steps).
+    pub(crate) fn basis_vectors(&self) -> usize {
+        self.restart.min(self.max_iter).saturating_add(1)
+    }
+
+    /// What the workspace of a solve on `n` unknowns is, in words, for the errors of the
+    /// size checks.
+    pub(crate) fn workspace_name(&self, n: usize) -> String {
+        let k = self.basis_vectors();
+        if self.restart >= self.max_iter {
+            format!(
+                "the GMRES workspace for restart = {} (cycles of at most max_iter = {} steps: {k} basis vectors) and n = {n}",
+                self.restart, self.max_iter
+            )
+        } else {
+            format!(
+                "the GMRES workspace for restart = {} ({k} basis vectors) and n = {n}",
+                self.restart
+            )
+        }
+    }
+
     fn validate(&self) -> crate::Result<()> {
         let bad = |reason: String| {
             Err(crate::Error::InvalidArgument {
@@ -165,7 +210,7 @@ impl GmresOptions {
     }
 }
 
-/// Why GMRES stopped.
+/// Why GMRES stopped (module docs: the criteria).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum StopReason {
     /// The residual met the tolerance.
@@ -174,10 +219,29 @@ pub enum StopReason {
     ZeroRhs,
     /// The iteration limit was reached first.
     MaxIterations,
-    /// The Krylov space stopped growing before the tolerance was met (a singular
-    /// operator or preconditioner, or rounding at the tolerance's limit).
+    /// No progress: the Krylov space stopped growing before the tolerance was met (a
+    /// singular operator or preconditioner, an inconsistent system), or
+    /// [`STAGNATION_CYCLES`] restart cycles in a row reduced the smallest true residual
+    /// by less than the fraction [`STAGNATION_REDUCTION`] (rounding at the tolerance's
+    /// limit, a singular system).
     Stagnation,
+    /// The true residual at a restart exceeded [`DIVERGENCE_FACTOR`] times the initial
+    /// one (rounding has taken over, typically on a singular or inconsistent system);
+    /// the best iterate seen is returned.
+    Diverged,
 }
+
+/// [`StopReason::Diverged`]: a true residual at a restart above this factor times the
+/// initial residual `|b - A x0|`.
+pub const DIVERGENCE_FACTOR: f64 = 1e2;
+
+/// [`StopReason::Stagnation`]: restart cycles in a row without enough reduction of the
+/// smallest true residual ([`STAGNATION_REDUCTION`]).
+pub const STAGNATION_CYCLES: usize = 5;
+
+/// [`StopReason::Stagnation`]: the relative reduction of the smallest true residual that
+/// [`STAGNATION_CYCLES`] restart cycles must achieve together (0.1 %).
+pub const STAGNATION_REDUCTION: f64 = 1e-3;
 
 /// Time spent, in seconds.
 #[derive(Debug, Clone, Copy, Default, Serialize)]

@@ -24,11 +24,13 @@
 //! Buffers are allocated once per evaluator and poisoned with NaN, so a value no kernel
 //! wrote shows; all reductions run in a fixed order (bit-identical results run to run).
 
-use ferrocuda_host::{DeviceBuffer, DeviceSlice, Gpu, Graph, LaunchConfig, arg};
+use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, Graph, LaunchConfig};
 use ferrocuda_kernels::mpc::{
-    BLOCK, FD_MAX_OBJECTS, FUSED_BLOCK, NU, NX, PAIR_BLOCK, SwarmParams, fused_shared_doubles,
+    AdjointParams, BLOCK, FD_MAX_OBJECTS, FUSED_BLOCK, FdParams, FusedParams, MPC_ADJOINT_F64,
+    MPC_FD_GRADIENT_F64, MPC_FD_NOMINAL_F64, MPC_FUSED_F64, MPC_PAIRS_F64, MPC_REDUCE_F64,
+    MpcAdjointF64, MpcFdGradientF64, MpcFdNominalF64, MpcFusedF64, MpcPairsF64, MpcReduceF64, NU,
+    NX, PAIR_BLOCK, PairsParams, SwarmParams, fused_shared_doubles,
 };
-use ferrocuda_kernels::names::MPC;
 
 use serde::Serialize;
 
@@ -157,7 +159,7 @@ fn pair_slices(m: usize, n: usize, p: usize) -> (usize, usize) {
     let jblocks = m.div_ceil(PAIR_BLOCK);
     let tiles = jblocks;
     let want = PAIR_TARGET_BLOCKS
-        .div_ceil(jblocks * n * p)
+        .div_ceil(jblocks.saturating_mul(n).saturating_mul(p))
         .clamp(1, tiles)
         .min(ferrocuda_host::MAX_GRID_YZ as usize / p);
     let chunk = tiles.div_ceil(want.max(1)) * PAIR_BLOCK;
@@ -209,13 +211,16 @@ fn fused_plan(
     if plan.shared > 48 * 1024 {
         // The device's whole limit, not this plan's bytes: another evaluator with a larger
         // plan may share the function.
-        crate::sparse::gpu_thesis::opt_in_shared(gpu, MPC.fused, limit)?;
+        gpu.allow_dynamic_shared(&MPC_FUSED_F64, limit)?;
     }
     Ok(Some(plan))
 }
 
+/// `len` (at least 1) NaNs on the device, filled there (no host buffer of that size).
 fn poisoned(gpu: &Gpu, len: usize) -> Result<DeviceBuffer<f64>> {
-    Ok(gpu.upload(&vec![f64::NAN; len.max(1)])?)
+    let mut b = gpu.alloc::<f64>(len.max(1))?;
+    crate::blas1::gpu::fill(&mut b, f64::NAN)?;
+    Ok(b)
 }
 
 impl GpuEvaluator {
@@ -272,6 +277,7 @@ impl GpuEvaluator {
         // stream no other thread issues work to.
         let gpu = &gpu.new_stream()?;
         let (m, n, p) = (model.objects, model.horizon, batch);
+        model.check_memory()?;
         let blocks = m.div_ceil(BLOCK);
         let (slices, chunk) = pair_slices(m, n, p);
         let fused = if method == Gradient::Exact {
@@ -279,6 +285,23 @@ impl GpuEvaluator {
         } else {
             None
         };
+        // Every buffer below, counted exactly before any is allocated (the sizes are
+        // then bounded by the device's memory).
+        let (mu, nu, pu) = (m as u128, n as u128, p as u128);
+        let values = pu
+            * (mu * NX as u128
+                + 3 * nu * mu * NU as u128
+                + (nu + 1) * mu * NX as u128
+                + 3 * slices as u128 * nu * mu
+                + 2 * blocks as u128
+                + 2 * (nu + 1)
+                + 2
+                + 2 * fused.map_or(1, |f| f.blocks) as u128);
+        crate::alloc::check_device_bytes(
+            gpu,
+            &format!("the MPC evaluator for objects = {m}, horizon = {n}, batch = {p}"),
+            values * 8 + pu * 4,
+        )?;
         let buf = Buffers {
             x0: poisoned(gpu, p * m * NX)?,
             u: poisoned(gpu, p * n * m * NU)?,
@@ -372,115 +395,104 @@ impl GpuEvaluator {
         }
     }
 
-    fn launch_exact(&self, gradient: bool) -> Result<()> {
+    fn launch_exact(&mut self, gradient: bool) -> Result<()> {
         let (m, n, p) = (self.model.objects, self.model.horizon, self.batch);
         let (slices, chunk) = (self.slices, self.chunk);
         let blocks = m.div_ceil(BLOCK);
-        let prm = self.params;
-        let b = &self.buf;
-        let (x0, u, traj) = (b.x0.device_ptr(), b.u.device_ptr(), b.traj.device_ptr());
-        let (pv, pg) = (b.pair_v.device_ptr(), b.pair_g.device_ptr());
-        let (gj, gg) = (b.grad_j.device_ptr(), b.grad_g.device_ptr());
-        let out = b.out.device_ptr();
+        let model = self.params;
+        let gpu = &self.gpu;
+        let b = &mut self.buf;
+        let pairs = MpcPairsF64 {
+            params: PairsParams {
+                m,
+                n,
+                slices,
+                chunk,
+                model,
+            },
+            x0: b.x0.as_in(),
+            u: b.u.as_in(),
+            traj: b.traj.as_out(),
+            pair_v: b.pair_v.as_out(),
+            pair_g: b.pair_g.as_out(),
+        };
+        let cfg = LaunchConfig::blocks(m.div_ceil(PAIR_BLOCK) as u32, PAIR_BLOCK as u32)
+            .with_grid_y(n as u32)
+            .with_grid_z((p * slices) as u32)
+            .with_shared_bytes((2 * PAIR_BLOCK * size_of::<f64>()) as u32);
+        // SAFETY: the buffers were allocated for (m, n, p, slices) in `new`: x0 p m 4,
+        // u p n m 2, traj p (n + 1) m 4, pair_v p slices n m, pair_g p slices n m 2;
+        // slices * chunk >= m and p * slices <= 65535 (`pair_slices`); the shared memory
+        // holds one tile of PAIR_BLOCK positions.
+        unsafe { gpu.launch(&MPC_PAIRS_F64, cfg, pairs)? };
         // One block per problem: the adjoint kernel's partials are the results.
         let partials = if blocks == 1 {
-            out
+            b.out.as_out()
         } else {
-            b.partials.device_ptr()
+            b.partials.as_out()
         };
-        let grad = gradient as u32;
-        let gpu = &self.gpu;
-        // SAFETY: the buffers were allocated for (m, n, p, slices) in `new`: x0 p m 4,
-        // u p n m 2, traj p (n + 1) m 4, pair_v p slices n m, pair_g p slices n m 2,
-        // grad_* p n m 2, partials p blocks 2, out p 2; slices * chunk >= m and
-        // p * slices <= 65535 (`pair_slices`); each kernel's documented argument order.
-        unsafe {
-            gpu.launch_untyped(
-                MPC.pairs,
-                LaunchConfig::blocks(m.div_ceil(PAIR_BLOCK) as u32, PAIR_BLOCK as u32)
-                    .with_grid_y(n as u32)
-                    .with_grid_z((p * slices) as u32)
-                    .with_shared_bytes((2 * PAIR_BLOCK * size_of::<f64>()) as u32),
-                &mut [
-                    arg(&m),
-                    arg(&n),
-                    arg(&slices),
-                    arg(&chunk),
-                    arg(&prm),
-                    arg(&x0),
-                    arg(&u),
-                    arg(&traj),
-                    arg(&pv),
-                    arg(&pg),
-                ],
-            )?;
-            gpu.launch_untyped(
-                MPC.adjoint,
-                LaunchConfig::blocks(blocks as u32, BLOCK as u32)
-                    .with_grid_y(p as u32)
-                    .with_shared_bytes((BLOCK / 32 * size_of::<f64>()) as u32),
-                &mut [
-                    arg(&m),
-                    arg(&n),
-                    arg(&slices),
-                    arg(&prm),
-                    arg(&grad),
-                    arg(&traj),
-                    arg(&pv),
-                    arg(&pg),
-                    arg(&gj),
-                    arg(&gg),
-                    arg(&partials),
-                ],
-            )?;
-            if blocks > 1 {
-                gpu.launch_untyped(
-                    MPC.reduce,
-                    LaunchConfig::blocks(p as u32, 32),
-                    &mut [arg(&blocks), arg(&partials), arg(&out)],
-                )?;
-            }
+        let adjoint = MpcAdjointF64 {
+            params: AdjointParams {
+                m,
+                n,
+                slices,
+                model,
+                grad: gradient as u32,
+            },
+            traj: b.traj.as_in(),
+            pair_v: b.pair_v.as_in(),
+            pair_g: b.pair_g.as_in(),
+            grad_j: b.grad_j.as_out(),
+            grad_g: b.grad_g.as_out(),
+            partials,
+        };
+        let cfg = LaunchConfig::blocks(blocks as u32, BLOCK as u32)
+            .with_grid_y(p as u32)
+            .with_shared_bytes((BLOCK / 32 * size_of::<f64>()) as u32);
+        // SAFETY: as above, and grad_* p n m 2, partials p blocks 2 (out p 2 when
+        // blocks == 1); the shared memory holds the block sum's BLOCK / 32 values.
+        unsafe { gpu.launch(&MPC_ADJOINT_F64, cfg, adjoint)? };
+        if blocks > 1 {
+            let reduce = MpcReduceF64 {
+                blocks,
+                partials: b.partials.as_in(),
+                out: b.out.as_out(),
+            };
+            // SAFETY: block q < p reads partials[q blocks 2 ..][..blocks 2] (p blocks 2
+            // values) and writes out[2 q], out[2 q + 1] (p 2 values).
+            unsafe { gpu.launch(&MPC_REDUCE_F64, LaunchConfig::blocks(p as u32, 32), reduce)? };
         }
         Ok(())
     }
 
-    fn launch_fused(&self, plan: FusedPlan, gradient: bool) -> Result<()> {
+    fn launch_fused(&mut self, plan: FusedPlan, gradient: bool) -> Result<()> {
         let (m, n, p) = (self.model.objects, self.model.horizon, self.batch);
-        let per_block = plan.per_block;
-        let prm = self.params;
-        let grad = gradient as u32;
-        let b = &self.buf;
-        let (x0, u) = (b.x0.device_ptr(), b.u.device_ptr());
-        let (gj, gg) = (b.grad_j.device_ptr(), b.grad_g.device_ptr());
-        let (partials, counters) = (b.fused_partials.device_ptr(), b.counters.device_ptr());
-        let out = b.out.device_ptr();
+        let b = &mut self.buf;
+        let args = MpcFusedF64 {
+            params: FusedParams {
+                m,
+                n,
+                per_block: plan.per_block,
+                model: self.params,
+                grad: gradient as u32,
+            },
+            x0: b.x0.as_in(),
+            u: b.u.as_in(),
+            grad_j: b.grad_j.as_out(),
+            grad_g: b.grad_g.as_out(),
+            partials: b.fused_partials.as_out(),
+            counters: b.counters.as_out(),
+            out: b.out.as_out(),
+        };
+        let cfg = LaunchConfig::blocks(plan.blocks as u32, FUSED_BLOCK as u32)
+            .with_grid_y(p as u32)
+            .with_shared_bytes(plan.shared as u32);
         // SAFETY: the buffers were allocated for (m, n, p, plan) in `new`: x0 p m 4, u
         // p n m 2, grad_* p n m 2, fused_partials p blocks 2, counters p (zeroed, reset
         // by the kernel's last block), out p 2; plan.blocks * per_block >= m; the shared
-        // memory is `fused_shared_doubles(m, n, per_block)` doubles, allowed in `new`;
-        // the kernel's documented argument order.
-        unsafe {
-            self.gpu.launch_untyped(
-                MPC.fused,
-                LaunchConfig::blocks(plan.blocks as u32, FUSED_BLOCK as u32)
-                    .with_grid_y(p as u32)
-                    .with_shared_bytes(plan.shared as u32),
-                &mut [
-                    arg(&m),
-                    arg(&n),
-                    arg(&per_block),
-                    arg(&prm),
-                    arg(&grad),
-                    arg(&x0),
-                    arg(&u),
-                    arg(&gj),
-                    arg(&gg),
-                    arg(&partials),
-                    arg(&counters),
-                    arg(&out),
-                ],
-            )?;
-        }
+        // memory is `fused_shared_doubles(m, n, per_block)` doubles, allowed in
+        // `fused_plan`.
+        unsafe { self.gpu.launch(&MPC_FUSED_F64, cfg, args)? };
         Ok(())
     }
 
@@ -488,50 +500,41 @@ impl GpuEvaluator {
         let (m, n, p) = (self.model.objects, self.model.horizon, self.batch);
         let threads = m.next_multiple_of(32) as u32;
         let shared = ((32 + 2 * m) * size_of::<f64>()) as u32;
-        let prm = self.params;
-        let h = FD_STEP;
-        let b = &mut self.buf;
-        let (x0, u, traj) = (b.x0.device_ptr(), b.u.device_ptr(), b.traj.device_ptr());
-        let (steps, out) = (b.steps.device_ptr(), b.out.device_ptr());
-        let (gj, gg) = (b.grad_j.device_ptr(), b.grad_g.device_ptr());
+        let params = FdParams {
+            m,
+            n,
+            model: self.params,
+        };
         let gpu = &self.gpu;
+        let b = &mut self.buf;
+        let nominal = MpcFdNominalF64 {
+            params,
+            x0: b.x0.as_in(),
+            u: b.u.as_in(),
+            traj: b.traj.as_out(),
+            steps: b.steps.as_out(),
+            out: b.out.as_out(),
+        };
+        let cfg = LaunchConfig::blocks(p as u32, threads).with_shared_bytes(shared);
         // SAFETY: as in `launch_exact`; steps has p (n + 1) 2 values; m <= 1024 (checked
         // in `new`), so one thread per object fits a block, and the shared memory holds
         // the reduction scratch and 2 m positions.
-        unsafe {
-            gpu.launch_untyped(
-                MPC.fd_nominal,
-                LaunchConfig::blocks(p as u32, threads).with_shared_bytes(shared),
-                &mut [
-                    arg(&m),
-                    arg(&n),
-                    arg(&prm),
-                    arg(&x0),
-                    arg(&u),
-                    arg(&traj),
-                    arg(&steps),
-                    arg(&out),
-                ],
-            )?;
-            if gradient {
-                gpu.launch_untyped(
-                    MPC.fd_gradient,
-                    LaunchConfig::blocks((n * m * NU) as u32, threads)
-                        .with_grid_y(p as u32)
-                        .with_shared_bytes(shared),
-                    &mut [
-                        arg(&m),
-                        arg(&n),
-                        arg(&prm),
-                        arg(&h),
-                        arg(&u),
-                        arg(&traj),
-                        arg(&steps),
-                        arg(&gj),
-                        arg(&gg),
-                    ],
-                )?;
-            }
+        unsafe { gpu.launch(&MPC_FD_NOMINAL_F64, cfg, nominal)? };
+        if gradient {
+            let grad = MpcFdGradientF64 {
+                params,
+                h: FD_STEP,
+                u: b.u.as_in(),
+                traj: b.traj.as_in(),
+                steps: b.steps.as_in(),
+                grad_j: b.grad_j.as_out(),
+                grad_g: b.grad_g.as_out(),
+            };
+            let cfg = LaunchConfig::blocks((n * m * NU) as u32, threads)
+                .with_grid_y(p as u32)
+                .with_shared_bytes(shared);
+            // SAFETY: as the nominal run; block (c, q) writes grad_*[q n m 2 + c], c < n m 2.
+            unsafe { gpu.launch(&MPC_FD_GRADIENT_F64, cfg, grad)? };
         }
         Ok(())
     }

@@ -102,9 +102,11 @@ pub struct CpuEvaluator {
 }
 
 impl CpuEvaluator {
-    /// Evaluates `model` on all cores, gradients by `method`.
+    /// Evaluates `model` on all cores, gradients by `method`. Errors: an invalid model, or
+    /// one whose arrays do not fit the host's memory ([`SwarmModel::check_memory`]).
     pub fn new(model: SwarmModel, method: Gradient) -> Result<Self> {
         model.validate()?;
+        model.check_memory()?;
         Ok(CpuEvaluator { model, method })
     }
 }

@@ -68,7 +68,8 @@ fn invalid(reason: String) -> Error {
 }
 
 impl SwarmModel {
-    /// The thesis's model with `objects` objects and horizon `horizon`, checked.
+    /// The thesis's model with `objects` objects and horizon `horizon`, checked
+    /// ([`SwarmModel::validate`], [`SwarmModel::check_memory`]).
     pub fn new(objects: usize, horizon: usize) -> Result<Self> {
         let m = SwarmModel {
             objects,
@@ -76,18 +77,51 @@ impl SwarmModel {
             ..Default::default()
         };
         m.validate()?;
+        m.check_memory()?;
         Ok(m)
     }
 
-    /// Checks sizes and parameters: at least one object and one step, positive finite
-    /// `T`, distance, speed, radius and control bound, finite weights, centres and
-    /// reference.
+    /// Bytes of host memory a solve with this model works in (a model): the trajectory,
+    /// `(N + 1) M 4` values, and 16 sequences of `N M 2` (the controls, both gradients,
+    /// the evaluation's pair sums and per-object gradients, the optimiser's bounds and
+    /// its L-BFGS vectors), in `f64`; exact in `u128`.
+    pub fn host_bytes(&self) -> u128 {
+        let (m, n) = (self.objects as u128, self.horizon as u128);
+        let values = (n + 1) * m * NX as u128 + 16 * n * m * NU as u128;
+        crate::alloc::bytes_of(values, size_of::<f64>())
+    }
+
+    /// `Ok` when [`SwarmModel::host_bytes`] fit what this process may allocate
+    /// ([`crate::alloc::check_host_bytes`]), else [`Error::OutOfHostMemory`] naming
+    /// `objects`, `horizon` and the bytes. The evaluators and the closed loop check it
+    /// once before allocating.
+    pub fn check_memory(&self) -> Result<()> {
+        crate::alloc::check_host_bytes(
+            &format!(
+                "the MPC problem with objects = {}, horizon = {} (its trajectory and control sequences)",
+                self.objects, self.horizon
+            ),
+            self.host_bytes(),
+        )
+    }
+
+    /// Checks sizes and parameters: at least one object and one step, a trajectory of
+    /// `(N + 1) M 4` values that `usize` can count, positive finite `T`, distance, speed,
+    /// radius and control bound, finite weights, centres and reference. (Cheap: every
+    /// evaluation calls it; the memory is [`SwarmModel::check_memory`].)
     pub fn validate(&self) -> Result<()> {
         if self.objects == 0 {
             return Err(invalid("the swarm needs at least 1 object, got 0".into()));
         }
         if self.horizon == 0 {
             return Err(invalid("the horizon needs at least 1 step, got 0".into()));
+        }
+        let states = (self.horizon as u128 + 1) * self.objects as u128 * NX as u128;
+        if states > isize::MAX as u128 / 8 {
+            return Err(invalid(format!(
+                "objects = {} and horizon = {} need a trajectory of {states} values, more than any address space holds",
+                self.objects, self.horizon
+            )));
         }
         for (name, v) in [
             ("T", self.t),

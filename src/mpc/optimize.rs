@@ -371,6 +371,8 @@ pub fn closed_loop(
     mut progress: impl FnMut(usize, &SolveReport),
 ) -> Result<LoopReport> {
     let start = Instant::now();
+    model.validate()?;
+    model.check_memory()?;
     let mut x = model.thesis_initial_state();
     let mut u = vec![0.0; model.controls()];
     let (m, mn) = (model.objects, model.objects * NU);

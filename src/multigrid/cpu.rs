@@ -20,8 +20,9 @@ use ferrocuda_kernels::multigrid::{
     rhs_at, sixth, smooth_block, smoother_threads_x,
 };
 
-use super::grid::{CoarseTables, SineProblem, host_memory_available};
+use super::grid::{CoarseTables, SineProblem};
 use super::{Hierarchy, Levels, MgOptions, MgReal, MgReport, Sweep, precision_name, solve_with};
+use crate::alloc;
 use crate::cpu_dispatch::fma_kernel;
 use crate::error::Result;
 
@@ -58,27 +59,32 @@ pub struct Solver<T: MgReal> {
 }
 
 impl<T: MgReal> Solver<T> {
-    /// Validates `opts`, checks that the hierarchy fits in the host's available memory,
-    /// allocates it and sets up `f` on the finest grid.
+    /// Validates `opts`, checks that the hierarchy fits in what this process may
+    /// allocate ([`crate::alloc::host_limit`]: available memory, the cgroup's limit,
+    /// `ulimit -v`), allocates it (fallibly) and sets up `f` on the finest grid. Errors:
+    /// invalid options, [`crate::Error::OutOfHostMemory`] naming `n`, the bytes and the
+    /// limit.
     pub fn new(opts: &MgOptions) -> Result<Solver<T>> {
         let start = Instant::now();
         let hier = opts.validate()?;
-        if let Some(avail) = host_memory_available() {
-            hier.check_fits(size_of::<T>(), avail, "host memory")?;
-        }
-        let levels: Vec<Level<T>> = hier
+        let what = hier.describe(precision_name::<T>());
+        alloc::check_host_bytes(&what, hier.bytes(size_of::<T>()) as u128)?;
+        let levels = hier
             .sizes()
             .iter()
             .map(|&n| {
                 let len = n * n * n;
-                Level {
+                Ok(Level {
                     n,
-                    u: [vec![T::ZERO; len], vec![T::ZERO; len]],
+                    u: [
+                        alloc::try_vec(&what, len, T::ZERO)?,
+                        alloc::try_vec(&what, len, T::ZERO)?,
+                    ],
                     cur: 0,
-                    f: vec![T::ZERO; len],
-                }
+                    f: alloc::try_vec(&what, len, T::ZERO)?,
+                })
             })
-            .collect();
+            .collect::<Result<Vec<Level<T>>>>()?;
         let coarse = CoarseTables::new(opts.base);
         let m3 = coarse.m.pow(3);
         let mut s = Solver {

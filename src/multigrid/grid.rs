@@ -107,12 +107,31 @@ impl Hierarchy {
         self.sizes.iter().map(|&n| n * n * n).sum()
     }
 
-    /// Bytes of the level arrays for scalars of `elem` bytes: [`ARRAYS_PER_LEVEL`] full
-    /// grids per level (plus the small tables).
+    /// Bytes of a solver's arrays for scalars of `elem` bytes: [`ARRAYS_PER_LEVEL`] full
+    /// grids per level, and in `f64` the coarsest solve's tables and scratch
+    /// (`(b - 1)^2 + 3 (b - 1)^3` values, not small for a large base) and a few vectors of
+    /// `n` (saturating: `usize::MAX` for a hierarchy beyond any address space).
     pub fn bytes(&self, elem: usize) -> usize {
+        let m = self.base - 1;
+        let tables = m
+            .saturating_mul(m)
+            .saturating_add(m.saturating_mul(m).saturating_mul(m).saturating_mul(3))
+            .saturating_add(self.n().saturating_mul(4))
+            .saturating_mul(size_of::<f64>());
         self.total_points()
             .saturating_mul(ARRAYS_PER_LEVEL)
             .saturating_mul(elem)
+            .saturating_add(tables)
+    }
+
+    /// The hierarchy in words, for the errors of the size checks.
+    pub(crate) fn describe(&self, precision: &str) -> String {
+        format!(
+            "the multigrid hierarchy for n = {} (base {}, {} levels: {ARRAYS_PER_LEVEL} {precision} arrays of n^3 per level and the coarse tables)",
+            self.n(),
+            self.base,
+            self.depth()
+        )
     }
 
     /// `Err` naming the sizes when the hierarchy needs more than `available` bytes of
@@ -136,14 +155,6 @@ impl Hierarchy {
         }
         Ok(())
     }
-}
-
-/// Host memory available now (Linux: `MemAvailable`), if known.
-pub fn host_memory_available() -> Option<usize> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
-    kib.checked_mul(1024)
 }
 
 /// The sine test problem on an `n^3` grid: `f = 3 pi^2 sin(pi x) sin(pi y) sin(pi z)`,

@@ -206,7 +206,8 @@ pub struct MgOptions {
     pub block: Option<usize>,
     /// Damping of the smoother's update; `None`: [`Smoother::default_omega`].
     pub omega: Option<f64>,
-    /// Cycles on the finest grid (the first is the FMG pass for [`Cycle::Fmg`]).
+    /// Cycles on the finest grid (the first is the FMG pass for [`Cycle::Fmg`]), at
+    /// least 1.
     pub cycles: usize,
     /// When to stop.
     pub stop: Stop,
@@ -286,7 +287,8 @@ impl MgOptions {
         self.omega.unwrap_or(self.smoother.default_omega())
     }
 
-    /// Validates everything but the memory; returns the hierarchy.
+    /// Validates everything but the memory (sizes, `cycles >= 1`, `B >= 1`, block edge,
+    /// damping, target); returns the hierarchy.
     pub fn validate(&self) -> Result<Hierarchy> {
         let h = Hierarchy::new(self.n, self.base)?;
         let bad = |reason: String| {
@@ -295,6 +297,9 @@ impl MgOptions {
                 reason,
             })
         };
+        if self.cycles == 0 {
+            return bad("cycles must be at least 1 (got 0)".into());
+        }
         if self.inner == 0 {
             return bad("inner Gauss-Seidel sweeps B must be at least 1 (got 0)".into());
         }

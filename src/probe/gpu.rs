@@ -1,12 +1,18 @@
-//! One safe, typed launch per probe kernel: each checks its buffers' lengths and holds
-//! the only `unsafe` launch of its kernel. Buffers of 16-byte words are `u32` buffers
-//! whose length is a multiple of 4 (device allocations are 256-byte aligned).
+//! One safe, typed launch per probe kernel: each checks its buffers' lengths and that
+//! they live on the device of the `gpu` it launches on, and holds the only `unsafe`
+//! launch of its kernel. Buffers of 16-byte words are whole `u32` buffers whose length
+//! is a multiple of 4 (device allocations are 256-byte aligned).
 
-use ferrocuda_host::{DeviceBuffer, DeviceSlice, Gpu, LaunchConfig, arg};
-use ferrocuda_kernels::names::PROBE;
-use ferrocuda_kernels::probe::{ArithOp, BLOCK, CLOCK_WORDS, SHARED_WORDS};
+use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, Kernel, LaunchConfig};
+use ferrocuda_kernels::probe::{
+    ArithOp, BLOCK, CLOCK_WORDS, Latency, PROBE_CHASE, PROBE_COPY, PROBE_COPY_STREAM,
+    PROBE_DIVERGE, PROBE_DMMA_F64, PROBE_GATHER, PROBE_LAT_DFMA, PROBE_LAT_EX2, PROBE_LAT_FADD,
+    PROBE_LAT_FFMA, PROBE_LAT_IMAD, PROBE_LAT_RSQRT, PROBE_LAT_SIN, PROBE_READ, PROBE_READ_CG,
+    PROBE_SHARED, PROBE_WRITE, Peak, PeakKernels, ProbeChase, ProbeCopy, ProbeCopyStream,
+    ProbeDiverge, ProbeDmmaF64, ProbeGather, ProbeRead, ProbeShared, ProbeWrite, SHARED_WORDS,
+};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, check_device};
 
 fn at_least(op: &'static str, what: &'static str, need: usize, have: usize) -> Result<()> {
     if have >= need {
@@ -30,6 +36,13 @@ fn positive(op: &'static str, what: &str, v: usize) -> Result<()> {
     } else {
         Ok(())
     }
+}
+
+/// Checks that every operand lives on `gpu`'s device (the launch goes to `gpu`).
+fn on_device(op: &'static str, gpu: &Gpu, operands: &[(&'static str, &Gpu)]) -> Result<()> {
+    operands
+        .iter()
+        .try_for_each(|&(what, g)| check_device(op, what, gpu, g))
 }
 
 /// The launch of `blocks` probe blocks whose threads each write one element of an
@@ -57,29 +70,27 @@ pub fn threads(blocks: u32) -> usize {
 }
 
 /// Floats with peak kernels.
-pub trait PeakFloat: ferrocuda_kernels::probe::ProbeFloat + ferrocuda_host::Pod {
-    /// Kernel names: add, mul, fma, each with 1 and 8 chains.
-    const NAMES: [&'static str; 6];
+pub trait PeakFloat: PeakKernels + ferrocuda_host::Pod {
     /// `"f32"` or `"f64"`.
     const NAME: &'static str;
 }
 impl PeakFloat for f32 {
-    const NAMES: [&'static str; 6] = PROBE.peak_f32;
     const NAME: &'static str = "f32";
 }
 impl PeakFloat for f64 {
-    const NAMES: [&'static str; 6] = PROBE.peak_f64;
     const NAME: &'static str = "f64";
 }
 
-/// Kernel name of a peak kernel.
-pub fn peak_name<T: PeakFloat>(op: ArithOp, wide: bool) -> &'static str {
-    let i = match op {
-        ArithOp::Add => 0,
-        ArithOp::Mul => 2,
-        ArithOp::Fma => 4,
-    };
-    T::NAMES[i + wide as usize]
+/// The peak kernel of `op` with 8 chains per thread (`wide`) or 1.
+pub fn peak_kernel<T: PeakFloat>(op: ArithOp, wide: bool) -> Kernel<Peak<'static, T>> {
+    match (op, wide) {
+        (ArithOp::Add, false) => T::ADD_W1,
+        (ArithOp::Add, true) => T::ADD_W8,
+        (ArithOp::Mul, false) => T::MUL_W1,
+        (ArithOp::Mul, true) => T::MUL_W8,
+        (ArithOp::Fma, false) => T::FMA_W1,
+        (ArithOp::Fma, true) => T::FMA_W8,
+    }
 }
 
 /// Chains per thread of a peak kernel.
@@ -102,16 +113,19 @@ pub fn peak<T: PeakFloat>(
     out: &mut DeviceBuffer<T>,
     clocks: &mut DeviceBuffer<u64>,
 ) -> Result<()> {
-    let cfg = timed_grid("probe peak", blocks, out.len(), clocks.len())?;
-    let (o, k) = (out.device_ptr(), clocks.device_ptr());
-    // SAFETY: (iters: u32, b: T, c: T, out: *mut T, clocks: *mut u64); lengths checked.
-    unsafe {
-        gpu.launch_untyped(
-            peak_name::<T>(op, wide),
-            cfg,
-            &mut [arg(&iters), arg(&b), arg(&c), arg(&o), arg(&k)],
-        )?
+    const OP: &str = "probe peak";
+    let cfg = timed_grid(OP, blocks, out.len(), clocks.len())?;
+    on_device(OP, gpu, &[("out", out.gpu()), ("clocks", clocks.gpu())])?;
+    let args = Peak {
+        iters,
+        b,
+        c,
+        out: out.as_out(),
+        clocks: clocks.as_out(),
     };
+    // SAFETY: thread t writes out[t], thread 0 of block k writes clocks[4 k..4 k + 4];
+    // `timed_grid` checked that out has a value per thread and clocks 4 per block.
+    unsafe { gpu.launch(&peak_kernel::<T>(op, wide), cfg, args)? };
     Ok(())
 }
 
@@ -128,16 +142,19 @@ pub fn dmma(
     out: &mut DeviceBuffer<f64>,
     clocks: &mut DeviceBuffer<u64>,
 ) -> Result<()> {
-    let cfg = timed_grid("probe dmma", blocks, out.len(), clocks.len())?;
-    let (o, k) = (out.device_ptr(), clocks.device_ptr());
-    // SAFETY: (iters, a, b, c0, out, clocks); lengths checked.
-    unsafe {
-        gpu.launch_untyped(
-            PROBE.dmma,
-            cfg,
-            &mut [arg(&iters), arg(&a), arg(&b), arg(&c0), arg(&o), arg(&k)],
-        )?
+    const OP: &str = "probe dmma";
+    let cfg = timed_grid(OP, blocks, out.len(), clocks.len())?;
+    on_device(OP, gpu, &[("out", out.gpu()), ("clocks", clocks.gpu())])?;
+    let args = ProbeDmmaF64 {
+        iters,
+        a,
+        b,
+        c0,
+        out: out.as_out(),
+        clocks: clocks.as_out(),
     };
+    // SAFETY: as `peak` (a value per thread, 4 clocks per block, checked by `timed_grid`).
+    unsafe { gpu.launch(&PROBE_DMMA_F64, cfg, args)? };
     Ok(())
 }
 
@@ -166,16 +183,18 @@ pub fn read(
     const OP: &str = "probe read";
     let cfg = grid(OP, blocks, out.len())?;
     let n = words4(OP, "src", src.len())?;
-    let (s, o, pb) = (src.device_ptr(), out.device_ptr(), per_block as u32);
-    let kernel = if cg { PROBE.read_cg } else { PROBE.read };
-    // SAFETY: (n: usize, passes: u32, per_block: u32, src: n x 16 B, out); checked.
-    unsafe {
-        gpu.launch_untyped(
-            kernel,
-            cfg,
-            &mut [arg(&n), arg(&passes), arg(&pb), arg(&s), arg(&o)],
-        )?
+    on_device(OP, gpu, &[("src", src.gpu()), ("out", out.gpu())])?;
+    let kernel = if cg { PROBE_READ_CG } else { PROBE_READ };
+    let args = ProbeRead {
+        n,
+        passes,
+        per_block: per_block as u32,
+        src: src.as_in(),
+        out: out.as_out(),
     };
+    // SAFETY: the kernel reads the n 16-byte words of src (a whole buffer: 256-byte
+    // aligned, 4 n u32, checked by `words4`) and writes out[thread] (checked by `grid`).
+    unsafe { gpu.launch(&kernel, cfg, args)? };
     Ok(())
 }
 
@@ -184,15 +203,14 @@ pub fn write(gpu: &Gpu, blocks: u32, value: u32, dst: &mut DeviceBuffer<u32>) ->
     const OP: &str = "probe write";
     positive(OP, "blocks", blocks as usize)?;
     let n = words4(OP, "dst", dst.len())?;
-    let d = dst.device_ptr();
-    // SAFETY: (n, value, dst: n x 16 B).
-    unsafe {
-        gpu.launch_untyped(
-            PROBE.write,
-            LaunchConfig::blocks(blocks, BLOCK),
-            &mut [arg(&n), arg(&value), arg(&d)],
-        )?
+    on_device(OP, gpu, &[("dst", dst.gpu())])?;
+    let args = ProbeWrite {
+        n,
+        value,
+        dst: dst.as_out(),
     };
+    // SAFETY: the kernel writes the n 16-byte words of dst (a whole buffer of 4 n u32).
+    unsafe { gpu.launch(&PROBE_WRITE, LaunchConfig::blocks(blocks, BLOCK), args)? };
     Ok(())
 }
 
@@ -209,18 +227,17 @@ pub fn copy(
     positive(OP, "blocks", blocks as usize)?;
     let n = words4(OP, "src", src.len())?;
     crate::error::check_len(OP, "dst", src.len(), dst.len())?;
-    let (s, d) = (src.device_ptr(), dst.device_ptr());
-    // SAFETY: (n, src, dst), both n x 16 B.
+    on_device(OP, gpu, &[("src", src.gpu()), ("dst", dst.gpu())])?;
+    let cfg = LaunchConfig::blocks(blocks, BLOCK);
+    let (src, dst) = (src.as_in(), dst.as_out());
+    // SAFETY: the kernel reads the n 16-byte words of src and writes those of dst (whole
+    // buffers of 4 n u32 each, checked above).
     unsafe {
-        gpu.launch_untyped(
-            if stream {
-                PROBE.copy_stream
-            } else {
-                PROBE.copy
-            },
-            LaunchConfig::blocks(blocks, BLOCK),
-            &mut [arg(&n), arg(&s), arg(&d)],
-        )?
+        if stream {
+            gpu.launch(&PROBE_COPY_STREAM, cfg, ProbeCopyStream { n, src, dst })?
+        } else {
+            gpu.launch(&PROBE_COPY, cfg, ProbeCopy { n, src, dst })?
+        }
     };
     Ok(())
 }
@@ -239,14 +256,18 @@ pub fn gather(
     const OP: &str = "probe gather";
     let cfg = grid(OP, blocks, out.len())?;
     at_least(OP, "src", max_index as usize + 1, src.len())?;
-    let (n, i, s, o) = (
-        idx.len(),
-        idx.device_ptr(),
-        src.device_ptr(),
-        out.device_ptr(),
-    );
-    // SAFETY: (n, idx, src, out); indices below max_index < src.len() by the caller.
-    unsafe { gpu.launch_untyped(PROBE.gather, cfg, &mut [arg(&n), arg(&i), arg(&s), arg(&o)])? };
+    let operands = [("idx", idx.gpu()), ("src", src.gpu()), ("out", out.gpu())];
+    on_device(OP, gpu, &operands)?;
+    let args = ProbeGather {
+        n: idx.len(),
+        idx: idx.as_in(),
+        src: src.as_in(),
+        out: out.as_out(),
+    };
+    // SAFETY: the kernel reads idx[0..n] and src[idx[i]], each index at most max_index
+    // (the caller's promise, from `check_indices`), max_index < src.len() (checked);
+    // thread t writes out[t] (checked by `grid`).
+    unsafe { gpu.launch(&PROBE_GATHER, cfg, args)? };
     Ok(())
 }
 
@@ -273,16 +294,17 @@ pub fn shared(
     stride: u32,
     out: &mut DeviceBuffer<u32>,
 ) -> Result<()> {
-    let cfg = grid("probe shared", blocks, out.len())?;
-    let o = out.device_ptr();
-    // SAFETY: (iters, stride, out) with SHARED_WORDS words of dynamic shared memory.
-    unsafe {
-        gpu.launch_untyped(
-            PROBE.shared,
-            cfg.with_shared_bytes(SHARED_WORDS * 4),
-            &mut [arg(&iters), arg(&stride), arg(&o)],
-        )?
+    const OP: &str = "probe shared";
+    let cfg = grid(OP, blocks, out.len())?.with_shared_bytes(SHARED_WORDS * 4);
+    on_device(OP, gpu, &[("out", out.gpu())])?;
+    let args = ProbeShared {
+        iters,
+        stride,
+        out: out.as_out(),
     };
+    // SAFETY: thread t writes out[t] (checked by `grid`); shared indices are masked to
+    // SHARED_WORDS, the words of dynamic shared memory the launch gives.
+    unsafe { gpu.launch(&PROBE_SHARED, cfg, args)? };
     Ok(())
 }
 
@@ -300,15 +322,17 @@ pub fn chase(
     const OP: &str = "probe chase";
     at_least(OP, "out", 2, out.len())?;
     at_least(OP, "next", max_entry.max(start) as usize + 1, next.len())?;
-    let (n, o) = (next.device_ptr(), out.device_ptr());
-    // SAFETY: (steps, start, next, out[2]); entries index `next` (checked by the caller).
-    unsafe {
-        gpu.launch_untyped(
-            PROBE.chase,
-            LaunchConfig::blocks(1, 32),
-            &mut [arg(&steps), arg(&start), arg(&n), arg(&o)],
-        )?
+    on_device(OP, gpu, &[("next", next.gpu()), ("out", out.gpu())])?;
+    let args = ProbeChase {
+        steps,
+        start,
+        next: next.as_in(),
+        out: out.as_out(),
     };
+    // SAFETY: the chase reads next[p] for p = start and entries of next, all at most
+    // max(start, max_entry) < next.len() (the entries by the caller's promise, the
+    // bound checked above); it writes out[0..2] (checked).
+    unsafe { gpu.launch(&PROBE_CHASE, LaunchConfig::blocks(1, 32), args)? };
     Ok(())
 }
 
@@ -329,6 +353,13 @@ pub enum LatencyOp {
     Ex2,
     /// `rsqrt.approx.f32`.
     Rsqrt,
+}
+
+/// A latency kernel with the type of its operands.
+enum LatencyKernel {
+    F32(Kernel<Latency<'static, f32>>),
+    F64(Kernel<Latency<'static, f64>>),
+    U32(Kernel<Latency<'static, u32>>),
 }
 
 impl LatencyOp {
@@ -356,8 +387,16 @@ impl LatencyOp {
         }
     }
 
-    fn kernel(self) -> &'static str {
-        PROBE.latency[self as usize]
+    fn kernel(self) -> LatencyKernel {
+        match self {
+            LatencyOp::Fadd => LatencyKernel::F32(PROBE_LAT_FADD),
+            LatencyOp::Ffma => LatencyKernel::F32(PROBE_LAT_FFMA),
+            LatencyOp::Dfma => LatencyKernel::F64(PROBE_LAT_DFMA),
+            LatencyOp::Imad => LatencyKernel::U32(PROBE_LAT_IMAD),
+            LatencyOp::Sin => LatencyKernel::F32(PROBE_LAT_SIN),
+            LatencyOp::Ex2 => LatencyKernel::F32(PROBE_LAT_EX2),
+            LatencyOp::Rsqrt => LatencyKernel::F32(PROBE_LAT_RSQRT),
+        }
     }
 }
 
@@ -372,34 +411,24 @@ pub fn latency(
     y: f64,
     out: &mut DeviceBuffer<u64>,
 ) -> Result<()> {
-    at_least("probe latency", "out", 2, out.len())?;
-    let o = out.device_ptr();
+    const OP: &str = "probe latency";
+    at_least(OP, "out", 2, out.len())?;
+    on_device(OP, gpu, &[("out", out.gpu())])?;
     let cfg = LaunchConfig::blocks(1, 32);
-    // SAFETY: (iters: u32, x: T, y: T, out: *mut u64[2]) with T the kernel's type.
+    let out = out.as_out();
+    // SAFETY: each latency kernel writes out[0..2] only (out has at least 2, checked).
     unsafe {
-        match op {
-            LatencyOp::Dfma => gpu.launch_untyped(
-                op.kernel(),
-                cfg,
-                &mut [arg(&iters), arg(&x), arg(&y), arg(&o)],
-            )?,
-            LatencyOp::Imad => {
-                let (xi, yi) = (x as u32, y as u32);
-                gpu.launch_untyped(
-                    op.kernel(),
-                    cfg,
-                    &mut [arg(&iters), arg(&xi), arg(&yi), arg(&o)],
-                )?
+        match op.kernel() {
+            LatencyKernel::F32(k) => {
+                let (x, y) = (x as f32, y as f32);
+                gpu.launch(&k, cfg, Latency { iters, x, y, out })
             }
-            _ => {
-                let (xf, yf) = (x as f32, y as f32);
-                gpu.launch_untyped(
-                    op.kernel(),
-                    cfg,
-                    &mut [arg(&iters), arg(&xf), arg(&yf), arg(&o)],
-                )?
+            LatencyKernel::F64(k) => gpu.launch(&k, cfg, Latency { iters, x, y, out }),
+            LatencyKernel::U32(k) => {
+                let (x, y) = (x as u32, y as u32);
+                gpu.launch(&k, cfg, Latency { iters, x, y, out })
             }
-        }
+        }?
     };
     Ok(())
 }
@@ -422,15 +451,16 @@ pub fn diverge(
             reason: format!("paths must be in 1..=32, got {paths}"),
         });
     }
-    let o = out.device_ptr();
-    // SAFETY: (iters, paths, b, c, out); checked.
-    unsafe {
-        gpu.launch_untyped(
-            PROBE.diverge,
-            cfg,
-            &mut [arg(&iters), arg(&paths), arg(&b), arg(&c), arg(&o)],
-        )?
+    on_device(OP, gpu, &[("out", out.gpu())])?;
+    let args = ProbeDiverge {
+        iters,
+        paths,
+        b,
+        c,
+        out: out.as_out(),
     };
+    // SAFETY: thread t writes out[t] (checked by `grid`).
+    unsafe { gpu.launch(&PROBE_DIVERGE, cfg, args)? };
     Ok(())
 }
 

@@ -69,13 +69,27 @@ pub(crate) fn check_streams(
     check_len(op, "out", want, out_len)
 }
 
+/// Generates every stream's words (a copy of `out`'s size, checked against the host's
+/// memory first: the streams do not advance when it does not fit), then writes them
+/// interleaved.
 fn fill<T: Copy + Send + Sync, const L: usize>(
     streams: &mut [Sfmt],
     blocks: usize,
     out: &mut [T],
     f: impl Fn(W128) -> [T; L] + Sync,
-) {
+) -> Result<()> {
     let n = k::N19937;
+    // blocks * n words per stream: the streams' share of `out`, whose length is checked.
+    crate::alloc::check_host_bytes(
+        &format!(
+            "the words of {} SFMT streams x {blocks} blocks",
+            streams.len()
+        ),
+        crate::alloc::bytes_of(
+            streams.len() as u128 * (blocks * n) as u128,
+            size_of::<W128>(),
+        ),
+    )?;
     let words: Vec<Vec<W128>> = streams
         .par_iter_mut()
         .map(|s| {
@@ -93,6 +107,7 @@ fn fill<T: Copy + Send + Sync, const L: usize>(
             o.copy_from_slice(&f(words[s][j]));
         }
     });
+    Ok(())
 }
 
 /// `blocks * 624` 32-bit outputs of every stream, interleaved by 128-bit word.
@@ -100,23 +115,20 @@ fn fill<T: Copy + Send + Sync, const L: usize>(
 /// no streams, `out.len() != streams.len() * blocks * 624`.
 pub fn fill_u32(streams: &mut [Sfmt], blocks: usize, out: &mut [u32]) -> Result<()> {
     check_streams("rng::cpu::fill_u32", streams, blocks, 4, out.len())?;
-    fill(streams, blocks, out, |w| w);
-    Ok(())
+    fill(streams, blocks, out, |w| w)
 }
 
 /// Four `f32` normals per word (Box-Muller on lanes (0, 1) and (2, 3)); as [`fill_u32`].
 pub fn fill_normal_f32(streams: &mut [Sfmt], blocks: usize, out: &mut [f32]) -> Result<()> {
     check_streams("rng::cpu::fill_normal_f32", streams, blocks, 4, out.len())?;
-    fill(streams, blocks, out, k::normals_f32);
-    Ok(())
+    fill(streams, blocks, out, k::normals_f32)
 }
 
 /// Two `f64` normals per word (Box-Muller on its 64-bit halves); as [`fill_u32`] with
 /// `blocks * 312` values per stream.
 pub fn fill_normal_f64(streams: &mut [Sfmt], blocks: usize, out: &mut [f64]) -> Result<()> {
     check_streams("rng::cpu::fill_normal_f64", streams, blocks, 2, out.len())?;
-    fill(streams, blocks, out, k::normals_f64);
-    Ok(())
+    fill(streams, blocks, out, k::normals_f64)
 }
 
 /// Stream `s`'s values out of an interleaved buffer of `n_streams` streams with

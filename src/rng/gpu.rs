@@ -32,9 +32,10 @@
 //! # Ok::<(), ferrocuda::Error>(())
 //! ```
 
-use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, LaunchConfig, arg};
-use ferrocuda_kernels::names::SFMT;
-use ferrocuda_kernels::sfmt::{self as k, N19937};
+use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, LaunchConfig};
+use ferrocuda_kernels::sfmt::{
+    self as k, N19937, SFMT_AMD_NORMAL_F32, Sfmt19937, SfmtAmdNormalF32, SfmtKernels,
+};
 
 use super::cpu::check_streams;
 use super::{Mexp, Sfmt, W128};
@@ -58,6 +59,22 @@ pub fn max_threads(gpu: &Gpu) -> Result<u32> {
 /// fastest: 32, 64, 80, 88, 93 threads gave 84, 86, 94, 90, 58 % of the write ceiling.
 pub fn default_threads(gpu: &Gpu) -> Result<u32> {
     Ok(max_threads(gpu)?.min(80))
+}
+
+/// Checks that `s` starts on a 16-byte boundary: the kernels load and store whole
+/// 128-bit words, and a view that starts inside one would fault.
+fn check_aligned<T>(op: &'static str, what: &'static str, s: &impl DeviceSlice<T>) -> Result<()> {
+    let addr = s.device_ptr();
+    if addr.is_multiple_of(16) {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument {
+        op,
+        reason: format!(
+            "{what} starts at device address {addr:#x}, not on a 16-byte boundary \
+             (the kernel accesses 128-bit words)"
+        ),
+    })
 }
 
 /// SFMT19937 streams resident on one device.
@@ -85,7 +102,12 @@ impl SfmtStreams {
     pub fn new(gpu: &Gpu, streams: &[Sfmt]) -> Result<SfmtStreams> {
         check_streams("rng::gpu::SfmtStreams::new", streams, 0, 4, 0)?;
         let ns = streams.len();
-        let mut packed = vec![0u32; ns * N19937 * 4];
+        // As large as the streams' states together, which exist.
+        let mut packed = crate::alloc::try_vec(
+            &format!("the packed state of {ns} SFMT streams"),
+            ns * N19937 * 4,
+            0u32,
+        )?;
         for (s, g) in streams.iter().enumerate() {
             for (i, w) in g.state().iter().enumerate() {
                 packed[4 * (i * ns + s)..][..4].copy_from_slice(w);
@@ -127,9 +149,13 @@ impl SfmtStreams {
         self.n_streams
     }
 
-    /// `u32` outputs of `blocks` blocks of every stream: `n_streams * blocks * 624`.
+    /// `u32` outputs of `blocks` blocks of every stream: `n_streams * blocks * 624`,
+    /// saturating at `usize::MAX` (more than any device holds: an allocation of that
+    /// length fails with an error).
     pub fn len_u32(&self, blocks: usize) -> usize {
-        self.n_streams * blocks * 4 * N19937
+        self.n_streams
+            .saturating_mul(blocks)
+            .saturating_mul(4 * N19937)
     }
 
     /// The streams as CPU generators (downloads the state), to continue on the CPU.
@@ -149,52 +175,54 @@ impl SfmtStreams {
             .collect()
     }
 
-    fn launch<T>(
+    /// Runs `blocks` blocks of every stream into `out` ([`SfmtKernels::STREAMS`] of `T`).
+    fn launch<T: SfmtKernels>(
         &mut self,
         op: &'static str,
-        kernel: &'static str,
         blocks: usize,
-        per_word: usize,
         out: &mut impl DeviceSliceMut<T>,
     ) -> Result<()> {
         let want = self
             .n_streams
             .checked_mul(blocks)
-            .and_then(|v| v.checked_mul(N19937 * per_word))
+            .and_then(|v| v.checked_mul(N19937 * T::PER_WORD))
             .ok_or_else(|| Error::InvalidArgument {
                 op,
                 reason: format!("{} streams x {blocks} blocks overflow", self.n_streams),
             })?;
         check_len(op, "out", want, out.len())?;
         check_device(op, "out", &self.gpu, out.gpu())?;
+        check_aligned(op, "out", out)?;
         if blocks == 0 {
             return Ok(());
         }
+        let gpu = out.gpu().clone();
         let shared = self.threads as usize * SHARED_PER_STREAM;
         // The attribute belongs to the function, shared by every thread of the process:
         // always the same value (room for the largest block), so concurrent launches
         // with other block sizes cannot lower it under this one.
         let limit = self.max_threads as usize * SHARED_PER_STREAM;
-        crate::sparse::gpu_thesis::opt_in_shared(out.gpu(), kernel, limit)?;
+        gpu.allow_dynamic_shared(&T::STREAMS, limit)?;
         let grid = self.n_streams.div_ceil(self.threads as usize) as u32;
         let cfg = LaunchConfig::blocks(grid, self.threads).with_shared_bytes(shared as u32);
-        let (ns, sp, op_) = (self.n_streams, self.state.device_ptr(), out.device_ptr());
         // The state is read and written on `out`'s stream; order it after the last use.
-        if !self.gpu.same_stream(out.gpu()) {
-            out.gpu().wait_for(&self.gpu)?;
+        if !self.gpu.same_stream(&gpu) {
+            gpu.wait_for(&self.gpu)?;
         }
-        // SAFETY: `kernel(n_streams, blocks, state, out)` reads and writes `state`
-        // (n_streams * 156 words) and writes `out` (n_streams * blocks * 156 words of
-        // `per_word` values), both checked above; `shared` bytes cover threads * 156 words.
-        unsafe {
-            out.gpu().launch_untyped(
-                kernel,
-                cfg,
-                &mut [arg(&ns), arg(&blocks), arg(&sp), arg(&op_)],
-            )?
+        let args = Sfmt19937 {
+            n_streams: self.n_streams,
+            blocks,
+            state: self.state.as_out(),
+            out: out.as_out(),
         };
-        if !self.gpu.same_stream(out.gpu()) {
-            self.gpu.wait_for(out.gpu())?;
+        // SAFETY: thread s < n_streams reads and writes words s, s + n_streams, ... of
+        // `state` (n_streams * 156 words, a whole buffer allocated so in `new`) and
+        // writes n_streams * blocks * 156 words of PER_WORD values to `out` (length and
+        // 16-byte alignment checked above); `shared` bytes hold the block's
+        // threads * 156 words, allowed above.
+        unsafe { gpu.launch(&T::STREAMS, cfg, args)? };
+        if !self.gpu.same_stream(&gpu) {
+            self.gpu.wait_for(&gpu)?;
         }
         Ok(())
     }
@@ -203,7 +231,7 @@ impl SfmtStreams {
     /// interleaved layout, queued on `out`'s stream. Errors: `out.len() != len_u32(blocks)`,
     /// another device, launch errors.
     pub fn fill_u32(&mut self, blocks: usize, out: &mut impl DeviceSliceMut<u32>) -> Result<()> {
-        self.launch("rng::gpu::fill_u32", SFMT.u32, blocks, 4, out)
+        self.launch("rng::gpu::fill_u32", blocks, out)
     }
 
     /// Four `f32` normals per word (as [`super::cpu::fill_normal_f32`]); `out` has
@@ -213,7 +241,7 @@ impl SfmtStreams {
         blocks: usize,
         out: &mut impl DeviceSliceMut<f32>,
     ) -> Result<()> {
-        self.launch("rng::gpu::fill_normal_f32", SFMT.normal_f32, blocks, 4, out)
+        self.launch("rng::gpu::fill_normal_f32", blocks, out)
     }
 
     /// Two `f64` normals per word (as [`super::cpu::fill_normal_f64`]); `out` has
@@ -223,7 +251,7 @@ impl SfmtStreams {
         blocks: usize,
         out: &mut impl DeviceSliceMut<f64>,
     ) -> Result<()> {
-        self.launch("rng::gpu::fill_normal_f64", SFMT.normal_f64, blocks, 2, out)
+        self.launch("rng::gpu::fill_normal_f64", blocks, out)
     }
 }
 
@@ -246,17 +274,25 @@ pub fn amd_normals(
     let g = seeds.len() / 4;
     super::check_amd(g, mul_factor, out.len(), OP)?;
     check_device(OP, "seeds", out.gpu(), seeds.gpu())?;
+    check_aligned(OP, "seeds", seeds)?;
     if g == 0 {
         return Ok(());
     }
-    let (sp, op_) = (seeds.device_ptr(), out.device_ptr());
-    // SAFETY: sfmt_amd_normal_f32(g, m, seeds, out) reads 4 g seeds words and writes
-    // 4 m g floats, checked above.
+    let gpu = out.gpu().clone();
+    let args = SfmtAmdNormalF32 {
+        n_generators: g,
+        mul_factor,
+        seeds: seeds.as_in(),
+        out: out.as_out(),
+    };
+    // SAFETY: generator i < g reads seed words 4 i .. 4 i + 4 as one 16-byte load (seeds
+    // has 4 g words and is 16-byte aligned) and writes out[4 m i .. 4 m (i + 1)] (out
+    // has 4 m g, m <= 8): all checked above.
     unsafe {
-        out.gpu().launch_untyped(
-            SFMT.amd_normal_f32,
+        gpu.launch(
+            &SFMT_AMD_NORMAL_F32,
             LaunchConfig::for_elements(g, 256),
-            &mut [arg(&g), arg(&mul_factor), arg(&sp), arg(&op_)],
+            args,
         )?
     };
     Ok(())

@@ -183,7 +183,8 @@ pub fn apply(p: &SfmtParams, state: &mut [W128], poly: &JumpPoly) {
 /// `count` independent streams: stream `i` is `base` jumped ahead by `2^log2_spacing * i`
 /// steps (`2^(log2_spacing+2) i` 32-bit outputs), read index kept. Computed in parallel
 /// (each worker starts its run of streams by binary jumps, then steps by `2^log2_spacing`).
-/// Errors: `log2_spacing + bits(count - 1) > 128` (beyond the embedded tables).
+/// Errors: `log2_spacing + bits(count - 1) > 128` (beyond the embedded tables); `count`
+/// generators beyond what the host may allocate ([`Error::OutOfHostMemory`]).
 ///
 /// ```
 /// use ferrocuda::rng::{Mexp, Sfmt, jump};
@@ -206,9 +207,13 @@ pub fn streams(base: &Sfmt, count: usize, log2_spacing: u32) -> Result<Vec<Sfmt>
         });
     }
     let mexp = base.mexp();
+    let what = format!("{count} SFMT{} streams", mexp.number());
+    let each = size_of::<Sfmt>() + std::mem::size_of_val(base.state());
+    crate::alloc::check_host_bytes(&what, crate::alloc::bytes_of(count as u128, each))?;
     let step = JumpPoly::pow2(mexp, log2_spacing)?;
     let workers = rayon::current_num_threads().max(1) * 4;
     let run = count.div_ceil(workers).max(1);
+    let what = &what;
     let chunks: Vec<Vec<Sfmt>> = (0..count.div_ceil(run))
         .into_par_iter()
         .map(|c| -> Result<Vec<Sfmt>> {
@@ -220,7 +225,7 @@ pub fn streams(base: &Sfmt, count: usize, log2_spacing: u32) -> Result<Vec<Sfmt>
                 }
             }
             let last = (first + run).min(count);
-            let mut out = Vec::with_capacity(last - first);
+            let mut out = crate::alloc::try_with_capacity(what, last - first)?;
             for i in first..last {
                 if i > first {
                     g.jump(&step)?;

@@ -278,6 +278,36 @@ impl Sfmt {
         }
     }
 
+    /// The next `count` 32-bit outputs in a new vector, allocated fallibly: a `count`
+    /// beyond what the host may allocate is [`Error::OutOfHostMemory`] naming it (the
+    /// generator is then not advanced).
+    ///
+    /// ```
+    /// use ferrocuda::rng::{Mexp, Sfmt};
+    /// let mut g = Sfmt::new(Mexp::M19937, 1234);
+    /// assert_eq!(g.generate_u32(3)?, [3440181298, 1564997079, 1510669302]);
+    /// assert!(g.generate_u32(usize::MAX).is_err());
+    /// # Ok::<(), ferrocuda::Error>(())
+    /// ```
+    pub fn generate_u32(&mut self, count: usize) -> Result<Vec<u32>> {
+        let mut out = crate::alloc::try_vec(&Self::outputs(count, 32), count, 0)?;
+        self.fill_u32(&mut out);
+        Ok(out)
+    }
+
+    /// The next `count` 64-bit outputs (as [`Sfmt::next_u64`]) in a new vector, allocated
+    /// fallibly as [`Sfmt::generate_u32`].
+    pub fn generate_u64(&mut self, count: usize) -> Result<Vec<u64>> {
+        let mut out = crate::alloc::try_vec(&Self::outputs(count, 64), count, 0)?;
+        self.fill_u64(&mut out);
+        Ok(out)
+    }
+
+    /// "1000 SFMT outputs of 32 bits", for the errors of the allocations.
+    fn outputs(count: usize, bits: u32) -> String {
+        format!("{count} SFMT outputs of {bits} bits")
+    }
+
     /// Moves the stream forward by `words` 128-bit words (`4 words` 32-bit outputs) by
     /// generating and discarding; the read index is kept. For large distances use
     /// [`Sfmt::jump`].

@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use super::coeffs::Degree;
 use super::driver::{self, SQRTU, UROUND};
 use super::{Rhs, Rock4Options, Rock4Report, SpectralRadius, Threads};
+use crate::alloc;
 use crate::blas1::cpu::CHUNK;
 use crate::cpu_dispatch::fma_kernel;
 use crate::error::{Error, Result, check_len};
@@ -422,9 +423,12 @@ fn validate<R: Rhs + ?Sized>(
 /// Errors (nothing is modified): `rhs.dim() == 0`; `y.len() != rhs.dim()`; `t0`,
 /// `t_end` not finite or `t_end <= t0`; `rtol <= 1e-15`, `atol <= 0` or not finite;
 /// `h0` outside `[1e-15, t_end - t0]`; [`StepControl::Fixed`] without `h0`;
-/// `max_steps == 0`; a non-finite `y`. Errors from `rhs` are passed on (then `y` is
-/// unchanged too). A step size underflow or too many steps is a report
-/// ([`StopReason`]), with `y` at the last accepted step.
+/// `max_steps == 0`; a non-finite `y`; a workspace (10 vectors of `n`) beyond the host's
+/// memory ([`Error::OutOfHostMemory`]). Errors from `rhs` are passed on (then `y` is
+/// unchanged too). A failed integration, the step size fallen below the smallest
+/// allowed ([`super::StopReason::StepTooSmall`]), is [`Error::IntegrationFailed`] with the
+/// report, `y` unchanged. Reaching [`Rock4Options::max_steps`] first is a report
+/// ([`super::StopReason::MaxSteps`]) with `y` at the last accepted step.
 pub fn integrate<R: Rhs + ?Sized>(
     rhs: &R,
     t0: f64,
@@ -451,24 +455,30 @@ fn run<R: Rhs + ?Sized>(
     o: &Rock4Options,
 ) -> Result<Rock4Report> {
     let n = y_out.len();
+    // y, fy, the eight work vectors, and the power iteration's direction where used.
+    let what = super::check_workspace(n, 11)?;
+    let vec = || alloc::try_vec(&what, n, 0.0);
+    let mut y = alloc::try_with_capacity(&what, n)?;
+    y.extend_from_slice(y_out);
     let mut b = CpuBackend {
         f: Counted { rhs, evals: 0 },
-        y: y_out.to_vec(),
-        fy: vec![0.0; n],
+        y,
+        fy: vec()?,
         w: Work {
-            ga: vec![0.0; n],
-            gb: vec![0.0; n],
-            k1: vec![0.0; n],
-            k2: vec![0.0; n],
-            k3: vec![0.0; n],
-            k4: vec![0.0; n],
-            y_new: vec![0.0; n],
-            k5: vec![0.0; n],
+            ga: vec()?,
+            gb: vec()?,
+            k1: vec()?,
+            k2: vec()?,
+            k3: vec()?,
+            k4: vec()?,
+            y_new: vec()?,
+            k5: vec()?,
         },
         v: Vec::new(),
         use_bound: o.spectral_radius == SpectralRadius::Auto,
     };
     let report = driver::run(&mut b, t0, t_end, o)?;
+    let report = super::finish("rock4::cpu::integrate", t0, t_end, report)?;
     y_out.copy_from_slice(&b.y);
     Ok(report)
 }

@@ -250,7 +250,9 @@ impl StencilLaunch {
 /// ([`Rock4Options::threads`] does not apply).
 ///
 /// Errors (nothing is modified): those of [`super::cpu::integrate`] (with "y holds NaN or
-/// infinity" for a non-finite `y`), and `rhs` on another device than `y`.
+/// infinity" for a non-finite `y`; a failed integration is [`Error::IntegrationFailed`]
+/// with `y` unchanged), `rhs` on another device than `y`, and a workspace beyond the
+/// device's free memory ([`Error::OutOfDeviceMemory`]).
 pub fn integrate<R: DeviceRhs + ?Sized>(
     rhs: &R,
     t0: f64,
@@ -289,9 +291,20 @@ pub fn integrate<R: DeviceRhs + ?Sized>(
     let mut b = GpuBackend::new(rhs, &gpu, n, opts)?;
     b.y.copy_from_device(&*y)?;
     let report = driver::run(&mut b, t0, t_end, opts)?;
+    let report = super::finish(OP, t0, t_end, report)?;
     y.copy_from_device(&b.y)?;
     gpu.synchronize()?;
     Ok(report)
+}
+
+/// `Ok` when `vectors` device vectors of `n` `f64` and `extra` bytes fit the free memory
+/// of `gpu`, else [`Error::OutOfDeviceMemory`] naming `n`.
+fn check_device_workspace(gpu: &Gpu, n: usize, vectors: usize, extra: u128) -> Result<()> {
+    crate::alloc::check_device_bytes(
+        gpu,
+        &format!("the ROCK4 workspace ({vectors} device vectors of n = {n} unknowns)"),
+        crate::alloc::bytes_of(n as u128 * vectors as u128, 8) + extra,
+    )
 }
 
 /// The device vectors of one integration.
@@ -331,6 +344,8 @@ fn eval<R: DeviceRhs + ?Sized>(
 
 impl<'a, R: DeviceRhs + ?Sized> GpuBackend<'a, R> {
     fn new(rhs: &'a R, gpu: &Gpu, n: usize, o: &Rock4Options) -> Result<Self> {
+        // Ten vectors, the power iteration's direction where used, the partials.
+        check_device_workspace(gpu, n, 11, 8 * reduction_blocks(n) as u128)?;
         let vec = || -> Result<DeviceBuffer<f64>> {
             let mut b = gpu.alloc::<f64>(n)?;
             b1::fill(&mut b, f64::NAN)?;
@@ -783,6 +798,11 @@ fn integrate_persistent(
     let blocks = n
         .div_ceil(PERSISTENT_THREADS as usize * POINTS_PER_THREAD)
         .clamp(1, resident);
+    let log_words = size_of::<AttemptLog>() / 8;
+    let per_launch = o.attempts_per_launch.min(o.max_steps);
+    // Fourteen vectors, the partials and the attempts' history of one launch.
+    let history_bytes = per_launch as u128 * log_words as u128 * 8;
+    check_device_workspace(gpu, n, 14, 16 * blocks as u128 + history_bytes)?;
     let vec = || -> Result<DeviceBuffer<f64>> {
         let mut b = gpu.alloc::<f64>(n)?;
         b1::fill(&mut b, f64::NAN)?;
@@ -823,8 +843,7 @@ fn integrate_persistent(
         records: 0,
     };
     let state = gpu.upload(&to_words(&init))?;
-    let log_words = size_of::<AttemptLog>() / 8;
-    let per_launch = o.attempts_per_launch.min(o.max_steps);
+    // Bounded by the device's memory (checked above).
     let history = gpu.alloc::<u64>(per_launch * log_words)?;
     let mut s = init;
     let mut report = Rock4Report::start(t0);
@@ -895,8 +914,6 @@ fn integrate_persistent(
             break;
         }
     }
-    y.copy_from_device(if s.parity == 0 { &ya } else { &yb })?;
-    gpu.synchronize()?;
     report.reason = match s.status {
         RUN_FINISHED => StopReason::Finished,
         RUN_STEP_TOO_SMALL => StopReason::StepTooSmall,
@@ -916,6 +933,11 @@ fn integrate_persistent(
     report.rho_max = s.rho_max;
     report.max_stages = s.max_stages as usize;
     report.h_next = s.ctl.h_next;
+    // A failed integration leaves `y` as it was.
+    if report.reason != StopReason::StepTooSmall {
+        y.copy_from_device(if s.parity == 0 { &ya } else { &yb })?;
+        gpu.synchronize()?;
+    }
     report.seconds = start.elapsed().as_secs_f64();
-    Ok(report)
+    super::finish(OP, t0, t_end, report)
 }

@@ -271,15 +271,19 @@ impl Rock4Options {
     }
 }
 
-/// Why the integration stopped.
+/// Why the integration stopped. Only [`StopReason::Finished`] and
+/// [`StopReason::MaxSteps`] come back in a report: a step-size underflow is a failed
+/// integration, [`Error::IntegrationFailed`] (its report has
+/// [`StopReason::StepTooSmall`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StopReason {
     /// Reached `t_end`.
     Finished,
-    /// The step size fell below `10 uround` (or `t + h == t`).
+    /// The step size fell below `10 uround` (or `t + h == t`): the integration failed.
     StepTooSmall,
-    /// [`Rock4Options::max_steps`] attempts made.
+    /// [`Rock4Options::max_steps`] attempts made (the caller's budget; `final_time <
+    /// t_end`).
     MaxSteps,
 }
 
@@ -337,6 +341,11 @@ pub struct Rock4Report {
 }
 
 impl Rock4Report {
+    /// Whether the integration reached `t_end` ([`StopReason::Finished`]).
+    pub fn finished(&self) -> bool {
+        self.reason == StopReason::Finished
+    }
+
     /// The report before the first step from `t0`.
     pub(crate) fn start(t0: f64) -> Self {
         Rock4Report {
@@ -412,6 +421,60 @@ pub(crate) fn validate(
         return Err(invalid("attempts_per_launch must be at least 1".into()));
     }
     Ok(())
+}
+
+/// The end of both paths' integrations: `Ok(report)` when it reached `t_end` or the
+/// step budget, [`Error::IntegrationFailed`] (with the report) when the step size fell
+/// below the smallest allowed, a message with the time reached, the last step, its error
+/// estimate and the spectral radius.
+pub(crate) fn finish(
+    op: &'static str,
+    t0: f64,
+    t_end: f64,
+    report: Rock4Report,
+) -> Result<Rock4Report> {
+    if report.reason != StopReason::StepTooSmall {
+        return Ok(report);
+    }
+    let last = report.history.last();
+    let step = last.map_or(String::new(), |l| {
+        format!(
+            "; the last attempt from t = {} with h = {:e} had the error estimate {:e}",
+            l.t, l.h, l.err
+        )
+    });
+    let cause = match last {
+        Some(l) if !l.err.is_finite() => {
+            "f(t, y) produced NaN or infinity (the problem's data or solution overflows)"
+        }
+        _ => {
+            "the problem is too stiff for the tolerances (see the spectral radius) or not smooth enough near this time"
+        }
+    };
+    let reason = format!(
+        "the integration failed at t = {} of [{t0}, {t_end}]: the step size fell below the smallest allowed (10 uround = {:e}, or t + h == t) after {} accepted and {} rejected steps{step}; spectral radius up to {:e}: {cause}",
+        report.final_time,
+        10.0 * driver::UROUND,
+        report.steps_accepted,
+        report.steps_rejected,
+        report.rho_max,
+    );
+    Err(Error::IntegrationFailed {
+        op,
+        reason,
+        report: Box::new(report),
+    })
+}
+
+/// `Ok` when `vectors` vectors of `n` `f64` (the integration's workspace) fit what the
+/// host may allocate, else [`Error::OutOfHostMemory`] naming `n`.
+pub(crate) fn check_workspace(n: usize, vectors: usize) -> Result<String> {
+    let what = format!("the ROCK4 workspace ({vectors} vectors of n = {n} unknowns)");
+    crate::alloc::check_host_bytes(
+        &what,
+        crate::alloc::bytes_of(n as u128 * vectors as u128, 8),
+    )?;
+    Ok(what)
 }
 
 /// A problem's spectral-radius bound, checked finite and non-negative.

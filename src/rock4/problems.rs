@@ -109,6 +109,8 @@ impl Stencil {
     }
 }
 
+/// `Ok` for `n >= 1` where one vector of the `n x n` grid fits what the host may
+/// allocate (the integrators need about ten): else an error naming `n` and the bytes.
 fn check_grid(op: &'static str, n: usize) -> Result<()> {
     if n == 0 {
         return Err(Error::InvalidArgument {
@@ -116,9 +118,28 @@ fn check_grid(op: &'static str, n: usize) -> Result<()> {
             reason: "the grid needs at least 1 interior point per direction, got n = 0".into(),
         });
     }
-    n.checked_mul(n).map(|_| ()).ok_or(Error::InvalidArgument {
+    let points = n as u128 * n as u128;
+    crate::alloc::check_host_bytes(
+        &format!("{op}: one vector of the {n} x {n} grid ({points} unknowns)"),
+        crate::alloc::bytes_of(points, size_of::<f64>()),
+    )
+}
+
+/// `Ok` unless the stencil's coefficients or its Gershgorin bound (at `y = 0` and at the
+/// initial `y = 1`) overflow: then no step could be taken, and the error names the
+/// parameters (`params`) instead of an integration stopping at `t0`.
+fn check_coefficients(op: &'static str, kind: Kind, p: &RadCoeffs, params: &str) -> Result<()> {
+    let values = [p.nu, p.rx, p.ry, p.cx, p.cy, p.mu];
+    let rho = [0.0, 1.0].map(|y| k::gershgorin_row(kind.code(), p, y));
+    if values.iter().chain(&rho).all(|v| v.is_finite()) {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument {
         op,
-        reason: format!("grid n = {n} is too large (n^2 overflows)"),
+        reason: format!(
+            "{params}: the spectral radius (Gershgorin bound) is {:e}, beyond the range of f64, so no step can be taken",
+            rho[0].max(rho[1])
+        ),
     })
 }
 
@@ -144,7 +165,9 @@ pub struct Heat2d {
 
 impl Heat2d {
     /// The problem on `n x n` interior points with diffusion `nu`.
-    /// Errors: `n == 0`, `nu` not finite and positive.
+    /// Errors: `n == 0`, a grid of which one vector does not fit the host's memory,
+    /// `nu` not finite and positive, or so large that the spectral radius
+    /// `8 nu / h^2` overflows.
     pub fn new(n: usize, nu: f64) -> Result<Self> {
         check_grid("Heat2d::new", n)?;
         check_positive("Heat2d::new", "nu", nu)?;
@@ -158,6 +181,8 @@ impl Heat2d {
             cy: 0.0,
             mu: 0.0,
         };
+        let params = format!("nu = {nu:e} on the {n} x {n} grid (h = {h:e})");
+        check_coefficients("Heat2d::new", Kind::Heat, &coeffs, &params)?;
         Ok(Heat2d {
             n,
             nu,
@@ -244,8 +269,9 @@ impl ReactionAdvectionDiffusion {
     }
 
     /// General coefficients: spacing `h`, diffusion `nu`, velocity `(ax, ay)`, reaction
-    /// rate `mu`. Errors: `n == 0`, `h` or `nu` not finite and positive, `ax`, `ay`, `mu`
-    /// not finite.
+    /// rate `mu`. Errors: `n == 0`, a grid of which one vector does not fit the host's
+    /// memory, `h` or `nu` not finite and positive, `ax`, `ay`, `mu` not finite, or
+    /// coefficients whose spectral radius overflows.
     pub fn new(
         n: usize,
         h: f64,
@@ -279,6 +305,9 @@ impl ReactionAdvectionDiffusion {
             cy: ay / width,
             mu,
         };
+        let params =
+            format!("nu = {nu:e}, (ax, ay) = ({ax:e}, {ay:e}), mu = {mu:e} with h = {h:e}");
+        check_coefficients(OP, Kind::Rad(advection), &coeffs, &params)?;
         Ok(ReactionAdvectionDiffusion {
             n,
             spacing: h,

@@ -92,3 +92,42 @@ pub fn solve_cases(
     }
     cases
 }
+
+/// Singular systems on which GMRES cannot converge for a random `b` (inconsistent):
+/// `("copied row", A)` with the last row of [`nonsymmetric`] replaced by its first row,
+/// and `("zero diagonal", diag(1, 2, .., n - 1, 0))`.
+pub fn singular_cases<T: Element>(n: usize, seed: u64) -> Vec<(&'static str, Coo<T>)> {
+    let base = nonsymmetric::<T>(n, seed);
+    let mut copied = Coo::empty(n, n).expect("empty");
+    for ((&r, &c), &v) in base.rows().iter().zip(base.cols()).zip(base.values()) {
+        if r as usize != n - 1 {
+            copied.push(r as usize, c as usize, v).expect("push");
+        }
+        if r == 0 {
+            copied.push(n - 1, c as usize, v).expect("push");
+        }
+    }
+    let mut diag = Coo::empty(n, n).expect("empty");
+    for i in 0..n - 1 {
+        let d = <T::Real as RealScalar>::from_f64((i + 1) as f64);
+        diag.push(i, i, T::from_real(d)).expect("push");
+    }
+    vec![("copied row", copied), ("zero diagonal", diag)]
+}
+
+/// `(|b - A x|, || |A| |x| ||)` in `f64`: the residual and the scale of its rounding
+/// error (the residual of a large `x` cannot be known better than `eps || |A| |x| ||`).
+pub fn true_residual<A: Element, V: Element>(a: &Coo<A>, b: &[V], x: &[V]) -> (f64, f64) {
+    let mut r: Vec<Complex<f64>> = b.iter().map(|&v| to_c64(v)).collect();
+    let mut s = vec![0.0f64; r.len()];
+    for ((&i, &j), &v) in a.rows().iter().zip(a.cols()).zip(a.values()) {
+        let p = to_c64(v) * to_c64(x[j as usize]);
+        r[i as usize] -= p;
+        s[i as usize] += p.norm();
+    }
+    let norm = |v: &mut dyn Iterator<Item = f64>| v.map(|t| t * t).sum::<f64>().sqrt();
+    (
+        norm(&mut r.iter().map(|z| z.norm())),
+        norm(&mut s.into_iter()),
+    )
+}

@@ -347,3 +347,15 @@ pub fn random_coo<T: Element>(m: usize, n: usize, p: f64, seed: u64) -> ferrocud
     }
     a
 }
+
+/// Asserts that `e` is [`ferrocuda::Error::OutOfHostMemory`] and that its message names
+/// every one of `names` (the request's dimensions) and the bytes.
+pub fn assert_out_of_host_memory(e: &ferrocuda::Error, names: &[&str]) {
+    let msg = e.to_string();
+    assert!(
+        matches!(e, ferrocuda::Error::OutOfHostMemory { .. })
+            && msg.contains("bytes")
+            && names.iter().all(|n| msg.contains(n)),
+        "expected an out-of-host-memory error naming {names:?}: {msg}"
+    );
+}
