@@ -297,6 +297,117 @@ fn block_jacobi_cuts_the_steps_on_the_trace_like_case() {
     assert!(m.b() == 5 && m.n_rows() == a.n_rows());
 }
 
+/// The problem-level solve ([`ferrocuda::krylov::Solver`]): every preconditioner, with and
+/// without a block size, padding to whole blocks where the block size does not divide
+/// `n` (and only where a blocked format or block Jacobi may use it); the solution against
+/// the dense LU and the report's sizes, format and preconditioner.
+#[test]
+fn solver_pads_to_blocks_and_solves_with_every_preconditioner() {
+    use common::krylov::{solve_cases, solve_system};
+    use ferrocuda::krylov::{Preconditioner, Solver};
+    use ferrocuda::sparse::{Format, Target};
+    let (a, b, want) = solve_system::<f64>();
+    let n = a.n_rows();
+    let formats = [
+        (Format::Auto, Some(5)),
+        (Format::Bcsr, Some(5)),
+        (Format::Csr, Some(5)),
+        (Format::Auto, None),
+        (Format::Csr, None),
+    ];
+    for (case, opts) in solve_cases(&formats) {
+        let (precond, format, bs) = (opts.precond, opts.format, opts.block_size);
+        let s = Solver::new(&a, &opts).unwrap_or_else(|e| panic!("{case}: {e}"));
+        let sol = s.solve(&b, None).unwrap_or_else(|e| panic!("{case}: {e}"));
+        let r = &sol.report;
+        let pads =
+            bs.is_some() && (format != Format::Csr || precond == Preconditioner::BlockJacobi);
+        let n_padded = if pads { 125 } else { n };
+        assert!(r.gmres.converged, "{case}: {r:?}");
+        assert_eq!((r.n, r.n_padded, sol.x.len()), (n, n_padded, n), "{case}");
+        assert_eq!(
+            (r.format.n_rows, r.format.requested),
+            (n_padded, format),
+            "{case}"
+        );
+        assert_eq!((r.device, r.precond), (Target::Cpu, precond), "{case}");
+        assert_eq!(s.choice(), &r.format, "{case}");
+        let want_b = match precond {
+            Preconditioner::None => None,
+            Preconditioner::Jacobi => Some(1),
+            Preconditioner::BlockJacobi => Some(bs.unwrap_or(3)),
+        };
+        assert_eq!(r.precond_block_size, want_b, "{case}");
+        let e = rel_err(&sol.x, &want);
+        assert!(e <= 1e-9, "{case}: error {e:e} against the dense LU");
+        // From the solution, nothing is left to do.
+        let again = s.solve(&b, Some(&sol.x)).expect("solve from x");
+        assert!(
+            again.report.gmres.iterations < r.gmres.iterations,
+            "{case}: {} then {} iterations",
+            r.gmres.iterations,
+            again.report.gmres.iterations
+        );
+    }
+}
+
+/// Bad input to the problem-level solve is an error naming the value; the caller's data
+/// are borrowed, never changed.
+#[test]
+fn solver_rejects_bad_input_naming_it() {
+    use ferrocuda::krylov::{Preconditioner, SolveOptions, Solver};
+    use ferrocuda::sparse::Format;
+    let fails = |a: &Csr<f64>, opts: &SolveOptions| match Solver::new(a, opts) {
+        Ok(_) => panic!("accepted"),
+        Err(e) => e.to_string(),
+    };
+    let d = SolveOptions::default();
+    let rect = Csr::<f64>::try_new(2, 3, vec![0, 0, 0], vec![], vec![]).expect("csr");
+    let e = fails(&rect, &d);
+    assert!(e.contains("square") && e.contains("2 x 3"), "{e}");
+    let mut coo = nonsymmetric::<f64>(13, 1);
+    let a = Csr::from(&coo);
+    coo.push(5, 2, f64::NAN).expect("push");
+    let e = fails(&Csr::from(&coo), &d);
+    assert!(e.contains("entry (5, 2) is NaN"), "{e}");
+    let e = fails(&a, &d.clone().block_size(0));
+    assert!(e.contains("b = 0"), "{e}");
+    let bj = d.clone().precond(Preconditioner::BlockJacobi);
+    let e = fails(&a, &bj.clone().block_size(9));
+    assert!(e.contains("b = 9") && e.contains("at most 8"), "{e}");
+    // 13 is prime: no block size to detect.
+    let e = fails(&a, &bj.clone().format(Format::Csr));
+    assert!(
+        e.contains("needs a block size") && e.contains("13 x 13"),
+        "{e}"
+    );
+    let e = fails(&a, &d.clone().gmres(GmresOptions::default().restart(0)));
+    assert!(e.contains("restart"), "{e}");
+    // A zero diagonal entry under point Jacobi: the row is named.
+    let mut z = Coo::<f64>::empty(3, 3).expect("coo");
+    for (r, c, v) in [(0, 0, 1.0), (1, 2, 1.0), (2, 1, 1.0), (2, 2, 1.0)] {
+        z.push(r, c, v).expect("push");
+    }
+    let e = fails(&Csr::from(&z), &d.clone().precond(Preconditioner::Jacobi));
+    assert!(e.contains("row 1"), "{e}");
+    // The right-hand side and the initial guess: lengths, then NaN and infinity.
+    let s = Solver::new(&a, &d).expect("solver");
+    let solve_err =
+        |b: &[f64], x0: Option<&[f64]>| s.solve(b, x0).map(drop).unwrap_err().to_string();
+    let e = solve_err(&[1.0; 12], None);
+    assert!(e.contains("12") && e.contains("13"), "{e}");
+    let mut b = vec![1.0; 13];
+    b[7] = f64::INFINITY;
+    let e = solve_err(&b, None);
+    assert!(e.contains("b[7] is inf"), "{e}");
+    let e = solve_err(&[1.0; 13], Some(&[0.0; 14]));
+    assert!(e.contains("x0") && e.contains("14"), "{e}");
+    let mut x0 = vec![0.0; 13];
+    x0[3] = f64::NAN;
+    let e = solve_err(&[1.0; 13], Some(&x0));
+    assert!(e.contains("x0[3] is NaN"), "{e}");
+}
+
 /// On singular, inconsistent systems GMRES cannot converge: it stops early with a reason
 /// (stagnation or divergence), returns the best iterate seen (never one worse than
 /// `x0`) and reports the true residual of what it returns.

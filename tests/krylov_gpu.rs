@@ -262,3 +262,66 @@ fn gmres_gpu_on_singular_systems_matches_the_cpu_reason_and_keeps_the_best_itera
         }
     }
 }
+
+/// The problem-level solve on the GPU ([`ferrocuda::krylov::DeviceSolver`]) against its
+/// CPU twin ([`ferrocuda::krylov::Solver`]): same padding and preconditioner, the format
+/// the GPU's `Format::Auto` rules name, and both solutions within GMRES's tolerance of
+/// the dense LU.
+fn device_solver_case<T>(gpu: &Gpu, name: &str, tol: f64)
+where
+    T: KrylovElement + MatrixScalar<T> + SpmvKernels<T> + PrecondKernels<T>,
+{
+    use common::krylov::{solve_cases, solve_system};
+    use ferrocuda::krylov::{DeviceSolver, Solver};
+    use ferrocuda::sparse::{Format, FormatOptions, Matrix, Target};
+    let (a, b, want) = solve_system::<T>();
+    let n = a.n_rows();
+    let formats = [
+        (Format::Auto, Some(5)),
+        (Format::Sbell, Some(5)),
+        (Format::Auto, None),
+    ];
+    for (case, opts) in solve_cases(&formats) {
+        let (format, bs) = (opts.format, opts.block_size);
+        let case = format!("{name} {case}");
+        let ds =
+            DeviceSolver::upload(gpu, &a, &opts).unwrap_or_else(|e| panic!("{case}: upload: {e}"));
+        let sol = ds.solve(&b, None).unwrap_or_else(|e| panic!("{case}: {e}"));
+        let cpu_sol = Solver::new(&a, &opts)
+            .and_then(|s| s.solve(&b, None))
+            .unwrap_or_else(|e| panic!("{case}: cpu: {e}"));
+        let (r, c) = (&sol.report, &cpu_sol.report);
+        assert!(r.gmres.converged, "{case}: {r:?}");
+        assert_eq!(r.device, Target::Gpu, "{case}");
+        assert_eq!(
+            (r.n, r.n_padded, r.precond_block_size, sol.x.len()),
+            (c.n, c.n_padded, c.precond_block_size, n),
+            "{case}"
+        );
+        // The GPU's choice for the padded matrix, as the host computes it.
+        let padded = if r.n_padded == n {
+            a.clone()
+        } else {
+            a.pad_identity(r.n_padded).expect("pad")
+        };
+        let fopts = match bs {
+            Some(bs) => FormatOptions::default().block_size(bs),
+            None => FormatOptions::default(),
+        };
+        let host = Matrix::with_options(&padded, format, Target::Gpu, &fopts).expect("choice");
+        assert_eq!(&r.format, host.choice(), "{case}");
+        for (which, x) in [("gpu", &sol.x), ("cpu", &cpu_sol.x)] {
+            let e = rel_err(x, &want);
+            assert!(e <= tol, "{case} {which}: error {e:e} against the dense LU");
+        }
+    }
+}
+
+#[test]
+fn device_solver_matches_cpu_solver_and_dense_lu() {
+    let Some(gpu) = gpu_or_skip("device_solver_matches_cpu_solver_and_dense_lu") else {
+        return;
+    };
+    device_solver_case::<f64>(&gpu, "f64", 1e-9);
+    device_solver_case::<Complex<f64>>(&gpu, "c64", 1e-9);
+}

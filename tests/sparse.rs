@@ -155,6 +155,11 @@ fn spmv_all<A: Element + ferrocuda::sparse::MatrixScalar<V>, V: Element>() {
                 };
                 run("coo", &|y| cpu::spmv_coo(alpha, &coo, &x, beta, y));
                 run("csr", &|y| cpu::spmv_csr(alpha, &csr, &x, beta, y));
+                for lanes in [1, 2, 4, 32] {
+                    run(&format!("csr {lanes} lanes"), &|y| {
+                        cpu::spmv_csr_lanes(alpha, &csr, lanes, &x, beta, y)
+                    });
+                }
                 for layout in [BlockLayout::RowMajor, BlockLayout::ColMajor] {
                     let bc = Bcsr::from_csr(&csr, b, layout, BlockFit::Exact).unwrap();
                     run("bcsr", &|y| cpu::spmv_bcsr(alpha, &bc, &x, beta, y));
@@ -857,6 +862,14 @@ fn every_format<A: Element + MatrixScalar<V>, V: Element>(
             run(m, &|y| cpu::spmv_csr(one, a, x, zero, y)),
         ),
         (
+            "csr one lane".to_string(),
+            run(m, &|y| cpu::spmv_csr_lanes(one, a, 1, x, zero, y)),
+        ),
+        (
+            "csr-lanes 4".to_string(),
+            run(m, &|y| cpu::spmv_csr_lanes(one, a, 4, x, zero, y)),
+        ),
+        (
             "coo".to_string(),
             run(m, &|y| cpu::spmv_coo(one, &Coo::from(a), x, zero, y)),
         ),
@@ -958,7 +971,9 @@ fn nonfinite_x_every_format<A: Element + MatrixScalar<V>, V: Element>() {
                 let csr = &runs[0].1;
                 for (format, y) in &runs {
                     let case = format!("{format} {}x{} {m}x{n} {poke:?}", A::SUFFIX, V::SUFFIX);
-                    if !format.starts_with("sbell") {
+                    // SBELL and CSR in lanes sum in other orders: same NaN/infinity pattern,
+                    // finite values within rounding.
+                    if !format.starts_with("sbell") && !format.starts_with("csr-lanes") {
                         common::assert_bits_eq_nan(&case, y, csr);
                         continue;
                     }
@@ -989,4 +1004,371 @@ fn nonfinite_x_gives_the_same_values_in_every_format() {
     nonfinite_x_every_format::<f32, f32>();
     nonfinite_x_every_format::<Complex<f64>, Complex<f64>>();
     nonfinite_x_every_format::<f64, Complex<f64>>();
+}
+
+/// The CPU twin of the GPU's CSR kernel: one lane is the plain CSR chain; more lanes split
+/// each row into interleaved partial sums added in a fixed tree.
+#[test]
+fn csr_lanes_twin_sums_in_lanes_then_a_tree() {
+    use ferrocuda_kernels::sparse::{csr_lane_sum, lanes_sum};
+    for (m, n, p) in [(1usize, 1usize, 1.0), (33, 31, 0.3), (257, 256, 0.2)] {
+        let a = Csr::from(&random_coo::<f64>(m, n, p, (m + n) as u64));
+        let x: Vec<f64> = random_vec(n, 5);
+        let mut plain = common::poison::<f64>(m);
+        cpu::spmv_csr(1.5, &a, &x, 0.0, &mut plain).unwrap();
+        let mut one = common::poison::<f64>(m);
+        cpu::spmv_csr_lanes(1.5, &a, 1, &x, 0.0, &mut one).unwrap();
+        common::assert_bits_eq(&format!("{m}x{n} one lane"), &one, &plain);
+        for lanes in [2, 8, 32] {
+            let mut got = common::poison::<f64>(m);
+            cpu::spmv_csr_lanes(1.5, &a, lanes, &x, 0.0, &mut got).unwrap();
+            // Row by row from the shared per-lane math, written out here.
+            let want: Vec<f64> = (0..m)
+                .map(|i| {
+                    let (s, e) = (a.row_ptr()[i], a.row_ptr()[i + 1]);
+                    let mut parts: Vec<f64> = (0..lanes)
+                        .map(|l| {
+                            csr_lane_sum(s, e, l, lanes, |k| {
+                                (a.values()[k], x[a.col_idx()[k] as usize])
+                            })
+                        })
+                        .collect();
+                    1.5 * lanes_sum(&mut parts)
+                })
+                .collect();
+            common::assert_bits_eq(&format!("{m}x{n} {lanes} lanes"), &got, &want);
+        }
+    }
+    // Lanes must be a power of two up to 32; y stays as it was.
+    let a = Csr::from(&random_coo::<f64>(4, 4, 0.5, 1));
+    let mut y = vec![7.0; 4];
+    for lanes in [0, 3, 64] {
+        let e = cpu::spmv_csr_lanes(1.0, &a, lanes, &[1.0; 4], 0.0, &mut y).unwrap_err();
+        assert!(e.to_string().contains(&format!("lanes = {lanes}")), "{e}");
+    }
+    assert_eq!(y, [7.0; 4]);
+}
+
+/// A tridiagonal `n x n` matrix (rows of 2 or 3 entries: no blocks, nearly equal rows).
+fn tridiagonal(n: usize) -> Csr<f64> {
+    let mut coo = Coo::empty(n, n).unwrap();
+    for i in 0..n {
+        coo.push(i, i, 2.0).unwrap();
+        if i + 1 < n {
+            coo.push(i, i + 1, -1.0).unwrap();
+            coo.push(i + 1, i, -1.5).unwrap();
+        }
+    }
+    Csr::from(&coo)
+}
+
+/// `Format::Auto` by structure: blocks where they pay (SBELL on the GPU, BCSR on the
+/// CPU), ELL for rows of equal length on the GPU, CSR otherwise; the report's numbers are
+/// those of the matrix built, and its product is the format's.
+#[test]
+fn auto_format_follows_the_structure() {
+    use ferrocuda::sparse::{Format, FormatOptions, Matrix, Storage, Target};
+    let gpu = |a: &Csr<f64>, o: FormatOptions| {
+        Matrix::with_options(a, Format::Auto, Target::Gpu, &o).unwrap()
+    };
+    // Block-stencil matrix: 5 x 5 blocks detected.
+    let spec = TraceSpec::new(3, 4, 3, 2).seed(5);
+    let blocky = generate::trace_like::<f64>(&spec)
+        .unwrap()
+        .to_csr()
+        .without_zeros();
+    let cpu_m = Matrix::new(&blocky, Format::Auto).unwrap();
+    let c = cpu_m.choice();
+    assert_eq!(
+        (c.format, c.block_size),
+        (Format::Bcsr, Some(5)),
+        "{}",
+        c.reason
+    );
+    assert!(c.reason.contains("detected"), "{}", c.reason);
+    let g = gpu(&blocky, FormatOptions::default());
+    assert_eq!(
+        (g.format(), g.choice().block_size),
+        (Format::Sbell, Some(5)),
+        "{}",
+        g.choice().reason
+    );
+    let c = g.choice();
+    assert_eq!(c.stored_bytes, g.storage().stored_bytes());
+    assert_eq!((c.n_rows, c.n_cols), (blocky.n_rows(), blocky.n_cols()));
+    assert!(c.fill > 0.0 && c.fill <= 1.0, "{}", c.fill);
+    assert!(c.candidates.iter().any(|k| k.format == Format::Csr));
+    let json = serde_json::to_string(c).unwrap();
+    assert!(
+        json.contains(r#""format":"sbell""#) && json.contains(r#""target":"gpu""#),
+        "{json}"
+    );
+    // Tridiagonal: no blocks pay; equal rows make ELL no larger than CSR on the GPU.
+    let tri = tridiagonal(1024);
+    let m = gpu(&tri, FormatOptions::default());
+    assert_eq!(m.format(), Format::Ell, "{}", m.choice().reason);
+    assert!(
+        m.choice().reason.contains("do not pay"),
+        "{}",
+        m.choice().reason
+    );
+    assert_eq!(
+        Matrix::new(&tri, Format::Auto).unwrap().format(),
+        Format::Csr
+    );
+    // A given block size that does not pay, and one that does not divide.
+    let m = gpu(&tri, FormatOptions::default().block_size(4));
+    assert_eq!(m.format(), Format::Ell);
+    let m = gpu(&tridiagonal(1023), FormatOptions::default().block_size(5));
+    assert!(
+        m.choice().reason.contains("does not divide"),
+        "{}",
+        m.choice().reason
+    );
+    // An arrow matrix (one dense row): neither blocks nor ELL; CSR.
+    let arrow = arrow(300);
+    let m = gpu(&arrow, FormatOptions::default());
+    assert_eq!(m.format(), Format::Csr, "{}", m.choice().reason);
+    assert!(
+        m.choice().reason.contains("threads per row"),
+        "{}",
+        m.choice().reason
+    );
+    // Every choice multiplies as its format does on the CPU.
+    let x: Vec<f64> = random_vec(blocky.n_cols(), 3);
+    let mut want = vec![0.0; blocky.n_rows()];
+    let mut got = common::poison::<f64>(blocky.n_rows());
+    let Storage::Sbell(s) = g.storage() else {
+        panic!("sbell expected")
+    };
+    cpu::spmv_sbell(2.0, s, &x, 0.0, &mut want).unwrap();
+    g.spmv(2.0, &x, 0.0, &mut got).unwrap();
+    common::assert_bits_eq("auto sbell", &got, &want);
+    use ferrocuda::krylov::LinOp;
+    let mut y = vec![0.0; blocky.n_rows()];
+    LinOp::apply(&cpu_m, &x, &mut y).unwrap();
+    cpu::spmv_csr(1.0, &blocky, &x, 0.0, &mut want).unwrap();
+    for (g, w) in y.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "{g} vs {w}");
+    }
+    assert!(LinOp::apply(&cpu_m, &x[1..], &mut y).is_err());
+}
+
+/// The CPU twin of `device_matrix_gpu_matches_csr_reference`: every format of
+/// [`Matrix`], chosen by `Format::Auto` for either target or asked for, multiplies as the
+/// f64 CSR reference within `2 (k + 2) eps` times each row's magnitude, a poisoned `y`
+/// included for `beta = 0`.
+#[test]
+fn matrix_every_format_matches_csr_reference() {
+    use common::sparse::{assert_matches_csr_reference, structures};
+    use ferrocuda::sparse::{Format, FormatOptions, Matrix, Target};
+    let mut chosen_for_gpu = Vec::new();
+    for (what, a) in structures::<f64>(21) {
+        let x = random_vec::<f64>(a.n_cols(), 5);
+        let y0 = random_vec::<f64>(a.n_rows(), 6);
+        for target in [Target::Cpu, Target::Gpu] {
+            for format in Format::ALL {
+                let m = match Matrix::with_options(&a, format, target, &FormatOptions::default()) {
+                    Ok(m) => m,
+                    Err(SparseError::NotStencil { .. }) if format == Format::Bdia => continue,
+                    Err(e) => panic!("{what} {format}: {e}"),
+                };
+                let case = format!("{what}: {format} for {target:?} -> {}", m.format());
+                if format != Format::Auto {
+                    assert_eq!(m.format(), format, "{case}");
+                } else if target == Target::Gpu {
+                    chosen_for_gpu.push(m.format());
+                }
+                for (beta, start) in [(0.0, common::poison::<f64>(a.n_rows())), (0.75, y0.clone())]
+                {
+                    let mut got = start.clone();
+                    m.spmv(1.25, &x, beta, &mut got)
+                        .unwrap_or_else(|e| panic!("{case}: {e}"));
+                    let case = format!("{case}, beta {beta}");
+                    assert_matches_csr_reference(&case, &a, 1.25, &x, beta, &start, &got);
+                }
+            }
+        }
+    }
+    // What the GPU test relies on: the structures make Auto choose SBELL, ELL and CSR.
+    for f in [Format::Sbell, Format::Ell, Format::Csr] {
+        assert!(chosen_for_gpu.contains(&f), "{f}: {chosen_for_gpu:?}");
+    }
+}
+
+/// Explicit formats are built as asked; what cannot be is an error naming the reason.
+#[test]
+fn explicit_formats_and_their_errors() {
+    use ferrocuda::sparse::{Format, FormatOptions, Matrix, Target};
+    let spec = TraceSpec::new(2, 3, 2, 1);
+    let a = generate::trace_like::<f64>(&spec).unwrap().to_csr();
+    let with = |f: Format, o: FormatOptions| Matrix::with_options(&a, f, Target::Cpu, &o);
+    for f in Format::ALL.into_iter().skip(1) {
+        let m = with(f, FormatOptions::default()).unwrap();
+        assert_eq!((m.format(), m.choice().requested), (f, f));
+        assert_eq!(m.choice().block_size.is_some(), f.is_blocked(), "{f}");
+        assert_eq!(f.to_string().parse::<Format>().unwrap(), f);
+    }
+    assert_eq!("AUTO".parse::<Format>().unwrap(), Format::Auto);
+    let e = "dense".parse::<Format>().unwrap_err().to_string();
+    assert!(e.contains("\"dense\"") && e.contains("sbell"), "{e}");
+    let fails = |f: Format, o: FormatOptions| {
+        with(f, o)
+            .map(drop) // an error is expected; no need to print what was built
+            .unwrap_err()
+            .to_string()
+    };
+    let e = fails(Format::Sbell, FormatOptions::default().block_size(10));
+    assert!(e.contains("exceeds 8"), "{e}");
+    assert_ne!(a.n_rows() % 11, 0);
+    let e = fails(Format::Bcsr, FormatOptions::default().block_size(11));
+    assert!(e.contains("not a multiple of the block size 11"), "{e}");
+    let padded = with(
+        Format::Bcsr,
+        FormatOptions::default().block_size(11).fit(BlockFit::Pad),
+    )
+    .unwrap();
+    assert_eq!(padded.n_rows(), a.n_rows().div_ceil(11) * 11);
+    let e = fails(Format::Bell, FormatOptions::default().block_size(0));
+    assert!(e.contains("b = 0"), "{e}");
+    // No block size divides a prime dimension.
+    let e = Matrix::with_options(
+        &tridiagonal(13),
+        Format::Bdia,
+        Target::Gpu,
+        &FormatOptions::default(),
+    )
+    .map(drop) // an error is expected; no need to print what was built
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("13 x 13"), "{e}");
+}
+
+/// The pieces of the solve set-up: identity padding to whole blocks, finite checks.
+#[test]
+fn identity_padding_and_finite_checks() {
+    use ferrocuda::sparse::{check_finite, padded_size};
+    let a = tridiagonal(7);
+    let n = padded_size(7, 5).unwrap();
+    let p = a.pad_identity(n).unwrap();
+    assert_eq!((p.n_rows(), p.n_cols(), p.nnz()), (10, 10, a.nnz() + 3));
+    let d = p.to_dense().unwrap();
+    for i in 0..10 {
+        for j in 0..10 {
+            let want = if i < 7 && j < 7 {
+                a.to_dense().unwrap()[i * 7 + j]
+            } else if i == j {
+                1.0
+            } else {
+                0.0
+            };
+            assert_eq!(d[i * 10 + j], want, "({i}, {j})");
+        }
+    }
+    assert_eq!(a.pad_identity(7).unwrap(), a);
+    assert!(
+        a.pad_identity(6)
+            .unwrap_err()
+            .to_string()
+            .contains("size 6")
+    );
+    let rect = Csr::<f64>::try_new(2, 3, vec![0, 0, 0], vec![], vec![]).unwrap();
+    assert!(rect.pad_identity(4).is_err());
+    assert!(padded_size(usize::MAX, 2).is_err());
+    // The first NaN or infinity, by position.
+    assert!(a.check_finite().is_ok());
+    let mut coo = Coo::from(&a);
+    coo.push(5, 2, f64::INFINITY).unwrap();
+    match coo.check_finite() {
+        Err(SparseError::NonFinite {
+            row: 5,
+            col: Some(2),
+            ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+    let bad = Csr::from(&coo);
+    let e = bad.check_finite().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SparseError::NonFinite {
+                row: 5,
+                col: Some(2),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("entry (5, 2) is inf"), "{e}");
+    let z = Complex::new(1.0, f32::NAN);
+    assert!(check_finite("solve", "x0", &[Complex::new(0.0f32, 0.0), z]).is_err());
+    assert!(check_finite::<f64>("solve", "b", &[]).is_ok());
+}
+
+/// The message a constructor rejects its parts with (without printing what it would
+/// have built, were it to accept them).
+fn rejection<T, P>(r: Result<T, ferrocuda::sparse::Rejected<P>>) -> String {
+    match r {
+        Ok(_) => panic!("the parts were accepted"),
+        Err(r) => r.error.to_string(),
+    }
+}
+
+/// The shape every blocked format shares, and its checks (the same message in each).
+#[test]
+fn block_formats_share_their_shape_and_checks() {
+    let spec = TraceSpec::new(2, 3, 2, 1);
+    let a = generate::trace_like::<f64>(&spec).unwrap();
+    let shape = a.shape();
+    assert_eq!((shape.n_rows(), shape.n_cols()), (a.n_rows(), a.n_cols()));
+    let bell = Bell::from_bcsr(&a, &BellOptions::default()).unwrap();
+    let sbell = Sbell::from_bcsr(&a).unwrap();
+    let bdia = Bdia::from_bcsr(&a, &BdiaOptions::default()).unwrap();
+    assert_eq!([bell.shape(), sbell.shape(), bdia.shape()], [shape; 3]);
+    // b = 0 reads the same in every format but SBELL, which names its own limit.
+    let mut p = a.parts().clone();
+    p.b = 0;
+    let e = rejection(Bcsr::from_parts(p));
+    assert_eq!(e, "Bcsr::from_parts: block size b = 0 (must be at least 1)");
+    let mut p = bell.parts().clone();
+    p.b = 0;
+    let e = rejection(Bell::from_parts(p));
+    assert_eq!(e, "Bell::from_parts: block size b = 0 (must be at least 1)");
+    let mut p = sbell.parts().clone();
+    p.b = 9;
+    let e = rejection(Sbell::from_parts(p));
+    assert_eq!(e, "Sbell::from_parts: block size b = 9 (must be 1..=8)");
+    // Stored block rows out of order: the same check in BDIA and SBELL.
+    let mut p = bdia.parts().clone();
+    p.row_index.swap(0, 1);
+    let e = rejection(Bdia::from_parts(p));
+    assert!(
+        e.contains("row_index is invalid at position 1: block row"),
+        "{e}"
+    );
+    let mut p = sbell.parts().clone();
+    p.row_index[0] = p.n_block_rows as u32;
+    let e = rejection(Sbell::from_parts(p));
+    assert!(
+        e.contains("row_index[0]") && e.contains("out of range"),
+        "{e}"
+    );
+    // ELL-style slots: a column that does not increase, in ELL and BELL.
+    let ell = Ell::from_csr(&tridiagonal(40), &EllOptions::default()).unwrap();
+    let mut p = ell.parts().clone();
+    p.col_idx.swap(0, p.n_rows_pad);
+    let e = rejection(Ell::from_parts(p));
+    assert!(
+        e.contains("row 0: column 0 does not increase over the previous 1"),
+        "{e}"
+    );
+    let mut p = bell.parts().clone();
+    let np = p.n_block_rows_pad;
+    let (r, k) = (0..p.n_block_rows)
+        .find_map(|r| (p.row_len[r] >= 2).then_some((r, 1)))
+        .unwrap();
+    p.block_col.swap(r, k * np + r);
+    let e = rejection(Bell::from_parts(p));
+    assert!(e.contains(&format!("block row {r}: block column")), "{e}");
 }

@@ -1,5 +1,6 @@
-//! GPU SpMV against the CPU path (bit for bit: same fused chain per row) and the
-//! vendor baseline (cuSPARSE CSR and BSR) against the serial f64 reference.
+//! GPU SpMV against the CPU path (bit for bit: same fused chain per row; ferrocuda's CSR
+//! against its CPU twin in lanes), `Format::Auto` uploads against the CPU's choice, and
+//! the vendor baseline (cuSPARSE CSR and BSR) against the serial f64 reference.
 
 mod common;
 
@@ -8,8 +9,8 @@ use ferrocuda::blas1::{Element, reference as bref};
 use ferrocuda::gpu::{DeviceBuffer, DeviceSlice, Gpu};
 use ferrocuda::sparse::generate::{self, TraceSpec};
 use ferrocuda::sparse::gpu::{
-    DeviceBcsr, DeviceBdia, DeviceBell, DeviceEll, DeviceSbell, spmv_bcsr, spmv_bdia, spmv_bell,
-    spmv_ell, spmv_sbell,
+    DeviceBcsr, DeviceBdia, DeviceBell, DeviceCsr, DeviceEll, DeviceMatrix, DeviceSbell,
+    SpmvKernels, spmv_bcsr, spmv_bdia, spmv_bell, spmv_csr, spmv_ell, spmv_sbell,
 };
 use ferrocuda::sparse::{
     Bcsr, Bdia, BdiaOptions, Bell, BellOptions, BlockFit, BlockLayout, Csr, Ell, EllOptions,
@@ -17,7 +18,6 @@ use ferrocuda::sparse::{
 };
 use ferrocuda::vendor::cusparse::Cusparse;
 use ferrocuda::{Complex, Error};
-use ferrocuda_kernels::names::SpmvKernels;
 
 /// GPU `y <- alpha A x + beta y` checked bit for bit against the CPU (a NaN matching any
 /// NaN: the GPU returns the canonical NaN where the CPU keeps an operand's payload), for
@@ -64,6 +64,34 @@ where
         seed,
         |al, x, be, y| cpu::spmv_bcsr(al, a, x, be, y),
         |al, x, be, y| spmv_bcsr(al, &da, x, be, y),
+    );
+}
+
+/// The device CSR kernel with `lanes` threads per row (`None`: the upload's choice)
+/// against its CPU twin with the same lanes.
+fn check_csr<A, V>(gpu: &Gpu, what: &str, a: &Csr<A>, lanes: Option<usize>, x: &[V], seed: u64)
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: Element,
+{
+    let da = match lanes {
+        None => DeviceCsr::upload(gpu, a),
+        Some(l) => DeviceCsr::upload_with_lanes(gpu, a, l),
+    }
+    .unwrap_or_else(|e| panic!("{what}: upload: {e}"));
+    let lanes = da.lanes();
+    assert_eq!(
+        (da.n_rows(), da.n_cols(), da.nnz()),
+        (a.n_rows(), a.n_cols(), a.nnz())
+    );
+    check_gpu_matches_cpu(
+        gpu,
+        &format!("{what} ({lanes} lanes)"),
+        a.n_rows(),
+        x,
+        seed,
+        |al, x, be, y| cpu::spmv_csr_lanes(al, a, lanes, x, be, y),
+        |al, x, be, y| spmv_csr(al, &da, x, be, y),
     );
 }
 
@@ -196,7 +224,289 @@ where
             &x,
             99,
         );
+        let csr = a.to_csr().without_zeros();
+        check_csr::<A, V>(gpu, &format!("trace-like csr {name}"), &csr, None, &x, 99);
     }
+}
+
+/// Rows from empty to longer than a warp, on both sides of the block boundaries, with
+/// every lane count and the upload's own choice.
+fn csr_pair<A, V>(gpu: &Gpu)
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: Element,
+{
+    let name = format!("{} x {}", tname::<A>(), tname::<V>());
+    for m in [1usize, 2, 3, 31, 32, 33, 255, 256, 257] {
+        for (n, p) in [(m, 0.02), (40, 0.1), (300, 0.05), (100, 0.5)] {
+            let seed = (m * 31 + n) as u64;
+            let mut coo = random_coo::<A>(m, n, p, seed);
+            coo.push(m - 1, n - 1, A::ZERO).expect("explicit zero");
+            let a = Csr::from(&coo);
+            let x = random_vec::<V>(n, seed + 1);
+            let what = format!("csr {name} {m}x{n} p={p}");
+            check_csr::<A, V>(gpu, &what, &a, None, &x, seed);
+            if m == 257 {
+                for lanes in [1, 2, 4, 8, 16, 32] {
+                    check_csr::<A, V>(gpu, &what, &a, Some(lanes), &x, seed);
+                }
+            }
+        }
+    }
+    // One dense row among empty ones (the arrow's long row) and a matrix without entries.
+    let mut coo = ferrocuda::sparse::Coo::<A>::empty(70, 600).expect("coo");
+    for j in 0..600 {
+        coo.push(35, j, random_scalar::<A>(j as u64)).expect("push");
+    }
+    let x = random_vec::<V>(600, 3);
+    check_csr::<A, V>(
+        gpu,
+        &format!("csr {name} one long row"),
+        &Csr::from(&coo),
+        Some(32),
+        &x,
+        3,
+    );
+    let empty = Csr::from(&ferrocuda::sparse::Coo::<A>::empty(40, 600).expect("coo"));
+    check_csr::<A, V>(gpu, &format!("csr {name} empty"), &empty, None, &x, 4);
+}
+
+#[test]
+fn csr_spmv_gpu_matches_cpu_bit_for_bit() {
+    let Some(gpu) = gpu_or_skip("csr_spmv_gpu_matches_cpu_bit_for_bit") else {
+        return;
+    };
+    csr_pair::<f32, f32>(&gpu);
+    csr_pair::<f64, f64>(&gpu);
+    csr_pair::<Complex<f32>, Complex<f32>>(&gpu);
+    csr_pair::<Complex<f64>, Complex<f64>>(&gpu);
+    csr_pair::<f32, Complex<f32>>(&gpu);
+    csr_pair::<f64, Complex<f64>>(&gpu);
+}
+
+/// `Format::Auto` (and each explicit format) on the GPU: the format the CPU's choice for
+/// the GPU names, and the bits of that format's CPU product.
+fn auto_upload<A, V>(gpu: &Gpu)
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: Element,
+{
+    use ferrocuda::sparse::{Format, FormatOptions, Matrix, Storage, Target};
+    let name = format!("{} x {}", tname::<A>(), tname::<V>());
+    let spec = TraceSpec::new(3, 4, 3, 2).seed(11);
+    let blocky = generate::trace_like::<A>(&spec)
+        .expect("generate")
+        .to_csr()
+        .without_zeros();
+    let mut tri = ferrocuda::sparse::Coo::<A>::empty(1024, 1024).expect("coo");
+    for i in 0..1024 {
+        tri.push(i, i, A::ONE).expect("push");
+        if i + 1 < 1024 {
+            tri.push(i, i + 1, random_scalar::<A>(i as u64))
+                .expect("push");
+            tri.push(i + 1, i, random_scalar::<A>(i as u64 + 7))
+                .expect("push");
+        }
+    }
+    let irregular = Csr::from(&random_coo::<A>(300, 257, 0.05, 9));
+    let mats = [
+        ("blocky", blocky),
+        ("tridiagonal", Csr::from(&tri)),
+        ("irregular", irregular),
+    ];
+    let mut seen = Vec::new();
+    for (what, a) in &mats {
+        let x = random_vec::<V>(a.n_cols(), 5);
+        for format in [
+            Format::Auto,
+            Format::Csr,
+            Format::Ell,
+            Format::Bcsr,
+            Format::Sbell,
+        ] {
+            let opts = FormatOptions::default();
+            let host = match Matrix::with_options(a, format, Target::Gpu, &opts) {
+                Ok(m) => m,
+                Err(_) if format.is_blocked() && *what != "blocky" => continue,
+                Err(e) => panic!("{what} {format}: {e}"),
+            };
+            let dm = DeviceMatrix::upload_with(gpu, a, format, &opts)
+                .unwrap_or_else(|e| panic!("{what} {format}: upload: {e}"));
+            assert_eq!(dm.choice(), host.choice(), "{what} {format}");
+            seen.push(dm.format());
+            let lanes = ferrocuda_kernels::spmv::csr_lanes(a.nnz(), a.n_rows());
+            check_gpu_matches_cpu(
+                gpu,
+                &format!("{what} {format} -> {} {name}", dm.format()),
+                a.n_rows(),
+                &x,
+                17,
+                |al, x, be, y| match host.storage() {
+                    Storage::Csr(c) => cpu::spmv_csr_lanes(al, c, lanes, x, be, y),
+                    _ => host.spmv(al, x, be, y),
+                },
+                |al, x, be, y| dm.spmv(al, x, be, y),
+            );
+        }
+    }
+    // Auto chose each of the GPU's formats once: SBELL, ELL, CSR.
+    for f in [Format::Sbell, Format::Ell, Format::Csr] {
+        assert!(seen.contains(&f), "{name}: {seen:?}");
+    }
+}
+
+/// Every format of [`DeviceMatrix`], chosen by `Format::Auto` or asked for, on matrices of
+/// each structure (`common::sparse::structures`): the GPU product equals the f64 CSR
+/// reference within the tolerance of `assert_matches_csr_reference` (`2 (k + 2) eps`
+/// times the row's magnitude), for `beta = 0` on a NaN-poisoned `y` (every row written,
+/// `y` not read) and for `beta != 0`. BDIA may refuse a matrix that is no block stencil.
+#[test]
+fn device_matrix_gpu_matches_csr_reference() {
+    use common::sparse::{assert_matches_csr_reference, structures};
+    use ferrocuda::sparse::{Format, SparseError};
+    let Some(gpu) = gpu_or_skip("device_matrix_gpu_matches_csr_reference") else {
+        return;
+    };
+    let mut chosen = Vec::new();
+    for (what, a) in structures::<f64>(21) {
+        let x = random_vec::<f64>(a.n_cols(), 5);
+        let y0 = random_vec::<f64>(a.n_rows(), 6);
+        let dx = gpu.upload(&x).expect("upload x");
+        for format in Format::ALL {
+            let dm = match DeviceMatrix::upload(&gpu, &a, format) {
+                Ok(m) => m,
+                Err(Error::Sparse(SparseError::NotStencil { .. })) if format == Format::Bdia => {
+                    continue;
+                }
+                Err(e) => panic!("{what} {format}: upload: {e}"),
+            };
+            let case = format!("{what}: {format} -> {}", dm.format());
+            assert_eq!(dm.choice().requested, format, "{case}");
+            if format == Format::Auto {
+                chosen.push(dm.format());
+            } else {
+                assert_eq!(dm.format(), format, "{case}");
+            }
+            assert_eq!(
+                (dm.n_rows(), dm.n_cols()),
+                (a.n_rows(), a.n_cols()),
+                "{case}"
+            );
+            for (beta, start) in [(0.0, poison::<f64>(a.n_rows())), (0.75, y0.clone())] {
+                let mut dy = gpu.upload(&start).expect("upload y");
+                dm.spmv(1.25, &dx, beta, &mut dy)
+                    .unwrap_or_else(|e| panic!("{case}: spmv: {e}"));
+                let got = dy.download().expect("download y");
+                let case = format!("{case}, beta {beta}");
+                assert_matches_csr_reference(&case, &a, 1.25, &x, beta, &start, &got);
+            }
+        }
+    }
+    // The structures make Auto choose each of the GPU's formats but BCSR.
+    for f in [Format::Sbell, Format::Ell, Format::Csr] {
+        assert!(chosen.contains(&f), "{f} never chosen: {chosen:?}");
+    }
+}
+
+#[test]
+fn auto_format_upload_gpu_matches_cpu() {
+    let Some(gpu) = gpu_or_skip("auto_format_upload_gpu_matches_cpu") else {
+        return;
+    };
+    auto_upload::<f64, f64>(&gpu);
+    auto_upload::<f32, f32>(&gpu);
+    auto_upload::<Complex<f64>, Complex<f64>>(&gpu);
+    auto_upload::<f64, Complex<f64>>(&gpu);
+}
+
+/// The problem-level path: `Format::Auto` upload, then GMRES on the device operator; the
+/// solution solves the system on the CPU.
+#[test]
+fn gmres_runs_on_an_auto_uploaded_matrix() {
+    use ferrocuda::krylov::{DeviceLinOp, GmresOptions, gpu as kgpu};
+    use ferrocuda::sparse::{Format, FormatOptions};
+    let Some(gpu) = gpu_or_skip("gmres_runs_on_an_auto_uploaded_matrix") else {
+        return;
+    };
+    let spec = TraceSpec::new(3, 4, 3, 2).seed(2);
+    let bcsr = generate::trace_like::<f64>(&spec).expect("generate");
+    // Ghost rows are empty: give them a unit diagonal so that the system is regular.
+    let mut coo = ferrocuda::sparse::Coo::from(&bcsr.to_csr().without_zeros());
+    for bi in 0..bcsr.n_block_rows() {
+        if bcsr.row_ptr()[bi] == bcsr.row_ptr()[bi + 1] {
+            for r in 0..5 {
+                coo.push(bi * 5 + r, bi * 5 + r, 1.0).expect("push");
+            }
+        }
+    }
+    let a = Csr::from(&coo);
+    let n = a.n_rows();
+    let b = random_vec::<f64>(n, 4);
+    for (format, opts) in [
+        (Format::Auto, FormatOptions::default()),
+        (Format::Csr, FormatOptions::default()),
+    ] {
+        let dm = DeviceMatrix::upload_with(&gpu, &a, format, &opts).expect("upload");
+        assert_eq!(DeviceLinOp::<f64>::nrows(&dm), n);
+        let db = gpu.upload(&b).expect("upload b");
+        let mut dx = gpu.alloc_zeroed::<f64>(n).expect("x");
+        let opts = GmresOptions::default()
+            .restart(60)
+            .rtol(1e-10)
+            .max_iter(2000);
+        let r = kgpu::gmres(&dm, None, &db, &mut dx, &opts).expect("gmres");
+        assert!(r.converged, "{}: {r:?}", dm.format());
+        let x = dx.download().expect("download");
+        let mut ax = vec![0.0; n];
+        cpu::spmv_csr(1.0, &a, &x, 0.0, &mut ax).expect("spmv");
+        let res: f64 = ax
+            .iter()
+            .zip(&b)
+            .map(|(p, q)| (p - q) * (p - q))
+            .sum::<f64>()
+            .sqrt();
+        let bn: f64 = b.iter().map(|v| v * v).sum::<f64>().sqrt();
+        assert!(
+            res <= 1e-8 * bn,
+            "{}: |b - A x| = {res}, |b| = {bn}",
+            dm.format()
+        );
+    }
+}
+
+#[test]
+fn csr_gpu_rejects_bad_lanes_and_lengths() {
+    let Some(gpu) = gpu_or_skip("csr_gpu_rejects_bad_lanes_and_lengths") else {
+        return;
+    };
+    let a = Csr::from(&random_coo::<f64>(20, 30, 0.3, 1));
+    for lanes in [0, 3, 64] {
+        match DeviceCsr::upload_with_lanes(&gpu, &a, lanes) {
+            Err(Error::InvalidArgument { reason, .. }) => {
+                assert!(reason.contains(&format!("lanes = {lanes}")), "{reason}")
+            }
+            Err(e) => panic!("lanes {lanes}: {e}"),
+            Ok(_) => panic!("lanes {lanes} accepted"),
+        }
+    }
+    let da = DeviceCsr::upload(&gpu, &a).expect("upload");
+    let x_bad = gpu.upload(&[1.0f64; 29]).expect("upload");
+    let y0 = vec![3.0f64; 20];
+    let mut y = gpu.upload(&y0).expect("upload");
+    assert!(matches!(
+        spmv_csr(1.0, &da, &x_bad, 0.0, &mut y),
+        Err(Error::DimensionMismatch {
+            what: "x",
+            expected: 30,
+            found: 29,
+            ..
+        })
+    ));
+    assert_eq!(
+        y.download().expect("download"),
+        y0,
+        "y changed by a failed call"
+    );
 }
 
 #[test]
@@ -262,6 +572,10 @@ where
             }
             let ell = Ell::from_csr(&csr, &EllOptions::default().drop_zeros(false)).expect("ell");
             check_ell::<A, V>(gpu, &format!("ell {name} {poke:?}"), &ell, &x, seed);
+            for lanes in [1, 4, 32] {
+                let what = format!("csr {name} {poke:?}");
+                check_csr::<A, V>(gpu, &what, &csr, Some(lanes), &x, seed);
+            }
             for b in [1, 2, 3, 5] {
                 let a =
                     Bcsr::from_csr(&csr, b, BlockLayout::RowMajor, BlockFit::Pad).expect("bcsr");
@@ -325,6 +639,12 @@ fn infinity_in_x_meets_no_padding_on_the_gpu() {
     )
     .expect("upload");
     run("ell", 3, &x, &|dx, dy| spmv_ell(1.0, &ell, dx, 0.0, dy));
+    for lanes in [1, 2, 32] {
+        let c = DeviceCsr::upload_with_lanes(&gpu, &a, lanes).expect("upload");
+        run(&format!("csr {lanes} lanes"), 3, &x, &|dx, dy| {
+            spmv_csr(1.0, &c, dx, 0.0, dy)
+        });
+    }
     for b in [2, 3] {
         let bc = Bcsr::from_csr(&a, b, BlockLayout::RowMajor, BlockFit::Pad).expect("bcsr");
         let mut xp = x.to_vec();

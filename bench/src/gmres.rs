@@ -25,9 +25,10 @@ use ferrocuda::krylov::{
 };
 use ferrocuda::report::table;
 use ferrocuda::sparse::gpu::DeviceSbell;
+use ferrocuda::sparse::gpu::SpmvKernels;
 use ferrocuda::sparse::{MatrixScalar, Sbell, cpu, generate};
 use ferrocuda::timing::time_gpu;
-use ferrocuda_kernels::names::{PrecondKernels, SpmvKernels};
+use ferrocuda_kernels::names::PrecondKernels;
 
 /// What to run.
 #[derive(Debug, Clone)]

@@ -1,7 +1,8 @@
 //! `ferrocuda bench spmv`: the thesis's Tables 6.1-6.11 and 7.1 in today's terms. On one
-//! generated TRACE-like matrix, in one run: ferrocuda's GPU kernels, cuSPARSE (CSR with
-//! the generic API, BSR with `bsrmv`), the device copy bandwidth as the ceiling, and
-//! the CPU path on all cores.
+//! generated TRACE-like matrix, in one run: ferrocuda's GPU kernels (the block formats and
+//! its own CSR kernel, beside cuSPARSE's on the same CSR), cuSPARSE (CSR with the generic
+//! API, BSR with `bsrmv`), the device copy bandwidth as the ceiling, and the CPU path on
+//! all cores.
 //!
 //! Conventions, written into the report: GFLOP/s count 2 flops per real and 8 per complex
 //! multiply-add, over the structural nonzeros (zeros stored inside blocks are not
@@ -17,8 +18,8 @@ use ferrocuda::report::table;
 use ferrocuda::rng::random_vector;
 use ferrocuda::sparse::generate::{self, TraceSpec};
 use ferrocuda::sparse::gpu::{
-    DeviceBcsr, DeviceBdia, DeviceBell, DeviceEll, DeviceSbell, spmv_bcsr, spmv_bdia, spmv_bell,
-    spmv_ell, spmv_sbell,
+    DeviceBcsr, DeviceBdia, DeviceBell, DeviceCsr, DeviceEll, DeviceSbell, SpmvKernels, spmv_bcsr,
+    spmv_bdia, spmv_bell, spmv_csr, spmv_ell, spmv_sbell,
 };
 use ferrocuda::sparse::{
     Bcsr, Bdia, BdiaOptions, Bell, BellOptions, BlockLayout, Ell, EllOptions, MatrixScalar, Sbell,
@@ -29,7 +30,6 @@ use ferrocuda::vendor::cusparse::{Cusparse, CusparseScalar};
 use ferrocuda::{Error, Result};
 
 use crate::output::{ResultsDir, Saved};
-use ferrocuda_kernels::names::SpmvKernels;
 
 /// Which matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -491,6 +491,25 @@ where
                 "GPU",
                 stats,
                 ell_bytes,
+                err,
+            ));
+        }
+        {
+            // The same CSR as cuSPARSE's row below (no stored zeros), so the two compare.
+            let dm = DeviceCsr::upload(gpu, &csr)?;
+            let lanes = dm.lanes();
+            // 64-bit row offsets (cuSPARSE's row below reads 32-bit ones).
+            let ours_bytes = csr_bytes + (n + 1) as f64 * 4.0;
+            progress(&format!("ferrocuda CSR ({lanes} threads per row)"));
+            let (stats, err) = measure(gpu, opts.reps, &mut dy, &y_cpu, &scale, |dy| {
+                spmv_csr(alpha, &dm, &dx, beta, dy)
+            })?;
+            results.push(row(
+                "CSR",
+                &format!("ferrocuda, {lanes} threads per row"),
+                "GPU",
+                stats,
+                ours_bytes,
                 err,
             ));
         }

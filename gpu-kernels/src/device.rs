@@ -81,6 +81,26 @@ pub fn for_each_strided(first: usize, stride: usize, n: usize, mut f: impl FnMut
         i += stride;
     }
 }
+/// Calls `f(g, l)` for every group `g` of `width` consecutive threads that this thread
+/// is lane `l` of, in a grid-stride loop over `n` groups: group `global_index() / width`,
+/// then steps of `grid_stride() / width`. `width` is a power of two of at most 32 and
+/// the block a multiple of 32, so a group never straddles two warps. Every lane of a
+/// warp makes the same calls (the loop runs while the warp's first group is below `n`),
+/// so `f` may shuffle within the warp; `g` may then be `n` or more for a warp's last
+/// groups, and `f` must skip those.
+#[inline(always)]
+pub fn for_each_group(n: usize, width: usize, mut f: impl FnMut(usize, usize)) {
+    let shift = width.trailing_zeros();
+    let stride = grid_stride() >> shift;
+    let mut g = global_index() >> shift;
+    let mut warp_first = (global_index() - lane()) >> shift;
+    let l = lane() & (width - 1);
+    while warp_first < n {
+        f(g, l);
+        g += stride;
+        warp_first += stride;
+    }
+}
 /// The unrolled head of a strided loop: calls `f([i, i + stride, .., i + (U - 1) stride])`
 /// for `i = first, first + U stride, ...` while all `U` indices are below `n` (so the
 /// `U` loads of a call can be in flight together), and returns the first index it did

@@ -1,5 +1,5 @@
 //! Sparse matrix-vector products: the per-entry and per-block math shared by the rayon
-//! CPU path (`ferrocuda::sparse::cpu`) and the future GPU kernels.
+//! CPU path (`ferrocuda::sparse::cpu`) and the GPU kernels (`crate::spmv`).
 //!
 //! Conventions (written down once): `spmv(alpha, A, x, beta, y)` computes
 //! `y <- alpha * (A x) + beta * y`; where `beta` is exactly zero the old `y` is not read
@@ -90,6 +90,46 @@ pub unsafe fn write_row<V: Scalar>(y: *mut V, i: usize, alpha: V, acc: V, beta: 
         unsafe { *yi }
     };
     unsafe { *yi = finish(alpha, acc, beta, old) };
+}
+
+/// Lane `lane` (of `lanes`) of a CSR row's sum: the entries `start + lane`,
+/// `start + lane + lanes`, ... below `end`, one [`spmv_term`] each, in that order, from
+/// `+0`; `entry(k)` gives entry `k`'s value and the `x` it meets. The device CSR kernel
+/// runs one lane per thread and adds the lanes' sums by [`lanes_sum`]'s tree; the CPU
+/// twin runs the lanes one after another, then the same tree. With one lane this is the
+/// row's plain chain, as in every other format.
+#[inline(always)]
+pub fn csr_lane_sum<A: MatrixScalar<V>, V: Scalar>(
+    start: usize,
+    end: usize,
+    lane: usize,
+    lanes: usize,
+    entry: impl Fn(usize) -> (A, V),
+) -> V {
+    let mut acc = V::ZERO;
+    let mut k = start + lane;
+    while k < end {
+        let (a, x) = entry(k);
+        acc = spmv_term(a, x, acc);
+        k += lanes;
+    }
+    acc
+}
+
+/// The sum of `partials` (a power-of-two count, at most 32) in the fixed tree order of
+/// the device's group sum (`device::group_sum`, shuffles down): for `d = len / 2, len / 4,
+/// ..., 1`, `p[l] <- p[l] + p[l + d]` for `l < d`; the result is `p[0]`. Overwrites
+/// `partials`.
+#[inline]
+pub fn lanes_sum<V: Scalar>(partials: &mut [V]) -> V {
+    let mut d = partials.len() / 2;
+    while d > 0 {
+        for l in 0..d {
+            partials[l] = partials[l] + partials[l + d];
+        }
+        d /= 2;
+    }
+    partials.first().copied().unwrap_or(V::ZERO)
 }
 
 /// Row `r` of `acc += block x` for a row-major `b x b` block: each row sums its `b` terms
@@ -336,6 +376,36 @@ mod tests {
         let mut c = [0.5; 3];
         masked_block_mul_add(&mut c, 3, 0, |_| f64::NAN, &x);
         assert_eq!(c, [0.5; 3]);
+    }
+
+    #[test]
+    fn lanes_sum_adds_in_the_tree_order_of_the_group_sum() {
+        // (p0 + p2) + (p1 + p3): the big terms cancel first; the sequential order loses 1.
+        let mut p = [1e16f64, 1.0, -1e16, 1.0];
+        assert_eq!(lanes_sum(&mut p), 2.0);
+        assert_eq!(((1e16f64 + 1.0) + -1e16) + 1.0, 1.0);
+        let mut one = [3.5f32];
+        assert_eq!(lanes_sum(&mut one), 3.5);
+        assert_eq!(lanes_sum::<f64>(&mut []), 0.0);
+    }
+
+    #[test]
+    fn one_lane_is_the_plain_chain_and_lanes_split_by_stride() {
+        let vals = [1.5f64, -2.0, 0.0, 4.25, 1e-3, 7.0, -0.5];
+        let x = [0.3f64, f64::INFINITY, 2.0, -1.0, 5.0, 0.25, 8.0];
+        let entry = |k: usize| (vals[k], x[k]);
+        let chain = (0..7).fold(0.0, |acc, k| spmv_term(vals[k], x[k], acc));
+        assert_eq!(csr_lane_sum(0, 7, 0, 1, entry), chain);
+        // Entry 1 is infinite in x but meets 2.0; lane 1 of 2 holds entries 1, 3, 5.
+        let lane1 = csr_lane_sum(0, 7, 1, 2, entry);
+        assert_eq!(lane1, f64::NEG_INFINITY);
+        let lane0 = csr_lane_sum(0, 7, 0, 2, entry);
+        let want0 = [0, 2, 4, 6]
+            .iter()
+            .fold(0.0, |a, &k| spmv_term(vals[k], x[k], a));
+        assert_eq!(lane0, want0);
+        // A lane past the row's end sums nothing.
+        assert_eq!(csr_lane_sum(2, 3, 4, 8, entry), 0.0);
     }
 
     #[test]

@@ -6,18 +6,41 @@
 //! [`spmv_term`]: crate::sparse::spmv_term
 //! [`finish`]: crate::sparse::finish
 //!
+//! # Parameters
+//! Each kernel's parameters are declared once, on its body (`#[kernel]`): the host's
+//! launch-arguments struct ([`SpmvBcsr`], [`SpmvSbell`], ...) has one named field per
+//! parameter, in the order lengths, `alpha`, the matrix's arrays, `x`, `beta`, `y`. They
+//! stay separate kernel parameters rather than one `#[repr(C)]` struct: rustc passes a
+//! struct parameter of a `ptx-kernel` as an array of integers, so LLVM no longer knows
+//! that the pointers inside point to global memory and every matrix load becomes a
+//! generic `ld` instead of `ld.global` (checked on these kernels with nightly-2026-05-20,
+//! LLVM 22). A pointer parameter is marked global (`.ptr`, `cvta.to.global`).
+//!
 //! BCSR kernels map one thread to one matrix row: thread `i` computes `y[i]` for block
 //! row `i / b`, row `i % b` inside the block. The `b` threads of a block row are
-//! consecutive lanes; with column-major blocks (the thesis's "permuted" BCSR) their loads
-//! of one block column are contiguous, with row-major blocks each thread reads its own
+//! consecutive lanes; with column-major blocks (the "permuted" BCSR) their loads of one
+//! block column are contiguous, with row-major blocks each thread reads its own
 //! contiguous row of `b` values.
+//!
+//! The CSR kernel gives each row a group of `lanes` consecutive threads
+//! (a power of two up to 32, [`csr_lanes`]): lane `l` sums the row's entries `l, l +
+//! lanes, ...` ([`csr_lane_sum`]), the group adds its lanes' sums in a fixed tree order
+//! ([`lanes_sum`]). The CPU twin (`ferrocuda::sparse::cpu::spmv_csr_lanes`) runs the
+//! same two steps, so the bits agree; with one lane the row is the plain chain of every
+//! other format.
+//!
+//! [`csr_lane_sum`]: crate::sparse::csr_lane_sum
+//! [`lanes_sum`]: crate::sparse::lanes_sum
 
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::abi::Kernel;
 #[cfg(target_arch = "nvptx64")]
+use crate::device::{for_each_group, for_each_index, global_index, group_sum};
 use crate::scalar::Scalar;
+use crate::sparse::MatrixScalar;
 #[cfg(target_arch = "nvptx64")]
-use crate::sparse::{MatrixScalar, spmv_term, write_row};
-#[cfg(target_arch = "nvptx64")]
-use num_complex::Complex;
+use crate::sparse::{csr_lane_sum, masked_block_mul_add, spmv_term, write_row};
+use crate::{instances, kernel};
 
 /// Threads per block of the row-per-thread SpMV kernels (a multiple of 5 and of 32).
 pub const SPMV_ROW_BLOCK: usize = 160;
@@ -33,487 +56,391 @@ pub const SBELL_MAX_B: usize = 8;
 /// Threads per block of the block-row-per-thread SBELL kernel.
 pub const SBELL_THREADS: usize = 128;
 
-#[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::*;
-    use crate::device::{global_index, grid_stride};
+/// Threads per block of the CSR kernel (a multiple of 32, so a row's lanes never straddle
+/// two warps).
+pub const CSR_THREADS: usize = 256;
 
-    /// `y[i] <- alpha (A x)_i + beta y[i]` for BCSR with `b x b` blocks (`B = 0`: block
-    /// size from `b` at run time; `B > 0`: compile-time block size, `b` ignored).
-    /// `COL_MAJOR`: blocks stored column-major.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn bcsr<A: MatrixScalar<V>, V: Scalar, const B: usize, const COL_MAJOR: bool>(
-        n_block_rows: usize,
-        b: usize,
-        alpha: V,
-        row_ptr: *const usize,
-        col_idx: *const u32,
-        values: *const A,
-        x: *const V,
-        beta: V,
-        y: *mut V,
-    ) {
-        let b = if B > 0 { B } else { b };
-        let bb = b * b;
-        let n_rows = n_block_rows * b;
-        let mut i = global_index();
-        while i < n_rows {
-            let (br, r) = (i / b, i % b);
-            let (start, end) = unsafe { (*row_ptr.add(br), *row_ptr.add(br + 1)) };
-            let mut acc = V::ZERO;
-            for k in start..end {
-                let col = unsafe { *col_idx.add(k) } as usize;
-                let block = unsafe { values.add(k * bb) };
-                let xs = unsafe { x.add(col * b) };
-                for c in 0..b {
-                    let m = if COL_MAJOR {
-                        unsafe { *block.add(c * b + r) }
-                    } else {
-                        unsafe { *block.add(r * b + c) }
-                    };
-                    acc = spmv_term(m, unsafe { *xs.add(c) }, acc);
-                }
-            }
-            unsafe { write_row(y, i, alpha, acc, beta) };
-            i += grid_stride();
-        }
+/// Most lanes per row of the CSR kernel (one warp).
+pub const CSR_MAX_LANES: usize = 32;
+
+/// Lanes per row of the CSR kernel for `nnz` entries in `n_rows` rows: the power of two
+/// at or above the mean row length, between 1 and [`CSR_MAX_LANES`]. A row of about that
+/// length then takes one step of loads over all its lanes, and short rows keep the
+/// thread-per-row chain (one lane).
+pub const fn csr_lanes(nnz: usize, n_rows: usize) -> usize {
+    if n_rows == 0 {
+        return 1;
+    }
+    let mean = nnz.div_ceil(n_rows);
+    if mean >= CSR_MAX_LANES {
+        CSR_MAX_LANES
+    } else {
+        mean.next_power_of_two()
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
-mod bell_kernels {
-    use super::*;
-    use crate::device::{global_index, grid_stride};
-
-    /// `y[i] <- alpha (A x)_i + beta y[i]` for blocked ELL (`crate::sparse` layout):
-    /// entry `(r, c)` of slot `k` of block row `I` at `(k b + c) n_pad + I b + r`, so
-    /// consecutive threads (rows) read consecutive addresses. Slots run in the same order
-    /// as BCSR's blocks: the same chain, the same bits.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn bell<A: MatrixScalar<V>, V: Scalar, const B: usize>(
-        n_block_rows: usize,
-        n_block_rows_pad: usize,
-        b: usize,
-        alpha: V,
-        row_len: *const u32,
-        block_col: *const u32,
-        values: *const A,
-        x: *const V,
-        beta: V,
-        y: *mut V,
-    ) {
-        let b = if B > 0 { B } else { b };
-        let n_pad = n_block_rows_pad * b;
-        let n_rows = n_block_rows * b;
-        let mut i = global_index();
-        while i < n_rows {
-            let bi = i / b;
-            let len = unsafe { *row_len.add(bi) } as usize;
-            let mut acc = V::ZERO;
-            for k in 0..len {
-                let col = unsafe { *block_col.add(k * n_block_rows_pad + bi) } as usize;
-                let xs = unsafe { x.add(col * b) };
-                let slot = unsafe { values.add(k * b * n_pad + i) };
-                for c in 0..b {
-                    let m = unsafe { *slot.add(c * n_pad) };
-                    acc = spmv_term(m, unsafe { *xs.add(c) }, acc);
-                }
-            }
-            unsafe { write_row(y, i, alpha, acc, beta) };
-            i += grid_stride();
+/// `y[i] <- alpha (A x)_i + beta y[i]` for CSR (`n_rows + 1` offsets `row_ptr`, columns
+/// `col_idx`, `values`), `lanes` threads per row (see the [module docs](self)): every lane
+/// of a warp takes part in the group sums, so the loop runs warp-uniformly and rows past
+/// the end read nothing.
+#[kernel(args = SpmvCsr)]
+pub unsafe fn spmv_csr<A: MatrixScalar<V>, V: Scalar>(
+    n_rows: usize,
+    lanes: usize,
+    alpha: V,
+    row_ptr: *const usize,
+    col_idx: *const u32,
+    values: *const A,
+    x: *const V,
+    beta: V,
+    y: *mut V,
+) {
+    for_each_group(n_rows, lanes, |row, lane| {
+        let (start, end) = if row < n_rows {
+            unsafe { (*row_ptr.add(row), *row_ptr.add(row + 1)) }
+        } else {
+            (0, 0)
+        };
+        let partial = csr_lane_sum(start, end, lane, lanes, |k| unsafe {
+            (*values.add(k), *x.add(*col_idx.add(k) as usize))
+        });
+        let sum = group_sum(partial, lanes);
+        if lane == 0 && row < n_rows {
+            unsafe { write_row(y, row, alpha, sum, beta) };
         }
-    }
+    });
 }
 
-#[cfg(target_arch = "nvptx64")]
-mod ell_kernels {
-    use super::*;
-    use crate::device::{global_index, grid_stride};
-
-    /// `y[i] <- alpha (A x)_i + beta y[i]` for scalar ELL: slot `k` of row `i` at
-    /// `k n_rows_pad + i` (coalesced across rows), slots in order: the CPU's chain.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn ell<A: MatrixScalar<V>, V: Scalar>(
-        n_rows: usize,
-        n_rows_pad: usize,
-        alpha: V,
-        row_len: *const u32,
-        col_idx: *const u32,
-        values: *const A,
-        x: *const V,
-        beta: V,
-        y: *mut V,
-    ) {
-        let mut i = global_index();
-        while i < n_rows {
-            let len = unsafe { *row_len.add(i) } as usize;
-            let mut acc = V::ZERO;
-            for k in 0..len {
-                let at = k * n_rows_pad + i;
-                let col = unsafe { *col_idx.add(at) } as usize;
-                acc = spmv_term(unsafe { *values.add(at) }, unsafe { *x.add(col) }, acc);
+/// `y[i] <- alpha (A x)_i + beta y[i]` for BCSR with `b x b` blocks (`B = 0`: block size
+/// from `b` at run time; `B > 0`: compile-time block size, `b` ignored). `COL_MAJOR`:
+/// blocks stored column-major.
+#[kernel(args = SpmvBcsr)]
+pub unsafe fn spmv_bcsr<A: MatrixScalar<V>, V: Scalar, const B: usize, const COL_MAJOR: bool>(
+    n_block_rows: usize,
+    b: usize,
+    alpha: V,
+    row_ptr: *const usize,
+    col_idx: *const u32,
+    values: *const A,
+    x: *const V,
+    beta: V,
+    y: *mut V,
+) {
+    let b = if B > 0 { B } else { b };
+    let bb = b * b;
+    for_each_index(n_block_rows * b, |i| {
+        let (br, r) = (i / b, i % b);
+        let (start, end) = unsafe { (*row_ptr.add(br), *row_ptr.add(br + 1)) };
+        let mut acc = V::ZERO;
+        for k in start..end {
+            let col = unsafe { *col_idx.add(k) } as usize;
+            let block = unsafe { values.add(k * bb) };
+            let xs = unsafe { x.add(col * b) };
+            for c in 0..b {
+                let m = if COL_MAJOR {
+                    unsafe { *block.add(c * b + r) }
+                } else {
+                    unsafe { *block.add(r * b + c) }
+                };
+                acc = spmv_term(m, unsafe { *xs.add(c) }, acc);
             }
-            unsafe { write_row(y, i, alpha, acc, beta) };
-            i += grid_stride();
         }
-    }
+        unsafe { write_row(y, i, alpha, acc, beta) };
+    });
 }
 
-#[cfg(target_arch = "nvptx64")]
-mod sbell_kernels {
-    use super::*;
-    use crate::device::global_index;
-    use crate::sparse::masked_block_mul_add;
-
-    /// Sliced masked BELL (`ferrocuda::sparse::Sbell`), one thread per stored block row
-    /// `s` (lane `s % 32` of slice `s / 32`), `b` accumulators: slot `k`'s block column at
-    /// `slice_col_ptr[sl] + k 32 + lane`, its stored entries (the set bits of `masks[k]`,
-    /// row-major) at `slice_val_ptr[sl] + (E_k + e) 32 + lane`, `E_k` the entries of the
-    /// slots before `k`. Threads `n_stored_pad..` write the empty (ghost) block rows listed
-    /// in `empty_rows`: `beta y`.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn sbell<A: MatrixScalar<V>, V: Scalar, const N: usize>(
-        b: usize,
-        n_stored: usize,
-        n_stored_pad: usize,
-        n_empty: usize,
-        alpha: V,
-        row_index: *const u32,
-        empty_rows: *const u32,
-        row_len: *const u32,
-        masks: *const u64,
-        slice_col_ptr: *const usize,
-        slice_val_ptr: *const usize,
-        block_col: *const u32,
-        values: *const A,
-        x: *const V,
-        beta: V,
-        y: *mut V,
-    ) {
-        let s = global_index();
-        if s < n_stored {
-            let (mut acc, mut xb) = ([V::ZERO; N], [V::ZERO; N]);
-            let (sl, lane) = (s / SBELL_SLICE, s % SBELL_SLICE);
-            let len = unsafe { *row_len.add(s) } as usize;
-            let mut cp = unsafe { block_col.add(*slice_col_ptr.add(sl) + lane) };
-            let mut vp = unsafe { values.add(*slice_val_ptr.add(sl) + lane) };
-            for k in 0..len {
-                let mask = unsafe { *masks.add(k) };
-                let xs = unsafe { x.add(*cp as usize * b) };
-                for c in 0..b {
-                    xb[c] = unsafe { *xs.add(c) };
-                }
-                masked_block_mul_add(
-                    &mut acc,
-                    b,
-                    mask,
-                    |e| unsafe { *vp.add(e * SBELL_SLICE) },
-                    &xb,
-                );
-                cp = unsafe { cp.add(SBELL_SLICE) };
-                vp = unsafe { vp.add(mask.count_ones() as usize * SBELL_SLICE) };
-            }
-            let out = unsafe { *row_index.add(s) } as usize * b;
-            #[allow(clippy::needless_range_loop)] // an index loop unrolls; the iterator did not
-            for r in 0..b {
-                unsafe { write_row(y, out + r, alpha, acc[r], beta) };
-            }
-        } else if s >= n_stored_pad && s - n_stored_pad < n_empty {
-            let out = unsafe { *empty_rows.add(s - n_stored_pad) } as usize * b;
-            for r in 0..b {
-                unsafe { write_row(y, out + r, alpha, V::ZERO, beta) };
+/// `y[i] <- alpha (A x)_i + beta y[i]` for blocked ELL (`ferrocuda::sparse::Bell`):
+/// entry `(r, c)` of slot `k` of block row `I` at `(k b + c) n_pad + I b + r`, so
+/// consecutive threads (rows) read consecutive addresses. Slots run in the same order as
+/// BCSR's blocks: the same chain, the same bits. `B` as for [`SpmvBcsr`].
+#[kernel(args = SpmvBell)]
+pub unsafe fn spmv_bell<A: MatrixScalar<V>, V: Scalar, const B: usize>(
+    n_block_rows: usize,
+    n_block_rows_pad: usize,
+    b: usize,
+    alpha: V,
+    row_len: *const u32,
+    block_col: *const u32,
+    values: *const A,
+    x: *const V,
+    beta: V,
+    y: *mut V,
+) {
+    let b = if B > 0 { B } else { b };
+    let n_pad = n_block_rows_pad * b;
+    for_each_index(n_block_rows * b, |i| {
+        let bi = i / b;
+        let len = unsafe { *row_len.add(bi) } as usize;
+        let mut acc = V::ZERO;
+        for k in 0..len {
+            let col = unsafe { *block_col.add(k * n_block_rows_pad + bi) } as usize;
+            let xs = unsafe { x.add(col * b) };
+            let slot = unsafe { values.add(k * b * n_pad + i) };
+            for c in 0..b {
+                let m = unsafe { *slot.add(c * n_pad) };
+                acc = spmv_term(m, unsafe { *xs.add(c) }, acc);
             }
         }
-    }
+        unsafe { write_row(y, i, alpha, acc, beta) };
+    });
+}
 
-    /// Block-stencil format (`ferrocuda::sparse::Bdia`), one thread per stored scalar row
-    /// `i = s b + r`: diagonal `d`'s block column is `row_index[s] + offsets[d]` (skipped
-    /// outside `0..n_block_cols`), entry `(r, c)` at `(d b + c) n_pad + i`, `n_pad =
-    /// n_stored_pad b`. Threads `n_pad..` write the rows of the block rows in `empty_rows`.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn bdia<A: MatrixScalar<V>, V: Scalar, const B: usize>(
-        n_stored: usize,
-        n_stored_pad: usize,
-        n_empty: usize,
-        b: usize,
-        n_block_cols: usize,
-        n_diagonals: usize,
-        alpha: V,
-        offsets: *const i64,
-        row_index: *const u32,
-        empty_rows: *const u32,
-        values: *const A,
-        x: *const V,
-        beta: V,
-        y: *mut V,
-    ) {
-        let b = if B > 0 { B } else { b };
-        let n_pad = n_stored_pad * b;
-        let i = global_index();
-        if i < n_stored * b {
-            let (s, r) = (i / b, i % b);
-            let row = unsafe { *row_index.add(s) } as usize;
-            let mut acc = V::ZERO;
-            for d in 0..n_diagonals {
-                let j = row as i64 + unsafe { *offsets.add(d) };
-                if j < 0 || j as usize >= n_block_cols {
-                    continue;
-                }
-                let xs = unsafe { x.add(j as usize * b) };
-                let slot = unsafe { values.add(d * b * n_pad + i) };
-                for c in 0..b {
-                    let m = unsafe { *slot.add(c * n_pad) };
-                    acc = spmv_term(m, unsafe { *xs.add(c) }, acc);
-                }
+/// `y[i] <- alpha (A x)_i + beta y[i]` for scalar ELL (`ferrocuda::sparse::Ell`): slot
+/// `k` of row `i` at `k n_rows_pad + i` (coalesced across rows), slots in order: the
+/// CPU's chain.
+#[kernel(args = SpmvEll)]
+pub unsafe fn spmv_ell<A: MatrixScalar<V>, V: Scalar>(
+    n_rows: usize,
+    n_rows_pad: usize,
+    alpha: V,
+    row_len: *const u32,
+    col_idx: *const u32,
+    values: *const A,
+    x: *const V,
+    beta: V,
+    y: *mut V,
+) {
+    for_each_index(n_rows, |i| {
+        let len = unsafe { *row_len.add(i) } as usize;
+        let mut acc = V::ZERO;
+        for k in 0..len {
+            let at = k * n_rows_pad + i;
+            let col = unsafe { *col_idx.add(at) } as usize;
+            acc = spmv_term(unsafe { *values.add(at) }, unsafe { *x.add(col) }, acc);
+        }
+        unsafe { write_row(y, i, alpha, acc, beta) };
+    });
+}
+
+/// Sliced masked BELL (`ferrocuda::sparse::Sbell`), one thread per stored block row `s`
+/// (lane `s % 32` of slice `s / 32`), `N` accumulators (`B = 0`: block size `b`, at most
+/// `N`; `B > 0`: built in, `N = B`, `b` ignored): slot `k`'s block column at
+/// `slice_col_ptr[sl] + k 32 + lane`, its stored entries (the set bits of `masks[k]`,
+/// row-major) at `slice_val_ptr[sl] + (E_k + e) 32 + lane`, `E_k` the entries of the
+/// slots before `k`. Threads `n_stored_pad..` write the empty (ghost) block rows listed in
+/// `empty_rows`: `beta y` (`n_empty = 0` leaves them as they are).
+#[kernel(args = SpmvSbell)]
+pub unsafe fn spmv_sbell<A: MatrixScalar<V>, V: Scalar, const B: usize, const N: usize>(
+    n_stored: usize,
+    n_stored_pad: usize,
+    n_empty: usize,
+    b: usize,
+    alpha: V,
+    row_index: *const u32,
+    empty_rows: *const u32,
+    row_len: *const u32,
+    masks: *const u64,
+    slice_col_ptr: *const usize,
+    slice_val_ptr: *const usize,
+    block_col: *const u32,
+    values: *const A,
+    x: *const V,
+    beta: V,
+    y: *mut V,
+) {
+    let b = if B > 0 { B } else { b.min(N) };
+    let s = global_index();
+    if s < n_stored {
+        let (mut acc, mut xb) = ([V::ZERO; N], [V::ZERO; N]);
+        let (sl, lane) = (s / SBELL_SLICE, s % SBELL_SLICE);
+        let len = unsafe { *row_len.add(s) } as usize;
+        let mut cp = unsafe { block_col.add(*slice_col_ptr.add(sl) + lane) };
+        let mut vp = unsafe { values.add(*slice_val_ptr.add(sl) + lane) };
+        for k in 0..len {
+            let mask = unsafe { *masks.add(k) };
+            let xs = unsafe { x.add(*cp as usize * b) };
+            for c in 0..b {
+                xb[c] = unsafe { *xs.add(c) };
             }
-            unsafe { write_row(y, row * b + r, alpha, acc, beta) };
-        } else if i >= n_pad && i - n_pad < n_empty * b {
-            let (e, r) = ((i - n_pad) / b, (i - n_pad) % b);
-            let out = unsafe { *empty_rows.add(e) } as usize * b;
+            masked_block_mul_add(
+                &mut acc,
+                b,
+                mask,
+                |e| unsafe { *vp.add(e * SBELL_SLICE) },
+                &xb,
+            );
+            cp = unsafe { cp.add(SBELL_SLICE) };
+            vp = unsafe { vp.add(mask.count_ones() as usize * SBELL_SLICE) };
+        }
+        let out = unsafe { *row_index.add(s) } as usize * b;
+        #[allow(clippy::needless_range_loop)] // an index loop unrolls; the iterator did not
+        for r in 0..b {
+            unsafe { write_row(y, out + r, alpha, acc[r], beta) };
+        }
+    } else if s >= n_stored_pad && s - n_stored_pad < n_empty {
+        let out = unsafe { *empty_rows.add(s - n_stored_pad) } as usize * b;
+        for r in 0..b {
             unsafe { write_row(y, out + r, alpha, V::ZERO, beta) };
         }
     }
 }
 
-/// Instantiates the BCSR SpMV entry points of one (matrix scalar, vector scalar) pair.
-#[cfg(target_arch = "nvptx64")]
-macro_rules! spmv_entries {
-    ($module:ident, $a:ty, $v:ty, $sfx:literal) => {
-        mod $module {
-            use super::kernels;
-            #[allow(unused_imports)]
-            use num_complex::Complex;
+/// Block-stencil format (`ferrocuda::sparse::Bdia`), one thread per stored scalar row
+/// `i = s b + r`: diagonal `d`'s block column is `row_index[s] + offsets[d]` (skipped
+/// outside `0..n_block_cols`), entry `(r, c)` at `(d b + c) n_pad + i`, `n_pad =
+/// n_stored_pad b`. Threads `n_pad..` write the rows of the block rows in `empty_rows`.
+/// `B` as for [`SpmvBcsr`].
+#[kernel(args = SpmvBdia)]
+pub unsafe fn spmv_bdia<A: MatrixScalar<V>, V: Scalar, const B: usize>(
+    n_stored: usize,
+    n_stored_pad: usize,
+    n_empty: usize,
+    b: usize,
+    n_block_cols: usize,
+    n_diagonals: usize,
+    alpha: V,
+    offsets: *const i64,
+    row_index: *const u32,
+    empty_rows: *const u32,
+    values: *const A,
+    x: *const V,
+    beta: V,
+    y: *mut V,
+) {
+    let b = if B > 0 { B } else { b };
+    let n_pad = n_stored_pad * b;
+    let i = global_index();
+    if i < n_stored * b {
+        let (s, r) = (i / b, i % b);
+        let row = unsafe { *row_index.add(s) } as usize;
+        let mut acc = V::ZERO;
+        for d in 0..n_diagonals {
+            let j = row as i64 + unsafe { *offsets.add(d) };
+            if j < 0 || j as usize >= n_block_cols {
+                continue;
+            }
+            let xs = unsafe { x.add(j as usize * b) };
+            let slot = unsafe { values.add(d * b * n_pad + i) };
+            for c in 0..b {
+                let m = unsafe { *slot.add(c * n_pad) };
+                acc = spmv_term(m, unsafe { *xs.add(c) }, acc);
+            }
+        }
+        unsafe { write_row(y, row * b + r, alpha, acc, beta) };
+    } else if i >= n_pad && i - n_pad < n_empty * b {
+        let (e, r) = ((i - n_pad) / b, (i - n_pad) % b);
+        let out = unsafe { *empty_rows.add(e) } as usize * b;
+        unsafe { write_row(y, out + r, alpha, V::ZERO, beta) };
+    }
+}
 
-            macro_rules! bcsr_entry {
-                ($name:literal, $b:literal, $cm:literal) => {
-                    #[unsafe(export_name = concat!($name, $sfx))]
-                    #[allow(clippy::too_many_arguments)]
-                    pub unsafe extern "ptx-kernel" fn entry(
-                        n_block_rows: usize,
-                        b: usize,
-                        alpha: $v,
-                        row_ptr: *const usize,
-                        col_idx: *const u32,
-                        values: *const $a,
-                        x: *const $v,
-                        beta: $v,
-                        y: *mut $v,
-                    ) {
-                        unsafe {
-                            kernels::bcsr::<$a, $v, $b, $cm>(
-                                n_block_rows,
-                                b,
-                                alpha,
-                                row_ptr,
-                                col_idx,
-                                values,
-                                x,
-                                beta,
-                                y,
-                            )
-                        }
-                    }
-                };
-            }
-            mod bcsr5_rm {
-                use super::*;
-                bcsr_entry!("spmv_bcsr5_rm_", 5, false);
-            }
-            mod bcsr5_cm {
-                use super::*;
-                bcsr_entry!("spmv_bcsr5_cm_", 5, true);
-            }
-            mod bcsr_rm {
-                use super::*;
-                bcsr_entry!("spmv_bcsr_rm_", 0, false);
-            }
-            mod bcsr_cm {
-                use super::*;
-                bcsr_entry!("spmv_bcsr_cm_", 0, true);
-            }
-            macro_rules! bell_entry {
-                ($name:literal, $b:literal) => {
-                    #[unsafe(export_name = concat!($name, $sfx))]
-                    #[allow(clippy::too_many_arguments)]
-                    pub unsafe extern "ptx-kernel" fn entry(
-                        n_block_rows: usize,
-                        n_block_rows_pad: usize,
-                        b: usize,
-                        alpha: $v,
-                        row_len: *const u32,
-                        block_col: *const u32,
-                        values: *const $a,
-                        x: *const $v,
-                        beta: $v,
-                        y: *mut $v,
-                    ) {
-                        unsafe {
-                            super::super::bell_kernels::bell::<$a, $v, $b>(
-                                n_block_rows,
-                                n_block_rows_pad,
-                                b,
-                                alpha,
-                                row_len,
-                                block_col,
-                                values,
-                                x,
-                                beta,
-                                y,
-                            )
-                        }
-                    }
-                };
-            }
-            mod bell5 {
-                use super::*;
-                bell_entry!("spmv_bell5_", 5);
-            }
-            mod bell {
-                use super::*;
-                bell_entry!("spmv_bell_", 0);
-            }
-            macro_rules! sbell_entry {
-                ($name:literal, $b:literal) => {
-                    /// `b` is the block size (`1..=SBELL_MAX_B`); `sbell5_*` ignores it.
-                    #[unsafe(export_name = concat!($name, $sfx))]
-                    #[allow(clippy::too_many_arguments)]
-                    pub unsafe extern "ptx-kernel" fn entry(
-                        n_stored: usize,
-                        n_stored_pad: usize,
-                        n_empty: usize,
-                        b: usize,
-                        alpha: $v,
-                        row_index: *const u32,
-                        empty_rows: *const u32,
-                        row_len: *const u32,
-                        masks: *const u64,
-                        slice_col_ptr: *const usize,
-                        slice_val_ptr: *const usize,
-                        block_col: *const u32,
-                        values: *const $a,
-                        x: *const $v,
-                        beta: $v,
-                        y: *mut $v,
-                    ) {
-                        const N: usize = if $b > 0 { $b } else { crate::spmv::SBELL_MAX_B };
-                        let b = if $b > 0 { $b } else { b.min(N) };
-                        unsafe {
-                            super::super::sbell_kernels::sbell::<$a, $v, N>(
-                                b,
-                                n_stored,
-                                n_stored_pad,
-                                n_empty,
-                                alpha,
-                                row_index,
-                                empty_rows,
-                                row_len,
-                                masks,
-                                slice_col_ptr,
-                                slice_val_ptr,
-                                block_col,
-                                values,
-                                x,
-                                beta,
-                                y,
-                            )
-                        }
-                    }
-                };
-            }
-            mod sbell5 {
-                use super::*;
-                sbell_entry!("spmv_sbell5_", 5);
-            }
-            mod sbell {
-                use super::*;
-                sbell_entry!("spmv_sbell_", 0);
-            }
-            macro_rules! bdia_entry {
-                ($name:literal, $b:literal) => {
-                    #[unsafe(export_name = concat!($name, $sfx))]
-                    #[allow(clippy::too_many_arguments)]
-                    pub unsafe extern "ptx-kernel" fn entry(
-                        n_stored: usize,
-                        n_stored_pad: usize,
-                        n_empty: usize,
-                        b: usize,
-                        n_block_cols: usize,
-                        n_diagonals: usize,
-                        alpha: $v,
-                        offsets: *const i64,
-                        row_index: *const u32,
-                        empty_rows: *const u32,
-                        values: *const $a,
-                        x: *const $v,
-                        beta: $v,
-                        y: *mut $v,
-                    ) {
-                        unsafe {
-                            super::super::sbell_kernels::bdia::<$a, $v, $b>(
-                                n_stored,
-                                n_stored_pad,
-                                n_empty,
-                                b,
-                                n_block_cols,
-                                n_diagonals,
-                                alpha,
-                                offsets,
-                                row_index,
-                                empty_rows,
-                                values,
-                                x,
-                                beta,
-                                y,
-                            )
-                        }
-                    }
-                };
-            }
-            mod bdia5 {
-                use super::*;
-                bdia_entry!("spmv_bdia5_", 5);
-            }
-            mod bdia {
-                use super::*;
-                bdia_entry!("spmv_bdia_", 0);
-            }
-            #[unsafe(export_name = concat!("spmv_ell_", $sfx))]
-            #[allow(clippy::too_many_arguments)]
-            pub unsafe extern "ptx-kernel" fn ell(
-                n_rows: usize,
-                n_rows_pad: usize,
-                alpha: $v,
-                row_len: *const u32,
-                col_idx: *const u32,
-                values: *const $a,
-                x: *const $v,
-                beta: $v,
-                y: *mut $v,
-            ) {
-                unsafe {
-                    super::ell_kernels::ell::<$a, $v>(
-                        n_rows, n_rows_pad, alpha, row_len, col_idx, values, x, beta, y,
-                    )
-                }
+/// The SpMV kernels of one (matrix scalar, vector scalar) pair: every type with itself,
+/// and the real types with their complex counterparts.
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait SpmvKernels<V: Scalar>: MatrixScalar<V> {
+    /// `spmv_csr_<pair>`: CSR, `lanes` threads per row.
+    const CSR: Kernel<SpmvCsr<'static, Self, V>>;
+    /// `spmv_bcsr5_rm_<pair>`: BCSR, 5x5 row-major blocks.
+    const BCSR5_RM: Kernel<SpmvBcsr<'static, Self, V>>;
+    /// `spmv_bcsr5_cm_<pair>`: BCSR, 5x5 column-major blocks.
+    const BCSR5_CM: Kernel<SpmvBcsr<'static, Self, V>>;
+    /// `spmv_bcsr_rm_<pair>`: BCSR, `b x b` row-major blocks, `b` at run time.
+    const BCSR_RM: Kernel<SpmvBcsr<'static, Self, V>>;
+    /// `spmv_bcsr_cm_<pair>`: BCSR, `b x b` column-major blocks.
+    const BCSR_CM: Kernel<SpmvBcsr<'static, Self, V>>;
+    /// `spmv_bell5_<pair>`: blocked ELL, 5x5 blocks.
+    const BELL5: Kernel<SpmvBell<'static, Self, V>>;
+    /// `spmv_bell_<pair>`: blocked ELL, `b` at run time.
+    const BELL: Kernel<SpmvBell<'static, Self, V>>;
+    /// `spmv_ell_<pair>`: scalar ELL.
+    const ELL: Kernel<SpmvEll<'static, Self, V>>;
+    /// `spmv_sbell5_<pair>`: sliced masked BELL, 5x5 blocks.
+    const SBELL5: Kernel<SpmvSbell<'static, Self, V>>;
+    /// `spmv_sbell_<pair>`: sliced masked BELL, `b <= 8` at run time.
+    const SBELL: Kernel<SpmvSbell<'static, Self, V>>;
+    /// `spmv_bdia5_<pair>`: block stencil, 5x5 blocks.
+    const BDIA5: Kernel<SpmvBdia<'static, Self, V>>;
+    /// `spmv_bdia_<pair>`: block stencil, `b` at run time.
+    const BDIA: Kernel<SpmvBdia<'static, Self, V>>;
+}
+
+/// The entry points of one (matrix scalar, vector scalar) pair; the names are those the
+/// notes, results and `scripts/ptx-check` refer to.
+macro_rules! spmv_instances {
+    ($a:ty, $v:ty, $sfx:literal) => {
+        instances! {
+            impl SpmvKernels<$v> for $a {
+                CSR = spmv_csr::<$a, $v>(concat!("spmv_csr_", $sfx));
+                BCSR5_RM = spmv_bcsr::<$a, $v, 5, false>(concat!("spmv_bcsr5_rm_", $sfx));
+                BCSR5_CM = spmv_bcsr::<$a, $v, 5, true>(concat!("spmv_bcsr5_cm_", $sfx));
+                BCSR_RM = spmv_bcsr::<$a, $v, 0, false>(concat!("spmv_bcsr_rm_", $sfx));
+                BCSR_CM = spmv_bcsr::<$a, $v, 0, true>(concat!("spmv_bcsr_cm_", $sfx));
+                BELL5 = spmv_bell::<$a, $v, 5>(concat!("spmv_bell5_", $sfx));
+                BELL = spmv_bell::<$a, $v, 0>(concat!("spmv_bell_", $sfx));
+                ELL = spmv_ell::<$a, $v>(concat!("spmv_ell_", $sfx));
+                SBELL5 = spmv_sbell::<$a, $v, 5, 5>(concat!("spmv_sbell5_", $sfx));
+                SBELL = spmv_sbell::<$a, $v, 0, SBELL_MAX_B>(concat!("spmv_sbell_", $sfx));
+                BDIA5 = spmv_bdia::<$a, $v, 5>(concat!("spmv_bdia5_", $sfx));
+                BDIA = spmv_bdia::<$a, $v, 0>(concat!("spmv_bdia_", $sfx));
             }
         }
     };
 }
 
-#[cfg(target_arch = "nvptx64")]
-spmv_entries!(spmv_f32, f32, f32, "f32");
-#[cfg(target_arch = "nvptx64")]
-spmv_entries!(spmv_f64, f64, f64, "f64");
-#[cfg(target_arch = "nvptx64")]
-spmv_entries!(spmv_c32, Complex<f32>, Complex<f32>, "c32");
-#[cfg(target_arch = "nvptx64")]
-spmv_entries!(spmv_c64, Complex<f64>, Complex<f64>, "c64");
-#[cfg(target_arch = "nvptx64")]
-spmv_entries!(spmv_f32_c32, f32, Complex<f32>, "f32_c32");
-#[cfg(target_arch = "nvptx64")]
-spmv_entries!(spmv_f64_c64, f64, Complex<f64>, "f64_c64");
+spmv_instances!(f32, f32, "f32");
+spmv_instances!(f64, f64, "f64");
+spmv_instances!(num_complex::Complex<f32>, num_complex::Complex<f32>, "c32");
+spmv_instances!(num_complex::Complex<f64>, num_complex::Complex<f64>, "c64");
+spmv_instances!(f32, num_complex::Complex<f32>, "f32_c32");
+spmv_instances!(f64, num_complex::Complex<f64>, "f64_c64");
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csr_lanes_follow_the_mean_row_length() {
+        assert_eq!(csr_lanes(0, 0), 1);
+        assert_eq!(csr_lanes(0, 10), 1);
+        assert_eq!(csr_lanes(10, 10), 1);
+        assert_eq!(csr_lanes(11, 10), 2);
+        assert_eq!(csr_lanes(27 * 100, 100), 32);
+        assert_eq!(csr_lanes(5 * 100, 100), 8);
+        assert_eq!(csr_lanes(1000 * 100, 100), CSR_MAX_LANES);
+        for n in [1usize, 2, 3, 31, 32, 33, 255, 256, 257] {
+            let l = csr_lanes(n * 7, n);
+            assert!(l.is_power_of_two() && l <= CSR_MAX_LANES, "{n}: {l}");
+        }
+    }
+
+    #[test]
+    fn every_pair_has_its_entry_names() {
+        fn names<A: SpmvKernels<V>, V: Scalar>() -> [&'static str; 12] {
+            [
+                A::CSR.name(),
+                A::BCSR5_RM.name(),
+                A::BCSR5_CM.name(),
+                A::BCSR_RM.name(),
+                A::BCSR_CM.name(),
+                A::BELL5.name(),
+                A::BELL.name(),
+                A::ELL.name(),
+                A::SBELL5.name(),
+                A::SBELL.name(),
+                A::BDIA5.name(),
+                A::BDIA.name(),
+            ]
+        }
+        use num_complex::Complex;
+        assert_eq!(names::<f64, f64>()[1], "spmv_bcsr5_rm_f64");
+        assert_eq!(names::<f32, Complex<f32>>()[0], "spmv_csr_f32_c32");
+        for (all, sfx) in [
+            (names::<f32, f32>(), "_f32"),
+            (names::<Complex<f64>, Complex<f64>>(), "_c64"),
+            (names::<f64, Complex<f64>>(), "_f64_c64"),
+        ] {
+            assert!(
+                all.iter()
+                    .all(|n| n.starts_with("spmv_") && n.ends_with(sfx))
+            );
+        }
+        // BLAS order: lengths, alpha, the matrix, x, beta, y.
+        let p: std::vec::Vec<&str> = <f64 as SpmvKernels<f64>>::SBELL
+            .params()
+            .iter()
+            .map(|p| p.name)
+            .collect();
+        assert_eq!(p.len(), 16);
+        assert_eq!((p[4], p[13], p[14], p[15]), ("alpha", "x", "beta", "y"));
+    }
+}

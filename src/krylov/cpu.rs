@@ -184,21 +184,9 @@ pub(crate) fn check_system(
     Ok(a_rows)
 }
 
-/// `Err` naming the first NaN or infinity in `v`.
-pub(crate) fn check_finite<V: Element>(what: &str, v: &[V]) -> Result<()> {
-    match v
-        .iter()
-        .position(|e| !(e.re().to_f64().is_finite() && e.im().to_f64().is_finite()))
-    {
-        None => Ok(()),
-        Some(i) => Err(Error::InvalidArgument {
-            op: "gmres",
-            reason: format!(
-                "{what}[{i}] is {:?}: NaN and infinity are not allowed",
-                v[i]
-            ),
-        }),
-    }
+/// `Err` naming the first NaN or infinity in `v` ([`crate::sparse::check_finite`]).
+pub(crate) fn check_finite<V: Element>(what: &'static str, v: &[V]) -> Result<()> {
+    Ok(crate::sparse::check_finite("gmres", what, v)?)
 }
 
 struct CpuSpace<'a, V: Element> {

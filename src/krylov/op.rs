@@ -25,12 +25,12 @@
 //! ```
 
 use ferrocuda_host::{DeviceSlice, DeviceView, DeviceViewMut, Gpu};
-use ferrocuda_kernels::names::SpmvKernels;
 
 use crate::blas1::Element;
 use crate::error::{Result, check_len};
 use crate::sparse::gpu::{
-    self as sgpu, DeviceBcsr, DeviceBdia, DeviceBell, DeviceEll, DeviceSbell,
+    self as sgpu, DeviceBcsr, DeviceBdia, DeviceBell, DeviceCsr, DeviceEll, DeviceMatrix,
+    DeviceSbell, SpmvKernels,
 };
 use crate::sparse::{Bcsr, Bdia, Bell, Coo, Csr, Ell, MatrixScalar, Sbell, cpu};
 
@@ -140,4 +140,5 @@ macro_rules! gpu_format_op {
     )*};
 }
 gpu_format_op!(DeviceBcsr => spmv_bcsr, DeviceEll => spmv_ell, DeviceBell => spmv_bell,
-    DeviceBdia => spmv_bdia, DeviceSbell => spmv_sbell);
+    DeviceBdia => spmv_bdia, DeviceSbell => spmv_sbell, DeviceCsr => spmv_csr,
+    DeviceMatrix => spmv_matrix);

@@ -61,7 +61,8 @@
 use ferrocuda_host::{
     DeviceBuffer, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, Gpu, LaunchConfig, arg,
 };
-use ferrocuda_kernels::names::PrecondKernels;
+// TRANSITIONAL: the bound of the precond kernels until they are launched typed.
+pub use ferrocuda_kernels::names::PrecondKernels;
 use ferrocuda_kernels::precond::{
     self as kp, BLOCK_JACOBI_MAX_B, BLOCK_JACOBI_THREADS, FLAG_SINGULAR,
 };

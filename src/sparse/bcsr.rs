@@ -1,8 +1,10 @@
 //! Block compressed sparse rows with a run-time block size `b` (5 is the fast path).
 
+use super::pattern::{accept, block_shape_accessors};
 use super::{
-    Csr, CsrParts, Element, Index, Rejected, SparseError, check_host_bytes, check_index_range,
-    check_len, check_ptr, check_rows_sorted, checked_mul, storage_bytes, try_vec,
+    BlockShape, Csr, CsrParts, Element, Index, Rejected, SparseError, check_host_bytes,
+    check_index_range, check_len, check_ptr, check_rows_sorted, checked_mul, storage_bytes,
+    try_vec,
 };
 
 /// How the `b x b` entries of one block are laid out in `values`.
@@ -70,13 +72,7 @@ impl<T: Element> Bcsr<T> {
     /// dimensions exceed [`Index`]; `row_ptr` invalid; a block column out of range or not
     /// increasing within its block row; `values.len() != nnzb b b`.
     pub fn from_parts(parts: BcsrParts<T>) -> Result<Self, Rejected<BcsrParts<T>>> {
-        match validate(&parts) {
-            Ok(()) => Ok(Self { p: parts }),
-            Err(error) => Err(Rejected {
-                error,
-                parts: Box::new(parts),
-            }),
-        }
+        accept(parts, validate).map(|p| Self { p })
     }
 
     /// Wraps arrays known to be valid.
@@ -85,29 +81,10 @@ impl<T: Element> Bcsr<T> {
         Self { p: parts }
     }
 
-    /// Block size.
-    pub fn b(&self) -> usize {
-        self.p.b
-    }
+    block_shape_accessors!(p);
     /// Block layout.
     pub fn layout(&self) -> BlockLayout {
         self.p.layout
-    }
-    /// Block rows.
-    pub fn n_block_rows(&self) -> usize {
-        self.p.n_block_rows
-    }
-    /// Block columns.
-    pub fn n_block_cols(&self) -> usize {
-        self.p.n_block_cols
-    }
-    /// Scalar rows (`n_block_rows * b`).
-    pub fn n_rows(&self) -> usize {
-        self.p.n_block_rows * self.p.b
-    }
-    /// Scalar columns (`n_block_cols * b`).
-    pub fn n_cols(&self) -> usize {
-        self.p.n_block_cols * self.p.b
     }
     /// Stored blocks.
     pub fn nnz_blocks(&self) -> usize {
@@ -333,18 +310,12 @@ impl<T: Element> Bcsr<T> {
 
 fn validate<T>(p: &BcsrParts<T>) -> Result<(), SparseError> {
     let op = "Bcsr::from_parts";
-    if p.b == 0 {
-        return Err(SparseError::InvalidArgument {
-            op,
-            reason: "block size b = 0 (must be at least 1)".into(),
-        });
+    BlockShape {
+        b: p.b,
+        n_block_rows: p.n_block_rows,
+        n_block_cols: p.n_block_cols,
     }
-    check_index_range(op, "n_rows", checked_mul(op, "rows", p.n_block_rows, p.b)?)?;
-    check_index_range(
-        op,
-        "n_cols",
-        checked_mul(op, "columns", p.n_block_cols, p.b)?,
-    )?;
+    .validate(op, None)?;
     check_ptr(
         op,
         "row_ptr",

@@ -24,9 +24,10 @@
 
 use std::collections::BTreeSet;
 
+use super::pattern::{accept, block_shape_accessors, check_row_list};
 use super::{
-    Bcsr, BcsrParts, BlockLayout, Csr, Element, Index, Rejected, SparseError, check_host_bytes,
-    check_index_range, check_len, checked_mul, round_up, storage_bytes, try_vec,
+    Bcsr, BcsrParts, BlockLayout, BlockShape, Csr, Element, Index, Rejected, SparseError,
+    check_host_bytes, check_len, checked_mul, round_up, storage_bytes, try_vec,
 };
 
 /// Options of [`Bdia::from_bcsr`].
@@ -107,35 +108,10 @@ impl<T: Element> Bdia<T> {
     /// Checks and wraps the arrays. Errors (arrays handed back): `b == 0`, offsets not
     /// increasing, `row_index` not increasing or out of range, lengths.
     pub fn from_parts(parts: BdiaParts<T>) -> Result<Self, Rejected<BdiaParts<T>>> {
-        match validate(&parts) {
-            Ok(()) => Ok(Self { p: parts }),
-            Err(error) => Err(Rejected {
-                error,
-                parts: Box::new(parts),
-            }),
-        }
+        accept(parts, validate).map(|p| Self { p })
     }
 
-    /// Block size.
-    pub fn b(&self) -> usize {
-        self.p.b
-    }
-    /// Logical block rows.
-    pub fn n_block_rows(&self) -> usize {
-        self.p.n_block_rows
-    }
-    /// Block columns.
-    pub fn n_block_cols(&self) -> usize {
-        self.p.n_block_cols
-    }
-    /// Scalar rows.
-    pub fn n_rows(&self) -> usize {
-        self.p.n_block_rows * self.p.b
-    }
-    /// Scalar columns.
-    pub fn n_cols(&self) -> usize {
-        self.p.n_block_cols * self.p.b
-    }
+    block_shape_accessors!(p);
     /// Block offsets of the diagonals.
     pub fn offsets(&self) -> &[i64] {
         &self.p.offsets
@@ -342,18 +318,12 @@ impl<T: Element> Bdia<T> {
 
 fn validate<T>(p: &BdiaParts<T>) -> Result<(), SparseError> {
     let op = "Bdia::from_parts";
-    if p.b == 0 {
-        return Err(SparseError::InvalidArgument {
-            op,
-            reason: "block size b = 0 (must be at least 1)".into(),
-        });
+    BlockShape {
+        b: p.b,
+        n_block_rows: p.n_block_rows,
+        n_block_cols: p.n_block_cols,
     }
-    check_index_range(op, "n_rows", checked_mul(op, "rows", p.n_block_rows, p.b)?)?;
-    check_index_range(
-        op,
-        "n_cols",
-        checked_mul(op, "columns", p.n_block_cols, p.b)?,
-    )?;
+    .validate(op, None)?;
     for (d, w) in p.offsets.windows(2).enumerate() {
         if w[1] <= w[0] {
             return Err(SparseError::InvalidStructure {
@@ -367,28 +337,7 @@ fn validate<T>(p: &BdiaParts<T>) -> Result<(), SparseError> {
             });
         }
     }
-    for (s, &r) in p.row_index.iter().enumerate() {
-        if r as usize >= p.n_block_rows {
-            return Err(SparseError::IndexOutOfRange {
-                op,
-                what: "row_index",
-                position: s,
-                value: r as usize,
-                bound: p.n_block_rows,
-            });
-        }
-        if s > 0 && r <= p.row_index[s - 1] {
-            return Err(SparseError::InvalidStructure {
-                op,
-                what: "row_index",
-                position: s,
-                reason: format!(
-                    "block row {r} does not increase over the previous {}",
-                    p.row_index[s - 1]
-                ),
-            });
-        }
-    }
+    check_row_list(op, "row_index", &p.row_index, p.n_block_rows)?;
     if p.n_stored_pad < p.row_index.len() {
         return Err(SparseError::InvalidArgument {
             op,

@@ -15,9 +15,10 @@
 //! consecutive slots of a block. Padding blocks hold zeros and a valid block column (the
 //! block row's last real one, or 0).
 
+use super::pattern::{Slots, accept, block_shape_accessors};
 use super::{
-    Bcsr, BcsrParts, BlockLayout, Csr, Element, Index, Rejected, SparseError, check_host_bytes,
-    check_index_range, check_len, checked_mul, round_up, storage_bytes, try_vec, try_with_capacity,
+    Bcsr, BcsrParts, BlockLayout, BlockShape, Csr, Element, Index, Rejected, SparseError,
+    check_host_bytes, check_len, checked_mul, round_up, storage_bytes, try_vec, try_with_capacity,
 };
 
 /// Options of [`Bell::from_bcsr`].
@@ -79,38 +80,13 @@ impl<T: Element> Bell<T> {
     /// column out of range, `row_len[I] > width`, block columns not increasing, a non-zero
     /// value in a padding block.
     pub fn from_parts(parts: BellParts<T>) -> Result<Self, Rejected<BellParts<T>>> {
-        match validate(&parts) {
-            Ok(()) => Ok(Self { p: parts }),
-            Err(error) => Err(Rejected {
-                error,
-                parts: Box::new(parts),
-            }),
-        }
+        accept(parts, validate).map(|p| Self { p })
     }
 
-    /// Block size.
-    pub fn b(&self) -> usize {
-        self.p.b
-    }
-    /// Block rows.
-    pub fn n_block_rows(&self) -> usize {
-        self.p.n_block_rows
-    }
-    /// Block columns.
-    pub fn n_block_cols(&self) -> usize {
-        self.p.n_block_cols
-    }
+    block_shape_accessors!(p);
     /// Stored block rows.
     pub fn n_block_rows_pad(&self) -> usize {
         self.p.n_block_rows_pad
-    }
-    /// Scalar rows.
-    pub fn n_rows(&self) -> usize {
-        self.p.n_block_rows * self.p.b
-    }
-    /// Scalar columns.
-    pub fn n_cols(&self) -> usize {
-        self.p.n_block_cols * self.p.b
     }
     /// Block slots per block row.
     pub fn width(&self) -> usize {
@@ -260,18 +236,12 @@ impl<T: Element> Bell<T> {
 
 fn validate<T: Element>(p: &BellParts<T>) -> Result<(), SparseError> {
     let op = "Bell::from_parts";
-    if p.b == 0 {
-        return Err(SparseError::InvalidArgument {
-            op,
-            reason: "block size b = 0 (must be at least 1)".into(),
-        });
+    BlockShape {
+        b: p.b,
+        n_block_rows: p.n_block_rows,
+        n_block_cols: p.n_block_cols,
     }
-    check_index_range(op, "n_rows", checked_mul(op, "rows", p.n_block_rows, p.b)?)?;
-    check_index_range(
-        op,
-        "n_cols",
-        checked_mul(op, "columns", p.n_block_cols, p.b)?,
-    )?;
+    .validate(op, None)?;
     if p.n_block_rows_pad < p.n_block_rows {
         return Err(SparseError::InvalidArgument {
             op,
@@ -302,42 +272,19 @@ fn validate<T: Element>(p: &BellParts<T>) -> Result<(), SparseError> {
         p.n_block_rows,
         p.row_len.len(),
     )?;
-    for (s, &c) in p.block_col.iter().enumerate() {
-        if c as usize >= p.n_block_cols {
-            return Err(SparseError::IndexOutOfRange {
-                op,
-                what: "block_col",
-                position: s,
-                value: c as usize,
-                bound: p.n_block_cols,
-            });
-        }
-    }
     let np = p.n_block_rows_pad;
-    for (bi, &len) in p.row_len.iter().enumerate() {
-        let len = len as usize;
-        if len > p.width {
-            return Err(SparseError::IndexOutOfRange {
-                op,
-                what: "row_len",
-                position: bi,
-                value: len,
-                bound: p.width + 1,
-            });
-        }
-        for k in 1..len {
-            let (a, c) = (p.block_col[(k - 1) * np + bi], p.block_col[k * np + bi]);
-            if c <= a {
-                return Err(SparseError::InvalidStructure {
-                    op,
-                    what: "block_col",
-                    position: k * np + bi,
-                    reason: format!(
-                        "block row {bi}: block column {c} does not increase over the previous {a}"
-                    ),
-                });
-            }
-        }
+    let slots = Slots {
+        op,
+        what: "block_col",
+        row: "block row",
+        col: "block column",
+        idx: &p.block_col,
+        row_len: &p.row_len,
+        width: p.width,
+        stride: np,
+        bound: p.n_block_cols,
+    };
+    slots.check(p.n_block_rows, |bi, len| {
         for k in len..p.width {
             for e in 0..bb {
                 let (r, c) = (e / p.b, e % p.b);
@@ -355,6 +302,6 @@ fn validate<T: Element>(p: &BellParts<T>) -> Result<(), SparseError> {
                 }
             }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }

@@ -1,5 +1,6 @@
 //! Coordinate format: a list of `(row, column, value)` triplets.
 
+use super::pattern::accept;
 use super::{Element, Index, Rejected, SparseError, check_index_range, check_len};
 
 /// The raw arrays of a [`Coo`] matrix.
@@ -51,19 +52,21 @@ impl<T: Element> Coo<T> {
 
     /// [`Coo::try_new`] from a [`CooParts`].
     pub fn from_parts(parts: CooParts<T>) -> Result<Self, Rejected<CooParts<T>>> {
-        match validate(&parts) {
-            Ok(()) => Ok(Self { p: parts }),
-            Err(error) => Err(Rejected {
-                error,
-                parts: Box::new(parts),
-            }),
-        }
+        accept(parts, validate).map(|p| Self { p })
     }
 
     /// Wraps triplets known to be valid (built by a converter).
     pub(crate) fn from_parts_trusted(parts: CooParts<T>) -> Self {
         debug_assert!(validate(&parts).is_ok());
         Self { p: parts }
+    }
+
+    /// `Err(`[`SparseError::NonFinite`]`)` naming the first NaN or infinity among the
+    /// triplets (in triplet order, 0-based row and column).
+    pub fn check_finite(&self) -> Result<(), SparseError> {
+        super::check_finite_entries("Coo::check_finite", &self.p.values, |k| {
+            (self.p.rows[k] as usize, self.p.cols[k] as usize)
+        })
     }
 
     /// Appends one triplet. Errors: the position is out of range (the matrix is unchanged).

@@ -18,19 +18,21 @@
 //! BCSR with `b = 5` uses the fixed-size block kernels; both block layouts sum in the same
 //! order and give the same bits. CSR, COO (one entry per position), ELL, BCSR, BELL and
 //! BDIA all sum a row's terms in column order and give the same bits; SBELL sums the
-//! diagonal block first.
+//! diagonal block first; [`spmv_csr_lanes`] (the GPU CSR kernel's order) sums a row in
+//! interleaved partial sums.
 //!
 //! Errors: `x.len()` or `y.len()` does not match the matrix ([`SparseError::DimensionMismatch`]),
 //! or an invalid row map ([`spmv_bcsr_mapped`]). `y` is unchanged on error.
 
 use rayon::prelude::*;
 
+use super::pattern::check_row_list;
 use super::{
     Bcsr, Bdia, Bell, BlockLayout, Coo, Csr, Element, Ell, Index, MatrixScalar, Sbell, SparseError,
     check_len,
 };
 use ferrocuda_kernels::sparse as k;
-use ferrocuda_kernels::spmv::{SBELL_MAX_B, SBELL_SLICE};
+use ferrocuda_kernels::spmv::{CSR_MAX_LANES, SBELL_MAX_B, SBELL_SLICE};
 
 /// Scalar rows per rayon task.
 const ROWS_PER_TASK: usize = 512;
@@ -75,6 +77,51 @@ pub fn spmv_csr<A: Element + MatrixScalar<V>, V: Element>(
             let r0 = t * ROWS_PER_TASK;
             let ptr = &a.row_ptr()[r0..r0 + yc.len() + 1];
             csr_rows(alpha, ptr, a.col_idx(), a.values(), x, beta, yc);
+        });
+    Ok(())
+}
+
+crate::cpu_dispatch::fma_kernel! {
+fn csr_lane_rows[A: Element + MatrixScalar<V>, V: Element](alpha: V, row_ptr: &[usize], col_idx: &[Index], values: &[A], lanes: usize, x: &[V], beta: V, y: &mut [V]) {
+    let mut partials = [V::ZERO; CSR_MAX_LANES];
+    for (i, yi) in y.iter_mut().enumerate() {
+        let (start, end) = (row_ptr[i], row_ptr[i + 1]);
+        for (lane, p) in partials[..lanes].iter_mut().enumerate() {
+            *p = k::csr_lane_sum(start, end, lane, lanes, |kk| (values[kk], x[col_idx[kk] as usize]));
+        }
+        *yi = k::finish(alpha, k::lanes_sum(&mut partials[..lanes]), beta, *yi);
+    }
+}
+}
+
+/// `y <- alpha A x + beta y` for CSR, each row summed as `lanes` interleaved partial sums
+/// added in a fixed tree ([`ferrocuda_kernels::sparse::csr_lane_sum`],
+/// [`ferrocuda_kernels::sparse::lanes_sum`]): the order of the GPU's CSR kernel with that
+/// many lanes per row (`sparse::gpu::DeviceCsr::lanes`), so both give the same bits. With
+/// one lane this is [`spmv_csr`]. Errors: as [`spmv_csr`], and `lanes` not a power of two
+/// from 1 to 32 ([`SparseError::InvalidArgument`]).
+pub fn spmv_csr_lanes<A: Element + MatrixScalar<V>, V: Element>(
+    alpha: V,
+    a: &Csr<A>,
+    lanes: usize,
+    x: &[V],
+    beta: V,
+    y: &mut [V],
+) -> Result<(), SparseError> {
+    let op = "spmv_csr_lanes";
+    if !(lanes.is_power_of_two() && lanes <= CSR_MAX_LANES) {
+        return Err(SparseError::InvalidArgument {
+            op,
+            reason: format!("lanes = {lanes} (must be a power of two from 1 to {CSR_MAX_LANES})"),
+        });
+    }
+    check_xy(op, a.n_rows(), a.n_cols(), x.len(), y.len())?;
+    y.par_chunks_mut(ROWS_PER_TASK)
+        .enumerate()
+        .for_each(|(t, yc)| {
+            let r0 = t * ROWS_PER_TASK;
+            let ptr = &a.row_ptr()[r0..r0 + yc.len() + 1];
+            csr_lane_rows(alpha, ptr, a.col_idx(), a.values(), lanes, x, beta, yc);
         });
     Ok(())
 }
@@ -211,29 +258,7 @@ pub fn spmv_bcsr_mapped<A: Element + MatrixScalar<V>, V: Element>(
             ),
         });
     }
-    let out_rows = y.len() / b;
-    for (i, &m) in map.iter().enumerate() {
-        if m as usize >= out_rows {
-            return Err(SparseError::IndexOutOfRange {
-                op,
-                what: "map",
-                position: i,
-                value: m as usize,
-                bound: out_rows,
-            });
-        }
-        if i > 0 && m <= map[i - 1] {
-            return Err(SparseError::InvalidStructure {
-                op,
-                what: "map",
-                position: i,
-                reason: format!(
-                    "block row {m} does not increase over the previous {}",
-                    map[i - 1]
-                ),
-            });
-        }
-    }
+    check_row_list(op, "map", map, y.len() / b)?;
     y.par_chunks_mut(BLOCK_ROWS_PER_TASK * b)
         .enumerate()
         .for_each(|(t, yc)| bcsr_mapped_rows(alpha, a, map, t * BLOCK_ROWS_PER_TASK, x, beta, yc));

@@ -1,5 +1,6 @@
 //! Compressed sparse rows.
 
+use super::pattern::accept;
 use super::{
     Coo, CooParts, Element, Index, Rejected, SparseError, check_host_bytes, check_index_range,
     check_len, check_ptr, check_rows_sorted, storage_bytes, try_vec, try_with_capacity,
@@ -51,13 +52,7 @@ impl<T: Element> Csr<T> {
 
     /// [`Csr::try_new`] from a [`CsrParts`].
     pub fn from_parts(parts: CsrParts<T>) -> Result<Self, Rejected<CsrParts<T>>> {
-        match validate(&parts) {
-            Ok(()) => Ok(Self { p: parts }),
-            Err(error) => Err(Rejected {
-                error,
-                parts: Box::new(parts),
-            }),
-        }
+        accept(parts, validate).map(|p| Self { p })
     }
 
     /// Wraps arrays already known to be valid (built by a converter).
@@ -130,6 +125,74 @@ impl<T: Element> Csr<T> {
             col_idx,
             values,
         })
+    }
+
+    /// `Err(`[`SparseError::NonFinite`]`)` naming the first stored NaN or infinity (in
+    /// row order, 0-based row and column): a system to solve must be finite.
+    pub fn check_finite(&self) -> Result<(), SparseError> {
+        let ptr = &self.p.row_ptr;
+        super::check_finite_entries("Csr::check_finite", &self.p.values, |k| {
+            // The row of entry k: the last offset at or below k.
+            let row = ptr.partition_point(|&o| o <= k) - 1;
+            (row, self.p.col_idx[k] as usize)
+        })
+    }
+
+    /// The square matrix `diag(A, I)` of size `n`: `A` (square) with rows and columns
+    /// `n_rows..n` holding the identity. Padding a system `A x = b` this way to whole blocks
+    /// ([`super::padded_size`]) gives `diag(A, I) (x, 0) = (b, 0)`: the solution comes back
+    /// in the first `n_rows` entries, and block preconditioners stay nonsingular. Errors:
+    /// `A` not square, `n` below its size, `n` beyond [`Index`], memory.
+    ///
+    /// ```
+    /// use ferrocuda::sparse::{Csr, padded_size};
+    /// let a = Csr::try_new(2, 2, vec![0, 1, 2], vec![0, 1], vec![4.0_f64, 5.0])?;
+    /// let p = a.pad_identity(padded_size(2, 3)?)?;
+    /// assert_eq!(p.to_dense()?, [4.0, 0.0, 0.0, 0.0, 5.0, 0.0, 0.0, 0.0, 1.0]);
+    /// # Ok::<(), ferrocuda::sparse::SparseError>(())
+    /// ```
+    pub fn pad_identity(&self, n: usize) -> Result<Self, SparseError> {
+        let op = "Csr::pad_identity";
+        let m = self.p.n_rows;
+        if m != self.p.n_cols || n < m {
+            return Err(SparseError::InvalidArgument {
+                op,
+                reason: format!(
+                    "pads a square matrix to a larger size: the matrix is {m} x {}, the size {n}",
+                    self.p.n_cols
+                ),
+            });
+        }
+        check_index_range(op, "padded size", n)?;
+        let extra = n - m;
+        let what = format!("{op}: a {m} x {m} matrix padded to {n}");
+        let nnz = self.nnz() + extra;
+        check_host_bytes(
+            &what,
+            storage_bytes(&[
+                (n as u128 + 1, size_of::<usize>()),
+                (nnz as u128, size_of::<Index>() + size_of::<T>()),
+            ]),
+        )?;
+        let mut row_ptr = try_with_capacity(&what, n + 1)?;
+        let mut col_idx = try_with_capacity(&what, nnz)?;
+        let mut values = try_with_capacity(&what, nnz)?;
+        row_ptr.extend_from_slice(&self.p.row_ptr);
+        col_idx.extend_from_slice(&self.p.col_idx);
+        values.extend_from_slice(&self.p.values);
+        for i in m..n {
+            // i < n <= Index::MAX (checked above).
+            col_idx.push(i as Index);
+            values.push(T::ONE);
+            row_ptr.push(values.len());
+        }
+        Ok(Self::from_parts_trusted(CsrParts {
+            n_rows: n,
+            n_cols: n,
+            row_ptr,
+            col_idx,
+            values,
+        }))
     }
 
     /// The dense row-major `n_rows x n_cols` array (for tests and small matrices).

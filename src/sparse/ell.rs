@@ -1,5 +1,6 @@
 //! ELLPACK-ITPACK: every row padded to the same width, stored column-major.
 
+use super::pattern::{Slots, accept};
 use super::{
     Bcsr, Csr, CsrParts, Element, Index, Rejected, SparseError, check_host_bytes,
     check_index_range, check_len, checked_mul, round_up, storage_bytes, try_vec, try_with_capacity,
@@ -82,13 +83,7 @@ impl<T: Element> Ell<T> {
     /// range (padding included), `row_len[i] > width`, columns not increasing in a row,
     /// non-zero padding values.
     pub fn from_parts(parts: EllParts<T>) -> Result<Self, Rejected<EllParts<T>>> {
-        match validate(&parts) {
-            Ok(()) => Ok(Self { p: parts }),
-            Err(error) => Err(Rejected {
-                error,
-                parts: Box::new(parts),
-            }),
-        }
+        accept(parts, validate).map(|p| Self { p })
     }
 
     /// Rows.
@@ -263,42 +258,18 @@ fn validate<T: Element>(p: &EllParts<T>) -> Result<(), SparseError> {
     check_len(op, "col_idx (width * n_rows_pad)", total, p.col_idx.len())?;
     check_len(op, "values (width * n_rows_pad)", total, p.values.len())?;
     check_len(op, "row_len (one per row)", p.n_rows, p.row_len.len())?;
-    for (s, &c) in p.col_idx.iter().enumerate() {
-        if c as usize >= p.n_cols {
-            return Err(SparseError::IndexOutOfRange {
-                op,
-                what: "col_idx",
-                position: s,
-                value: c as usize,
-                bound: p.n_cols,
-            });
-        }
-    }
-    for i in 0..p.n_rows_pad {
-        let len = p.row_len.get(i).map_or(0, |&l| l as usize);
-        if len > p.width {
-            return Err(SparseError::IndexOutOfRange {
-                op,
-                what: "row_len",
-                position: i,
-                value: len,
-                bound: p.width + 1,
-            });
-        }
-        for k in 1..len {
-            let (a, b) = (
-                p.col_idx[(k - 1) * p.n_rows_pad + i],
-                p.col_idx[k * p.n_rows_pad + i],
-            );
-            if b <= a {
-                return Err(SparseError::InvalidStructure {
-                    op,
-                    what: "col_idx",
-                    position: k * p.n_rows_pad + i,
-                    reason: format!("row {i}: column {b} does not increase over the previous {a}"),
-                });
-            }
-        }
+    let slots = Slots {
+        op,
+        what: "col_idx",
+        row: "row",
+        col: "column",
+        idx: &p.col_idx,
+        row_len: &p.row_len,
+        width: p.width,
+        stride: p.n_rows_pad,
+        bound: p.n_cols,
+    };
+    slots.check(p.n_rows_pad, |i, len| {
         for k in len..p.width {
             let s = k * p.n_rows_pad + i;
             if p.values[s] != T::ZERO {
@@ -313,6 +284,6 @@ fn validate<T: Element>(p: &EllParts<T>) -> Result<(), SparseError> {
                 });
             }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }

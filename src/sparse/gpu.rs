@@ -1,8 +1,11 @@
-//! SpMV on the GPU: a matrix is uploaded once ([`DeviceBcsr::upload`]) and stays on the
-//! device; `y <- alpha A x + beta y` runs on the stream of `y` without synchronising.
+//! SpMV on the GPU: a matrix is uploaded once ([`DeviceBcsr::upload`], ...) and stays on
+//! the device; `y <- alpha A x + beta y` runs on the stream of `y` without synchronising.
+//! [`DeviceMatrix::upload`] picks the format from the matrix's structure
+//! ([`super::Format::Auto`]).
 //!
 //! | format | kernel | thread mapping |
 //! |---|---|---|
+//! | CSR (any matrix) | `spmv_csr_<t>` | `lanes` threads per row (a power of two up to 32, from the mean row length), lanes summed in a fixed tree |
 //! | BCSR, `b = 5`, row- or column-major blocks | `spmv_bcsr5_{rm,cm}_<t>` | one thread per matrix row |
 //! | BCSR, any `b` | `spmv_bcsr_{rm,cm}_<t>` | one thread per matrix row |
 //! | ELL (scalar, column-major) | `spmv_ell_<t>` | one thread per matrix row, coalesced |
@@ -11,22 +14,182 @@
 //! | BDIA (block stencil), `b = 5` or any `b` | `spmv_bdia5_<t>`, `spmv_bdia_<t>` | one thread per stored matrix row, coalesced |
 //!
 //! The per-row sum is the CPU path's fused multiply-add chain in the same order, so GPU
-//! and CPU results agree bit for bit. Where `beta` is exactly zero the old `y` is not read.
+//! and CPU results agree bit for bit (CSR: the order of [`super::cpu::spmv_csr_lanes`]
+//! with the matrix's [`DeviceCsr::lanes`]). Where `beta` is exactly zero the old `y` is
+//! not read.
+//!
+//! Each `spmv_*` checks the operands (lengths, devices), then holds the one `unsafe`
+//! launch of its kernel; the matrix's own indices were checked by its host format's
+//! constructor before the upload.
 
-use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, LaunchConfig, arg};
-use ferrocuda_kernels::names::SpmvKernels;
-use ferrocuda_kernels::sparse::MatrixScalar;
-use ferrocuda_kernels::spmv::{SBELL_THREADS, SPMV_ROW_BLOCK};
+use ferrocuda_host::{
+    DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, In, Kernel, LaunchConfig, Out,
+};
+use ferrocuda_kernels::abi::Signature;
+use ferrocuda_kernels::spmv::{
+    CSR_MAX_LANES, CSR_THREADS, SBELL_THREADS, SPMV_ROW_BLOCK, SpmvBcsr, SpmvBdia, SpmvBell,
+    SpmvCsr, SpmvEll, SpmvSbell, csr_lanes,
+};
 
-use super::{Bcsr, Bdia, Bell, BlockLayout, Element, Ell, Index, Sbell};
+pub use ferrocuda_kernels::spmv::SpmvKernels;
+
+use super::pattern::block_shape_accessors;
+use super::{
+    Bcsr, Bdia, Bell, BlockLayout, BlockShape, Csr, Element, Ell, Format, FormatChoice,
+    FormatOptions, Index, Matrix, Sbell, Storage, Target,
+};
 use crate::error::{Error, Result, check_len};
+
+/// A [`Csr`] matrix resident on one GPU (same arrays), with the number of threads that
+/// share a row in [`spmv_csr`].
+///
+/// ```
+/// use ferrocuda::sparse::{Csr, cpu, gpu::{DeviceCsr, spmv_csr}};
+/// // [[2, 1], [0, 3]]
+/// let a = Csr::try_new(2, 2, vec![0, 2, 3], vec![0, 1, 1], vec![2.0_f64, 1.0, 3.0])?;
+/// let x = [1.0, 2.0];
+/// let mut want = [0.0; 2];
+/// cpu::spmv_csr(1.0, &a, &x, 0.0, &mut want)?;
+/// match ferrocuda::gpu::open(0) {
+///     Ok(gpu) => {
+///         let da = DeviceCsr::upload(&gpu, &a)?;
+///         let (dx, mut dy) = (gpu.upload(&x)?, gpu.alloc::<f64>(2)?);
+///         spmv_csr(1.0, &da, &dx, 0.0, &mut dy)?;
+///         assert_eq!(dy.download()?, want);
+///     }
+///     Err(e) if e.is_no_device() => println!("no GPU ({e}); the CPU gives {want:?}"),
+///     Err(e) => return Err(e.into()),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct DeviceCsr<A> {
+    n_rows: usize,
+    n_cols: usize,
+    lanes: usize,
+    row_ptr: DeviceBuffer<usize>,
+    col_idx: DeviceBuffer<u32>,
+    values: DeviceBuffer<A>,
+}
+
+impl<A: Element> DeviceCsr<A> {
+    /// The device (and stream) holding the matrix.
+    pub fn gpu(&self) -> &Gpu {
+        self.values.gpu()
+    }
+
+    /// Copies `a`'s arrays to the device of `gpu`; rows get
+    /// [`ferrocuda_kernels::spmv::csr_lanes`] threads each (the power of two at or above
+    /// the mean row length, at most 32).
+    pub fn upload(gpu: &Gpu, a: &Csr<A>) -> Result<Self> {
+        Self::upload_with_lanes(gpu, a, csr_lanes(a.nnz(), a.n_rows()))
+    }
+
+    /// [`DeviceCsr::upload`] with `lanes` threads per row. Errors: `lanes` is not a power
+    /// of two from 1 to 32.
+    pub fn upload_with_lanes(gpu: &Gpu, a: &Csr<A>, lanes: usize) -> Result<Self> {
+        check_lanes("DeviceCsr::upload_with_lanes", lanes)?;
+        Ok(DeviceCsr {
+            n_rows: a.n_rows(),
+            n_cols: a.n_cols(),
+            lanes,
+            row_ptr: gpu.upload(a.row_ptr())?,
+            col_idx: gpu.upload(a.col_idx())?,
+            values: gpu.upload(a.values())?,
+        })
+    }
+
+    /// Rows.
+    pub fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+
+    /// Columns.
+    pub fn n_cols(&self) -> usize {
+        self.n_cols
+    }
+
+    /// Stored entries.
+    pub fn nnz(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Threads per row in [`spmv_csr`]; the CPU twin with the same bits is
+    /// [`super::cpu::spmv_csr_lanes`] with this count.
+    pub fn lanes(&self) -> usize {
+        self.lanes
+    }
+
+    /// Device memory of the matrix in bytes (values and indices).
+    pub fn bytes(&self) -> usize {
+        self.row_ptr.len() * size_of::<usize>()
+            + self.col_idx.len() * size_of::<u32>()
+            + self.values.len() * size_of::<A>()
+    }
+}
+
+/// `Err` unless `lanes` is a power of two from 1 to [`CSR_MAX_LANES`].
+pub(crate) fn check_lanes(op: &'static str, lanes: usize) -> Result<()> {
+    if lanes.is_power_of_two() && lanes <= CSR_MAX_LANES {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument {
+            op,
+            reason: format!(
+                "lanes = {lanes} threads per row (must be a power of two from 1 to {CSR_MAX_LANES})"
+            ),
+        })
+    }
+}
+
+/// `y <- alpha A x + beta y` for a device CSR matrix; same contract as [`spmv_bcsr`], and
+/// the same bits as [`super::cpu::spmv_csr_lanes`] with [`DeviceCsr::lanes`] (one lane:
+/// the same bits as `cpu::spmv_csr`).
+pub fn spmv_csr<A, V>(
+    alpha: V,
+    a: &DeviceCsr<A>,
+    x: &impl DeviceSlice<V>,
+    beta: V,
+    y: &mut impl DeviceSliceMut<V>,
+) -> Result<()>
+where
+    A: Element + SpmvKernels<V>,
+    V: Element,
+{
+    // n_rows <= Index::MAX and lanes <= 32: the thread count fits.
+    let cfg = LaunchConfig::for_elements(a.n_rows * a.lanes, CSR_THREADS as u32);
+    let kernel = <A as SpmvKernels<V>>::CSR;
+    // SAFETY: the kernel reads row_ptr[0..=n_rows] and, for each row, col_idx and values
+    // at row_ptr[i]..row_ptr[i+1] (offsets monotone up to nnz, columns < n_cols: checked
+    // by `Csr`), x[0..n_cols] and writes y[0..n_rows] (checked by launch_spmv); lanes is
+    // a power of two <= 32 (checked at upload) and CSR_THREADS a multiple of 32, as its
+    // warp-uniform loop needs.
+    unsafe {
+        launch_spmv(
+            "spmv_csr",
+            (a.n_rows(), a.n_cols(), a.gpu()),
+            x,
+            y,
+            &kernel,
+            cfg,
+            |x, y| SpmvCsr {
+                n_rows: a.n_rows,
+                lanes: a.lanes,
+                alpha,
+                row_ptr: a.row_ptr.as_in(),
+                col_idx: a.col_idx.as_in(),
+                values: a.values.as_in(),
+                x,
+                beta,
+                y,
+            },
+        )
+    }
+}
 
 /// A [`Bcsr`] matrix resident on one GPU (same arrays, same layout).
 pub struct DeviceBcsr<A> {
-    b: usize,
+    shape: BlockShape,
     layout: BlockLayout,
-    n_block_rows: usize,
-    n_block_cols: usize,
     row_ptr: DeviceBuffer<usize>,
     col_idx: DeviceBuffer<u32>,
     values: DeviceBuffer<A>,
@@ -41,30 +204,15 @@ impl<A: Element> DeviceBcsr<A> {
     /// Copies `a`'s arrays to the device of `gpu`.
     pub fn upload(gpu: &Gpu, a: &Bcsr<A>) -> Result<Self> {
         Ok(DeviceBcsr {
-            b: a.b(),
+            shape: a.shape(),
             layout: a.layout(),
-            n_block_rows: a.n_block_rows(),
-            n_block_cols: a.n_block_cols(),
             row_ptr: gpu.upload(a.row_ptr())?,
             col_idx: gpu.upload(a.col_idx())?,
             values: gpu.upload(a.values())?,
         })
     }
 
-    /// Rows (`n_block_rows * b`).
-    pub fn n_rows(&self) -> usize {
-        self.n_block_rows * self.b
-    }
-
-    /// Columns (`n_block_cols * b`).
-    pub fn n_cols(&self) -> usize {
-        self.n_block_cols * self.b
-    }
-
-    /// Block size.
-    pub fn b(&self) -> usize {
-        self.b
-    }
+    block_shape_accessors!(shape);
 
     /// Device memory of the matrix in bytes (values and indices).
     pub fn bytes(&self) -> usize {
@@ -76,9 +224,7 @@ impl<A: Element> DeviceBcsr<A> {
 
 /// A [`Bell`] matrix resident on one GPU (same arrays, same layout).
 pub struct DeviceBell<A> {
-    b: usize,
-    n_block_rows: usize,
-    n_block_cols: usize,
+    shape: BlockShape,
     n_block_rows_pad: usize,
     row_len: DeviceBuffer<u32>,
     block_col: DeviceBuffer<u32>,
@@ -94,9 +240,7 @@ impl<A: Element> DeviceBell<A> {
     /// Copies `a`'s arrays to the device of `gpu`.
     pub fn upload(gpu: &Gpu, a: &Bell<A>) -> Result<Self> {
         Ok(DeviceBell {
-            b: a.b(),
-            n_block_rows: a.n_block_rows(),
-            n_block_cols: a.n_block_cols(),
+            shape: a.shape(),
             n_block_rows_pad: a.n_block_rows_pad(),
             row_len: gpu.upload(a.row_len())?,
             block_col: gpu.upload(a.block_col())?,
@@ -104,15 +248,7 @@ impl<A: Element> DeviceBell<A> {
         })
     }
 
-    /// Rows.
-    pub fn n_rows(&self) -> usize {
-        self.n_block_rows * self.b
-    }
-
-    /// Columns.
-    pub fn n_cols(&self) -> usize {
-        self.n_block_cols * self.b
-    }
+    block_shape_accessors!(shape);
 }
 
 /// An [`Ell`] matrix resident on one GPU (same arrays, same layout).
@@ -164,42 +300,35 @@ pub fn spmv_ell<A, V>(
     y: &mut impl DeviceSliceMut<V>,
 ) -> Result<()>
 where
-    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    A: Element + SpmvKernels<V>,
     V: Element,
 {
-    check_operands("spmv_ell", a.n_rows, a.n_cols, a.values.gpu(), x, y)?;
-    if a.n_rows == 0 {
-        return Ok(());
-    }
-    let (n, np) = (a.n_rows, a.n_rows_pad);
-    let (rl, ci, va) = (
-        a.row_len.device_ptr(),
-        a.col_idx.device_ptr(),
-        a.values.device_ptr(),
-    );
-    let (xp, yp) = (x.device_ptr(), y.device_ptr());
-    let cfg = LaunchConfig::for_elements(n, SPMV_ROW_BLOCK as u32);
-    // SAFETY: spmv_ell_<a>_<v>(n_rows, n_rows_pad, alpha, row_len, col_idx, values, x, beta,
-    // y) reads the arrays validated by `Ell` (row_len <= width, columns < n_cols),
-    // x[0..n_cols], writes y[0..n_rows]; lengths checked.
+    let cfg = LaunchConfig::for_elements(a.n_rows, SPMV_ROW_BLOCK as u32);
+    let kernel = <A as SpmvKernels<V>>::ELL;
+    // SAFETY: the kernel reads the arrays validated by `Ell` (row_len <= width, slots at
+    // k n_rows_pad + i inside width n_rows_pad, columns < n_cols), x[0..n_cols], and
+    // writes y[0..n_rows] (checked by launch_spmv).
     unsafe {
-        y.gpu().launch_untyped(
-            <A as SpmvKernels<V>>::SPMV.ell,
+        launch_spmv(
+            "spmv_ell",
+            (a.n_rows(), a.n_cols(), a.gpu()),
+            x,
+            y,
+            &kernel,
             cfg,
-            &mut [
-                arg(&n),
-                arg(&np),
-                arg(&alpha),
-                arg(&rl),
-                arg(&ci),
-                arg(&va),
-                arg(&xp),
-                arg(&beta),
-                arg(&yp),
-            ],
-        )?
-    };
-    Ok(())
+            |x, y| SpmvEll {
+                n_rows: a.n_rows,
+                n_rows_pad: a.n_rows_pad,
+                alpha,
+                row_len: a.row_len.as_in(),
+                col_idx: a.col_idx.as_in(),
+                values: a.values.as_in(),
+                x,
+                beta,
+                y,
+            },
+        )
+    }
 }
 
 /// Lengths of `x` and `y`, and `x` and the matrix on the device of `y`.
@@ -226,6 +355,37 @@ pub(crate) fn check_operands<V>(
     Ok(())
 }
 
+/// The rows and columns of a device matrix and the device holding it: what
+/// [`launch_spmv`] checks the operands against.
+type Shape<'a> = (usize, usize, &'a Gpu);
+
+/// The body every `spmv_*` shares: checks the operands of `op` against the matrix
+/// ([`check_operands`]), then, unless the matrix has no rows, launches `kernel` on the
+/// stream of `y` with the arguments `args` makes from `x` (read) and `y` (written).
+///
+/// # Safety
+/// As [`Gpu::launch`]: given `x` of `n_cols` and `y` of `n_rows` elements (checked
+/// here), the kernel stays inside the arrays `args` hands it.
+unsafe fn launch_spmv<'a, S: Signature, V: Element>(
+    op: &'static str,
+    (n_rows, n_cols, matrix): Shape<'_>,
+    x: &'a impl DeviceSlice<V>,
+    y: &'a mut impl DeviceSliceMut<V>,
+    kernel: &Kernel<S>,
+    cfg: LaunchConfig,
+    args: impl FnOnce(In<'a, V>, Out<'a, V>) -> S::Args<'a>,
+) -> Result<()> {
+    check_operands(op, n_rows, n_cols, matrix, x, y)?;
+    if n_rows == 0 {
+        return Ok(());
+    }
+    let gpu = y.gpu().clone();
+    let args = args(x.as_in(), y.as_out());
+    // SAFETY: forwarded from the caller; `&mut y` excludes aliasing with `x` and the
+    // matrix.
+    unsafe { gpu.launch(kernel, cfg, args) }.map_err(Into::into)
+}
+
 /// `y <- alpha A x + beta y` for a device blocked-ELL matrix; same contract as
 /// [`spmv_bcsr`], and the same bits.
 pub fn spmv_bell<A, V>(
@@ -236,46 +396,40 @@ pub fn spmv_bell<A, V>(
     y: &mut impl DeviceSliceMut<V>,
 ) -> Result<()>
 where
-    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    A: Element + SpmvKernels<V>,
     V: Element,
 {
-    check_operands("spmv_bell", a.n_rows(), a.n_cols(), a.values.gpu(), x, y)?;
-    let n_rows = a.n_rows();
-    if n_rows == 0 {
-        return Ok(());
-    }
-    let names = <A as SpmvKernels<V>>::SPMV;
-    let kernel = if a.b == 5 { names.bell5 } else { names.bell };
-    let (nbr, nbr_pad, b) = (a.n_block_rows, a.n_block_rows_pad, a.b);
-    let (rl, bc, va) = (
-        a.row_len.device_ptr(),
-        a.block_col.device_ptr(),
-        a.values.device_ptr(),
-    );
-    let (xp, yp) = (x.device_ptr(), y.device_ptr());
-    let cfg = LaunchConfig::for_elements(n_rows, SPMV_ROW_BLOCK as u32);
-    // SAFETY: spmv_bell*_<a>_<v>(n_block_rows, n_block_rows_pad, b, alpha, row_len,
-    // block_col, values, x, beta, y) reads the arrays validated by `Bell` (row_len <= width,
-    // block columns < n_block_cols), x[0..n_cols], writes y[0..n_rows]; lengths checked.
-    unsafe {
-        y.gpu().launch_untyped(
-            kernel,
-            cfg,
-            &mut [
-                arg(&nbr),
-                arg(&nbr_pad),
-                arg(&b),
-                arg(&alpha),
-                arg(&rl),
-                arg(&bc),
-                arg(&va),
-                arg(&xp),
-                arg(&beta),
-                arg(&yp),
-            ],
-        )?
+    let kernel = if a.shape.b == 5 {
+        <A as SpmvKernels<V>>::BELL5
+    } else {
+        <A as SpmvKernels<V>>::BELL
     };
-    Ok(())
+    let cfg = LaunchConfig::for_elements(a.n_rows(), SPMV_ROW_BLOCK as u32);
+    // SAFETY: the kernel reads the arrays validated by `Bell` (row_len <= width, block
+    // columns < n_block_cols, values of width b b n_block_rows_pad), x[0..n_cols], and
+    // writes y[0..n_rows] (checked by launch_spmv); bell5 only runs with b = 5.
+    unsafe {
+        launch_spmv(
+            "spmv_bell",
+            (a.n_rows(), a.n_cols(), a.gpu()),
+            x,
+            y,
+            &kernel,
+            cfg,
+            |x, y| SpmvBell {
+                n_block_rows: a.shape.n_block_rows,
+                n_block_rows_pad: a.n_block_rows_pad,
+                b: a.shape.b,
+                alpha,
+                row_len: a.row_len.as_in(),
+                block_col: a.block_col.as_in(),
+                values: a.values.as_in(),
+                x,
+                beta,
+                y,
+            },
+        )
+    }
 }
 
 /// `y <- alpha A x + beta y` for a device BCSR matrix. `A` and `V` may be the same
@@ -289,57 +443,45 @@ pub fn spmv_bcsr<A, V>(
     y: &mut impl DeviceSliceMut<V>,
 ) -> Result<()>
 where
-    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    A: Element + SpmvKernels<V>,
     V: Element,
 {
-    check_operands("spmv_bcsr", a.n_rows(), a.n_cols(), a.values.gpu(), x, y)?;
-    let n_rows = a.n_rows();
-    if n_rows == 0 {
-        return Ok(());
-    }
-    let names = <A as SpmvKernels<V>>::SPMV;
-    let kernel = match (a.b, a.layout) {
-        (5, BlockLayout::RowMajor) => names.bcsr5_rm,
-        (5, BlockLayout::ColMajor) => names.bcsr5_cm,
-        (_, BlockLayout::RowMajor) => names.bcsr_rm,
-        (_, BlockLayout::ColMajor) => names.bcsr_cm,
+    let kernel = match (a.shape.b, a.layout) {
+        (5, BlockLayout::RowMajor) => <A as SpmvKernels<V>>::BCSR5_RM,
+        (5, BlockLayout::ColMajor) => <A as SpmvKernels<V>>::BCSR5_CM,
+        (_, BlockLayout::RowMajor) => <A as SpmvKernels<V>>::BCSR_RM,
+        (_, BlockLayout::ColMajor) => <A as SpmvKernels<V>>::BCSR_CM,
     };
-    let (nbr, b) = (a.n_block_rows, a.b);
-    let (rp, ci, va) = (
-        a.row_ptr.device_ptr(),
-        a.col_idx.device_ptr(),
-        a.values.device_ptr(),
-    );
-    let (xp, yp) = (x.device_ptr(), y.device_ptr());
-    let cfg = LaunchConfig::for_elements(n_rows, SPMV_ROW_BLOCK as u32);
-    // SAFETY: spmv_bcsr*_<a>_<v>(n_block_rows, b, alpha, row_ptr, col_idx, values, x, beta, y)
-    // reads the matrix arrays validated by `Bcsr` (block columns < n_block_cols), x[0..n_cols]
-    // and writes y[0..n_rows]; lengths were checked above; &mut y excludes aliasing.
+    let cfg = LaunchConfig::for_elements(a.n_rows(), SPMV_ROW_BLOCK as u32);
+    // SAFETY: the kernel reads the matrix arrays validated by `Bcsr` (offsets monotone up
+    // to nnzb, block columns < n_block_cols, b b values per block), x[0..n_cols], and
+    // writes y[0..n_rows] (checked by launch_spmv); the bcsr5 kernels only run with b = 5.
     unsafe {
-        y.gpu().launch_untyped(
-            kernel,
+        launch_spmv(
+            "spmv_bcsr",
+            (a.n_rows(), a.n_cols(), a.gpu()),
+            x,
+            y,
+            &kernel,
             cfg,
-            &mut [
-                arg(&nbr),
-                arg(&b),
-                arg(&alpha),
-                arg(&rp),
-                arg(&ci),
-                arg(&va),
-                arg(&xp),
-                arg(&beta),
-                arg(&yp),
-            ],
-        )?
-    };
-    Ok(())
+            |x, y| SpmvBcsr {
+                n_block_rows: a.shape.n_block_rows,
+                b: a.shape.b,
+                alpha,
+                row_ptr: a.row_ptr.as_in(),
+                col_idx: a.col_idx.as_in(),
+                values: a.values.as_in(),
+                x,
+                beta,
+                y,
+            },
+        )
+    }
 }
 
 /// An [`Sbell`] matrix resident on one GPU, with the list of its empty block rows.
 pub struct DeviceSbell<A> {
-    b: usize,
-    n_block_rows: usize,
-    n_block_cols: usize,
+    shape: BlockShape,
     n_stored: usize,
     n_empty: usize,
     row_index: DeviceBuffer<Index>,
@@ -362,9 +504,7 @@ impl<A: Element> DeviceSbell<A> {
     pub fn upload(gpu: &Gpu, a: &Sbell<A>) -> Result<Self> {
         let empty = a.empty_block_rows()?;
         Ok(DeviceSbell {
-            b: a.b(),
-            n_block_rows: a.n_block_rows(),
-            n_block_cols: a.n_block_cols(),
+            shape: a.shape(),
             n_stored: a.n_stored(),
             n_empty: empty.len(),
             row_index: gpu.upload(a.row_index())?,
@@ -378,15 +518,7 @@ impl<A: Element> DeviceSbell<A> {
         })
     }
 
-    /// Rows.
-    pub fn n_rows(&self) -> usize {
-        self.n_block_rows * self.b
-    }
-
-    /// Columns.
-    pub fn n_cols(&self) -> usize {
-        self.n_block_cols * self.b
-    }
+    block_shape_accessors!(shape);
 }
 
 /// `y <- alpha A x + beta y` for a device sliced masked BELL matrix; same contract as
@@ -399,69 +531,56 @@ pub fn spmv_sbell<A, V>(
     y: &mut impl DeviceSliceMut<V>,
 ) -> Result<()>
 where
-    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    A: Element + SpmvKernels<V>,
     V: Element,
 {
-    check_operands("spmv_sbell", a.n_rows(), a.n_cols(), a.values.gpu(), x, y)?;
-    if a.n_rows() == 0 {
-        return Ok(());
-    }
-    let names = <A as SpmvKernels<V>>::SPMV;
-    let kernel = if a.b == 5 { names.sbell5 } else { names.sbell };
+    let kernel = if a.shape.b == 5 {
+        <A as SpmvKernels<V>>::SBELL5
+    } else {
+        <A as SpmvKernels<V>>::SBELL
+    };
     // With beta = 1 an empty block row keeps y as it is: no thread needs to touch it
     // (the halo part of a distributed matrix is nearly all empty rows).
-    let ne = if beta == V::ONE { 0 } else { a.n_empty };
-    let (ns, b) = (a.n_stored, a.b);
-    let nsp = a.row_len.len();
-    let ptrs = [
-        a.row_index.device_ptr(),
-        a.empty_rows.device_ptr(),
-        a.row_len.device_ptr(),
-        a.masks.device_ptr(),
-        a.slice_col_ptr.device_ptr(),
-        a.slice_val_ptr.device_ptr(),
-        a.block_col.device_ptr(),
-        a.values.device_ptr(),
-    ];
-    let (xp, yp) = (x.device_ptr(), y.device_ptr());
-    let cfg = LaunchConfig::for_elements(nsp + ne, SBELL_THREADS as u32);
-    // SAFETY: spmv_sbell*_<a>_<v>(n_stored, n_stored_pad, n_empty, b, alpha, row_index,
-    // empty_rows, row_len, masks, slice_col_ptr, slice_val_ptr, block_col, values, x, beta,
-    // y) reads the arrays validated by `Sbell` (slots within the masks and slices, block
-    // columns < n_block_cols, row_index < n_block_rows; empty_rows is its complement),
-    // x[0..n_cols], writes y[0..n_rows]; 1 <= b <= 8; lengths checked.
+    let n_empty = if beta == V::ONE { 0 } else { a.n_empty };
+    let n_stored_pad = a.row_len.len();
+    let cfg = LaunchConfig::for_elements(n_stored_pad + n_empty, SBELL_THREADS as u32);
+    // SAFETY: the kernel reads the arrays validated by `Sbell` (slots within the masks and
+    // slices, block columns < n_block_cols, row_index < n_block_rows; empty_rows is its
+    // complement, n_empty <= its length), x[0..n_cols], and writes y[0..n_rows] (checked
+    // by launch_spmv); 1 <= b <= 8 (checked by `Sbell`).
     unsafe {
-        y.gpu().launch_untyped(
-            kernel,
+        launch_spmv(
+            "spmv_sbell",
+            (a.n_rows(), a.n_cols(), a.gpu()),
+            x,
+            y,
+            &kernel,
             cfg,
-            &mut [
-                arg(&ns),
-                arg(&nsp),
-                arg(&ne),
-                arg(&b),
-                arg(&alpha),
-                arg(&ptrs[0]),
-                arg(&ptrs[1]),
-                arg(&ptrs[2]),
-                arg(&ptrs[3]),
-                arg(&ptrs[4]),
-                arg(&ptrs[5]),
-                arg(&ptrs[6]),
-                arg(&ptrs[7]),
-                arg(&xp),
-                arg(&beta),
-                arg(&yp),
-            ],
-        )?
-    };
-    Ok(())
+            |x, y| SpmvSbell {
+                n_stored: a.n_stored,
+                n_stored_pad,
+                n_empty,
+                b: a.shape.b,
+                alpha,
+                row_index: a.row_index.as_in(),
+                empty_rows: a.empty_rows.as_in(),
+                row_len: a.row_len.as_in(),
+                masks: a.masks.as_in(),
+                slice_col_ptr: a.slice_col_ptr.as_in(),
+                slice_val_ptr: a.slice_val_ptr.as_in(),
+                block_col: a.block_col.as_in(),
+                values: a.values.as_in(),
+                x,
+                beta,
+                y,
+            },
+        )
+    }
 }
 
 /// A [`Bdia`] matrix resident on one GPU, with the list of its empty block rows.
 pub struct DeviceBdia<A> {
-    b: usize,
-    n_block_rows: usize,
-    n_block_cols: usize,
+    shape: BlockShape,
     n_stored: usize,
     n_stored_pad: usize,
     n_empty: usize,
@@ -481,9 +600,7 @@ impl<A: Element> DeviceBdia<A> {
     pub fn upload(gpu: &Gpu, a: &Bdia<A>) -> Result<Self> {
         let empty = super::ghost_block_rows(a.row_index(), a.n_block_rows())?;
         Ok(DeviceBdia {
-            b: a.b(),
-            n_block_rows: a.n_block_rows(),
-            n_block_cols: a.n_block_cols(),
+            shape: a.shape(),
             n_stored: a.row_index().len(),
             n_stored_pad: a.n_stored_pad(),
             n_empty: empty.len(),
@@ -494,15 +611,7 @@ impl<A: Element> DeviceBdia<A> {
         })
     }
 
-    /// Rows.
-    pub fn n_rows(&self) -> usize {
-        self.n_block_rows * self.b
-    }
-
-    /// Columns.
-    pub fn n_cols(&self) -> usize {
-        self.n_block_cols * self.b
-    }
+    block_shape_accessors!(shape);
 }
 
 /// `y <- alpha A x + beta y` for a device block-stencil matrix; same contract as
@@ -515,50 +624,195 @@ pub fn spmv_bdia<A, V>(
     y: &mut impl DeviceSliceMut<V>,
 ) -> Result<()>
 where
-    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    A: Element + SpmvKernels<V>,
     V: Element,
 {
-    check_operands("spmv_bdia", a.n_rows(), a.n_cols(), a.values.gpu(), x, y)?;
-    if a.n_rows() == 0 {
-        return Ok(());
-    }
-    let names = <A as SpmvKernels<V>>::SPMV;
-    let kernel = if a.b == 5 { names.bdia5 } else { names.bdia };
-    let (ns, nsp, ne, b, nbc) = (a.n_stored, a.n_stored_pad, a.n_empty, a.b, a.n_block_cols);
-    let nd = a.offsets.len();
-    let (of, ri, er, va) = (
-        a.offsets.device_ptr(),
-        a.row_index.device_ptr(),
-        a.empty_rows.device_ptr(),
-        a.values.device_ptr(),
-    );
-    let (xp, yp) = (x.device_ptr(), y.device_ptr());
-    let cfg = LaunchConfig::for_elements((nsp + ne) * b, SPMV_ROW_BLOCK as u32);
-    // SAFETY: spmv_bdia*_<a>_<v>(n_stored, n_stored_pad, n_empty, b, n_block_cols,
-    // n_diagonals, alpha, offsets, row_index, empty_rows, values, x, beta, y) reads the
-    // arrays validated by `Bdia` (values of S b b n_stored_pad, row_index < n_block_rows),
-    // skips diagonals outside 0..n_block_cols, reads x[0..n_cols], writes y[0..n_rows].
-    unsafe {
-        y.gpu().launch_untyped(
-            kernel,
-            cfg,
-            &mut [
-                arg(&ns),
-                arg(&nsp),
-                arg(&ne),
-                arg(&b),
-                arg(&nbc),
-                arg(&nd),
-                arg(&alpha),
-                arg(&of),
-                arg(&ri),
-                arg(&er),
-                arg(&va),
-                arg(&xp),
-                arg(&beta),
-                arg(&yp),
-            ],
-        )?
+    let kernel = if a.shape.b == 5 {
+        <A as SpmvKernels<V>>::BDIA5
+    } else {
+        <A as SpmvKernels<V>>::BDIA
     };
-    Ok(())
+    let threads = (a.n_stored_pad + a.n_empty) * a.shape.b;
+    let cfg = LaunchConfig::for_elements(threads, SPMV_ROW_BLOCK as u32);
+    // SAFETY: the kernel reads the arrays validated by `Bdia` (values of S b b
+    // n_stored_pad, row_index < n_block_rows; empty_rows its complement), skips diagonals
+    // outside 0..n_block_cols, reads x[0..n_cols] and writes y[0..n_rows] (checked by
+    // launch_spmv).
+    unsafe {
+        launch_spmv(
+            "spmv_bdia",
+            (a.n_rows(), a.n_cols(), a.gpu()),
+            x,
+            y,
+            &kernel,
+            cfg,
+            |x, y| SpmvBdia {
+                n_stored: a.n_stored,
+                n_stored_pad: a.n_stored_pad,
+                n_empty: a.n_empty,
+                b: a.shape.b,
+                n_block_cols: a.shape.n_block_cols,
+                n_diagonals: a.offsets.len(),
+                alpha,
+                offsets: a.offsets.as_in(),
+                row_index: a.row_index.as_in(),
+                empty_rows: a.empty_rows.as_in(),
+                values: a.values.as_in(),
+                x,
+                beta,
+                y,
+            },
+        )
+    }
+}
+
+/// A matrix on one GPU in the format a [`FormatChoice`] names: the problem-level entry
+/// point. [`DeviceMatrix::upload`] with [`Format::Auto`] picks SBELL, BCSR, ELL or CSR
+/// from the structure (rules in [`super::auto`]) and keeps the report of what it chose
+/// and why ([`DeviceMatrix::choice`]); it multiplies with [`DeviceMatrix::spmv`] and is
+/// the operator GMRES takes ([`crate::krylov::DeviceLinOp`]).
+///
+/// ```
+/// use ferrocuda::sparse::{Csr, Format, Matrix, gpu::DeviceMatrix};
+/// let a = Csr::try_new(2, 2, vec![0, 2, 3], vec![0, 1, 1], vec![2.0_f64, 1.0, 3.0])?;
+/// match ferrocuda::gpu::open(0) {
+///     Ok(gpu) => {
+///         let da = DeviceMatrix::upload(&gpu, &a, Format::Auto)?;
+///         println!("{}: {}", da.format(), da.choice().reason);
+///         let (dx, mut dy) = (gpu.upload(&[1.0, 2.0])?, gpu.alloc::<f64>(2)?);
+///         da.spmv(1.0, &dx, 0.0, &mut dy)?;
+///         assert_eq!(dy.download()?, [4.0, 6.0]);
+///     }
+///     Err(e) if e.is_no_device() => {
+///         // The same choice and product on the CPU.
+///         let m = Matrix::new(&a, Format::Auto)?;
+///         let mut y = [0.0; 2];
+///         m.spmv(1.0, &[1.0, 2.0], 0.0, &mut y)?;
+///         println!("no GPU ({e}); CPU {}: {y:?}", m.format());
+///     }
+///     Err(e) => return Err(e.into()),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct DeviceMatrix<A> {
+    storage: DeviceStorage<A>,
+    choice: FormatChoice,
+}
+
+/// The device arrays of a [`DeviceMatrix`] (boxed: the formats differ in size, and a
+/// matrix is made once).
+enum DeviceStorage<A> {
+    Csr(Box<DeviceCsr<A>>),
+    Ell(Box<DeviceEll<A>>),
+    Bcsr(Box<DeviceBcsr<A>>),
+    Bell(Box<DeviceBell<A>>),
+    Sbell(Box<DeviceSbell<A>>),
+    Bdia(Box<DeviceBdia<A>>),
+}
+
+impl<A: Element> DeviceMatrix<A> {
+    /// Converts `a` to `format` ([`Format::Auto`]: chosen for the GPU) and copies it to
+    /// the device of `gpu`. Errors: as [`Matrix::with_options`], and the device's.
+    pub fn upload(gpu: &Gpu, a: &Csr<A>, format: Format) -> Result<Self> {
+        Self::upload_with(gpu, a, format, &FormatOptions::default())
+    }
+
+    /// [`DeviceMatrix::upload`] with options (block size, layout, padding).
+    pub fn upload_with(
+        gpu: &Gpu,
+        a: &Csr<A>,
+        format: Format,
+        opts: &FormatOptions,
+    ) -> Result<Self> {
+        let m = Matrix::with_options(a, format, Target::Gpu, opts)?;
+        Self::from_matrix(gpu, &m)
+    }
+
+    /// Copies a host [`Matrix`] (its format and choice) to the device of `gpu`.
+    pub fn from_matrix(gpu: &Gpu, m: &Matrix<A>) -> Result<Self> {
+        let storage = match m.storage() {
+            Storage::Csr(a) => DeviceStorage::Csr(Box::new(DeviceCsr::upload(gpu, a)?)),
+            Storage::Ell(a) => DeviceStorage::Ell(Box::new(DeviceEll::upload(gpu, a)?)),
+            Storage::Bcsr(a) => DeviceStorage::Bcsr(Box::new(DeviceBcsr::upload(gpu, a)?)),
+            Storage::Bell(a) => DeviceStorage::Bell(Box::new(DeviceBell::upload(gpu, a)?)),
+            Storage::Sbell(a) => DeviceStorage::Sbell(Box::new(DeviceSbell::upload(gpu, a)?)),
+            Storage::Bdia(a) => DeviceStorage::Bdia(Box::new(DeviceBdia::upload(gpu, a)?)),
+        };
+        Ok(DeviceMatrix {
+            storage,
+            choice: m.choice().clone(),
+        })
+    }
+
+    /// What was chosen and why.
+    pub fn choice(&self) -> &FormatChoice {
+        &self.choice
+    }
+
+    /// The format on the device.
+    pub fn format(&self) -> Format {
+        self.choice.format
+    }
+
+    /// Rows.
+    pub fn n_rows(&self) -> usize {
+        self.choice.n_rows
+    }
+
+    /// Columns.
+    pub fn n_cols(&self) -> usize {
+        self.choice.n_cols
+    }
+
+    /// The device (and stream) holding the matrix.
+    pub fn gpu(&self) -> &Gpu {
+        match &self.storage {
+            DeviceStorage::Csr(a) => a.gpu(),
+            DeviceStorage::Ell(a) => a.gpu(),
+            DeviceStorage::Bcsr(a) => a.gpu(),
+            DeviceStorage::Bell(a) => a.gpu(),
+            DeviceStorage::Sbell(a) => a.gpu(),
+            DeviceStorage::Bdia(a) => a.gpu(),
+        }
+    }
+
+    /// `y <- alpha A x + beta y`: [`spmv_matrix`].
+    pub fn spmv<V>(
+        &self,
+        alpha: V,
+        x: &impl DeviceSlice<V>,
+        beta: V,
+        y: &mut impl DeviceSliceMut<V>,
+    ) -> Result<()>
+    where
+        A: SpmvKernels<V>,
+        V: Element,
+    {
+        spmv_matrix(alpha, self, x, beta, y)
+    }
+}
+
+/// `y <- alpha A x + beta y` for a [`DeviceMatrix`] by the kernel of its format; same
+/// contract as [`spmv_bcsr`], and the same bits as [`Matrix::spmv`] on the CPU copy of
+/// the same format (CSR: as [`super::cpu::spmv_csr_lanes`] with the lanes of
+/// [`DeviceCsr::upload`]).
+pub fn spmv_matrix<A, V>(
+    alpha: V,
+    a: &DeviceMatrix<A>,
+    x: &impl DeviceSlice<V>,
+    beta: V,
+    y: &mut impl DeviceSliceMut<V>,
+) -> Result<()>
+where
+    A: Element + SpmvKernels<V>,
+    V: Element,
+{
+    match &a.storage {
+        DeviceStorage::Csr(a) => spmv_csr(alpha, a, x, beta, y),
+        DeviceStorage::Ell(a) => spmv_ell(alpha, a, x, beta, y),
+        DeviceStorage::Bcsr(a) => spmv_bcsr(alpha, a, x, beta, y),
+        DeviceStorage::Bell(a) => spmv_bell(alpha, a, x, beta, y),
+        DeviceStorage::Sbell(a) => spmv_sbell(alpha, a, x, beta, y),
+        DeviceStorage::Bdia(a) => spmv_bdia(alpha, a, x, beta, y),
+    }
 }

@@ -1,5 +1,15 @@
 //! Sparse matrices: formats, converters, Matrix Market I/O, a block-stencil test-case
-//! generator and SpMV on all CPU cores.
+//! generator, SpMV on all CPU cores ([`cpu`]) and on the GPU ([`gpu`]).
+//!
+//! # From a matrix to a product, on either device
+//! [`Matrix::new`]`(&csr, `[`Format::Auto`]`)` (CPU) and
+//! [`gpu::DeviceMatrix::upload`]`(&gpu, &csr, Format::Auto)` (GPU) choose the storage
+//! format from the structure (block size, fill of the blocks, row lengths, bytes; rules in
+//! [`auto`]) and report what they chose and why ([`FormatChoice`]); both are operators
+//! for GMRES ([`crate::krylov::LinOp`], [`crate::krylov::DeviceLinOp`]). Any matrix runs
+//! on the GPU: without block structure as CSR ([`gpu::DeviceCsr`]) or ELL. To solve a
+//! system in blocks whose size does not divide `n`, pad it first ([`Csr::pad_identity`],
+//! [`padded_size`]); [`Csr::check_finite`] and [`check_finite`] refuse NaN and infinity.
 //!
 //! Every format is generic over the scalar `T` (`f32`, `f64`, `Complex<f32>`,
 //! `Complex<f64>`) and keeps its data in plain arrays (`Vec<usize>` offsets,
@@ -71,6 +81,7 @@
 //! # Ok::<(), ferrocuda::sparse::SparseError>(())
 //! ```
 
+pub mod auto;
 pub mod bcsr;
 pub mod bdia;
 pub mod bell;
@@ -83,9 +94,11 @@ pub mod gpu;
 pub mod gpu_thesis;
 pub mod interop;
 pub mod mm;
+mod pattern;
 pub mod reference;
 pub mod sbell;
 
+pub use auto::{Candidate, Format, FormatChoice, FormatOptions, Matrix, Storage, Target};
 pub use bcsr::{Bcsr, BcsrParts, BlockFit, BlockLayout};
 pub use bdia::{Bdia, BdiaOptions, BdiaParts};
 pub use bell::{Bell, BellOptions, BellParts};
@@ -93,6 +106,7 @@ pub use coo::{Coo, CooParts};
 pub use csr::{Csr, CsrParts};
 pub use ell::{Ell, EllOptions, EllParts};
 pub use ferrocuda_kernels::sparse::MatrixScalar;
+pub use pattern::BlockShape;
 pub use sbell::{Sbell, SbellParts};
 
 /// Column (and block column) index type of every format: 32-bit, checked at construction.
@@ -177,6 +191,23 @@ pub enum SparseError {
     /// request and its bytes, into which it converts.
     #[error(transparent)]
     OutOfHostMemory(Box<crate::Error>),
+    /// A NaN or infinity where only finite values are allowed (a system to solve).
+    #[error("{op}: {what}{} is {value}: NaN and infinity are not allowed", match col {
+        Some(c) => format!(" entry ({row}, {c})"),
+        None => format!("[{row}]"),
+    })]
+    NonFinite {
+        /// The operation.
+        op: &'static str,
+        /// Which matrix or vector.
+        what: &'static str,
+        /// Row of the entry (0-based), or the vector's index.
+        row: usize,
+        /// Column of the entry (0-based); `None` for a vector.
+        col: Option<usize>,
+        /// The value, as `{:?}` prints it.
+        value: String,
+    },
     /// A matrix the block-stencil format ([`Bdia`]) cannot hold.
     #[error("{op}: not a block-stencil matrix: {reason}")]
     NotStencil {
@@ -240,6 +271,82 @@ pub fn ghost_block_rows(map: &[Index], n_block_rows: usize) -> Result<Vec<Index>
         }
     }
     Ok(ghosts)
+}
+
+/// Whether a value is finite (both parts of a complex one).
+fn is_finite<T: Element>(v: T) -> bool {
+    use ferrocuda_kernels::RealScalar;
+    v.re().to_f64().is_finite() && v.im().to_f64().is_finite()
+}
+
+/// `Err(`[`SparseError::NonFinite`]`)` naming the first NaN or infinity of the vector
+/// `what` (0-based index) for operation `op`: the check a solver's right-hand side and
+/// initial guess need.
+///
+/// ```
+/// use ferrocuda::sparse::{SparseError, check_finite};
+/// assert!(check_finite("solve", "b", &[1.0, 2.0]).is_ok());
+/// let e = check_finite("solve", "b", &[1.0, f64::NAN]).unwrap_err();
+/// assert!(matches!(e, SparseError::NonFinite { row: 1, col: None, .. }));
+/// assert_eq!(e.to_string(), "solve: b[1] is NaN: NaN and infinity are not allowed");
+/// ```
+pub fn check_finite<T: Element>(
+    op: &'static str,
+    what: &'static str,
+    v: &[T],
+) -> Result<(), SparseError> {
+    match v.iter().position(|&e| !is_finite(e)) {
+        None => Ok(()),
+        Some(i) => Err(SparseError::NonFinite {
+            op,
+            what,
+            row: i,
+            col: None,
+            value: format!("{:?}", v[i]),
+        }),
+    }
+}
+
+/// The first NaN or infinity among `values`, as the error naming entry `(rows[k],
+/// cols[k])` (the matrix checks of [`Csr::check_finite`] and [`Coo::check_finite`]).
+pub(crate) fn check_finite_entries<T: Element>(
+    op: &'static str,
+    values: &[T],
+    entry: impl Fn(usize) -> (usize, usize),
+) -> Result<(), SparseError> {
+    match values.iter().position(|&e| !is_finite(e)) {
+        None => Ok(()),
+        Some(k) => {
+            let (row, col) = entry(k);
+            Err(SparseError::NonFinite {
+                op,
+                what: "matrix",
+                row,
+                col: Some(col),
+                value: format!("{:?}", values[k]),
+            })
+        }
+    }
+}
+
+/// `n` rounded up to a multiple of the block size `b`: the size of a system padded to
+/// whole blocks ([`Csr::pad_identity`]). Errors: `b == 0`, or the result overflows.
+///
+/// ```
+/// assert_eq!(ferrocuda::sparse::padded_size(7, 5)?, 10);
+/// assert_eq!(ferrocuda::sparse::padded_size(10, 5)?, 10);
+/// assert!(ferrocuda::sparse::padded_size(7, 0).is_err());
+/// # Ok::<(), ferrocuda::sparse::SparseError>(())
+/// ```
+pub fn padded_size(n: usize, b: usize) -> Result<usize, SparseError> {
+    let op = "padded_size";
+    if b == 0 {
+        return Err(SparseError::InvalidArgument {
+            op,
+            reason: "block size b = 0 (must be at least 1)".into(),
+        });
+    }
+    round_up(op, &format!("{n} rows in blocks of {b}"), n, b)
 }
 
 /// Bytes of arrays of `(count, bytes per element)`, exact (`u128`, saturating).

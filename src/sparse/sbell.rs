@@ -37,9 +37,10 @@
 //! slot order (diagonal first): not BCSR's order, so results differ from BCSR in the last
 //! bits; GPU and CPU of this format agree bit for bit.
 
+use super::pattern::{accept, block_shape_accessors, check_row_list};
 use super::{
-    Bcsr, BcsrParts, BlockLayout, Csr, Element, Index, Rejected, SparseError, check_host_bytes,
-    check_index_range, check_len, checked_add, checked_mul, storage_bytes, try_vec,
+    Bcsr, BcsrParts, BlockLayout, BlockShape, Csr, Element, Index, Rejected, SparseError,
+    check_host_bytes, check_len, checked_add, checked_mul, storage_bytes, try_vec,
 };
 
 pub use ferrocuda_kernels::spmv::{SBELL_MAX_B as MAX_B, SBELL_SLICE as SLICE};
@@ -82,35 +83,10 @@ impl<T: Element> Sbell<T> {
     /// offsets or lengths inconsistent, a row longer than its slice or the masks, a block
     /// column out of range.
     pub fn from_parts(parts: SbellParts<T>) -> Result<Self, Rejected<SbellParts<T>>> {
-        match validate(&parts) {
-            Ok(()) => Ok(Self { p: parts }),
-            Err(error) => Err(Rejected {
-                error,
-                parts: Box::new(parts),
-            }),
-        }
+        accept(parts, validate).map(|p| Self { p })
     }
 
-    /// Block size.
-    pub fn b(&self) -> usize {
-        self.p.b
-    }
-    /// Logical block rows.
-    pub fn n_block_rows(&self) -> usize {
-        self.p.n_block_rows
-    }
-    /// Block columns.
-    pub fn n_block_cols(&self) -> usize {
-        self.p.n_block_cols
-    }
-    /// Rows (`n_block_rows b`).
-    pub fn n_rows(&self) -> usize {
-        self.p.n_block_rows * self.p.b
-    }
-    /// Columns (`n_block_cols b`).
-    pub fn n_cols(&self) -> usize {
-        self.p.n_block_cols * self.p.b
-    }
+    block_shape_accessors!(p);
     /// Stored (non-empty) block rows.
     pub fn n_stored(&self) -> usize {
         self.p.row_index.len()
@@ -366,15 +342,12 @@ impl<T: Element> Sbell<T> {
 fn validate<T>(p: &SbellParts<T>) -> Result<(), SparseError> {
     let op = "Sbell::from_parts";
     let bad = |reason: String| SparseError::InvalidArgument { op, reason };
-    if p.b == 0 || p.b > MAX_B {
-        return Err(bad(format!("block size b = {} (must be 1..={MAX_B})", p.b)));
+    BlockShape {
+        b: p.b,
+        n_block_rows: p.n_block_rows,
+        n_block_cols: p.n_block_cols,
     }
-    check_index_range(op, "n_rows", checked_mul(op, "rows", p.n_block_rows, p.b)?)?;
-    check_index_range(
-        op,
-        "n_cols",
-        checked_mul(op, "columns", p.n_block_cols, p.b)?,
-    )?;
+    .validate(op, Some(MAX_B))?;
     let outside = if p.b * p.b == 64 {
         0
     } else {
@@ -387,28 +360,7 @@ fn validate<T>(p: &SbellParts<T>) -> Result<(), SparseError> {
             b = p.b
         )));
     }
-    for (s, &r) in p.row_index.iter().enumerate() {
-        if r as usize >= p.n_block_rows {
-            return Err(SparseError::IndexOutOfRange {
-                op,
-                what: "row_index",
-                position: s,
-                value: r as usize,
-                bound: p.n_block_rows,
-            });
-        }
-        if s > 0 && r <= p.row_index[s - 1] {
-            return Err(SparseError::InvalidStructure {
-                op,
-                what: "row_index",
-                position: s,
-                reason: format!(
-                    "block row {r} does not increase over the previous {}",
-                    p.row_index[s - 1]
-                ),
-            });
-        }
-    }
+    check_row_list(op, "row_index", &p.row_index, p.n_block_rows)?;
     let n_slices = p.row_index.len().div_ceil(SLICE);
     check_len(
         op,

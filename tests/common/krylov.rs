@@ -56,6 +56,43 @@ pub fn rel_err<V: Element>(x: &[V], want: &[Complex<f64>]) -> f64 {
     (num / den).sqrt()
 }
 
+/// The system of the problem-level solve tests: `n = 123` (3 x 41: `Format::Auto`
+/// detects `b = 3`; blocks of 5 pad it to 125), a right-hand side, and the dense LU's
+/// solution.
+pub fn solve_system<T: Element>() -> (ferrocuda::sparse::Csr<T>, Vec<T>, Vec<Complex<f64>>) {
+    let coo = nonsymmetric::<T>(123, 5);
+    let b: Vec<T> = super::random_vec(123, 6);
+    let want = dense_solve(&coo, &b);
+    (ferrocuda::sparse::Csr::from(&coo), b, want)
+}
+
+/// Named options of the problem-level solve tests: every preconditioner with each
+/// `(format, block size)`, GMRES(20) to `rtol = 1e-12`.
+pub fn solve_cases(
+    formats: &[(ferrocuda::sparse::Format, Option<usize>)],
+) -> Vec<(String, ferrocuda::krylov::SolveOptions)> {
+    use ferrocuda::krylov::{GmresOptions, Preconditioner, SolveOptions};
+    let gmres = GmresOptions::default().restart(20).rtol(1e-12);
+    let mut cases = Vec::new();
+    for precond in [
+        Preconditioner::None,
+        Preconditioner::Jacobi,
+        Preconditioner::BlockJacobi,
+    ] {
+        for &(format, bs) in formats {
+            let mut opts = SolveOptions::default()
+                .gmres(gmres.clone())
+                .precond(precond)
+                .format(format);
+            if let Some(bs) = bs {
+                opts = opts.block_size(bs);
+            }
+            cases.push((format!("{precond} {format} {bs:?}"), opts));
+        }
+    }
+    cases
+}
+
 /// Singular systems on which GMRES cannot converge for a random `b` (inconsistent):
 /// `("copied row", A)` with the last row of [`nonsymmetric`] replaced by its first row,
 /// and `("zero diagonal", diag(1, 2, .., n - 1, 0))`.

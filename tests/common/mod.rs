@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod krylov;
+pub mod sparse;
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 

@@ -1,0 +1,472 @@
+//! `A x = b` from a [`Csr`] matrix in about three calls, on either device:
+//! [`Solver::new`] (CPU) or [`DeviceSolver::upload`] (GPU) prepares the system once,
+//! `solve(&b, x0)` runs GMRES and returns the solution with a [`SolveReport`].
+//!
+//! What the preparation does, the same on both devices:
+//! 1. checks that `A` is square and finite ([`Csr::check_finite`]), and the options;
+//! 2. pads the system to whole blocks where a block size is given and the format may be
+//!    blocked ([`Format::Auto`] or a blocked one) or block Jacobi asks for blocks:
+//!    `diag(A, I) (x, 0) = (b, 0)` ([`Csr::pad_identity`]), so the solution is the first
+//!    `n` entries and the preconditioners stay nonsingular;
+//! 3. stores the matrix in the format asked for ([`Format::Auto`]: chosen for the device
+//!    from the structure, e.g. SBELL, else BCSR, for block matrices on the GPU; the
+//!    [`FormatChoice`] says what and why; rules in [`crate::sparse::auto`]);
+//! 4. builds the preconditioner ([`Preconditioner`]): point Jacobi, or block Jacobi with
+//!    the given block size, else the block size of the format chosen, else the one the
+//!    choice detected.
+//!
+//! `solve` checks `b` and `x0` (lengths, NaN and infinity, naming the entry), pads them
+//! with zeros, runs GMRES ([`super::cpu::gmres`], [`super::gpu::gmres`]) and trims the
+//! solution. Non-convergence is a report, not an error, as in GMRES. For vectors that
+//! stay on the device, use [`DeviceMatrix`] with [`super::gpu::gmres`] directly.
+//!
+//! ```
+//! use ferrocuda::krylov::{DeviceSolver, Preconditioner, SolveOptions, Solver};
+//! use ferrocuda::sparse::{Coo, Csr};
+//! // A 1-D convection-diffusion matrix (nonsymmetric), n = 100.
+//! let n = 100;
+//! let mut coo = Coo::<f64>::empty(n, n)?;
+//! for i in 0..n {
+//!     coo.push(i, i, 4.0)?;
+//!     if i > 0 { coo.push(i, i - 1, -1.5)?; }
+//!     if i + 1 < n { coo.push(i, i + 1, -0.5)?; }
+//! }
+//! let a = Csr::from(&coo);
+//! let b = vec![1.0; n];
+//! let opts = SolveOptions::default().precond(Preconditioner::Jacobi);
+//! let solution = match ferrocuda::gpu::open(0) {
+//!     Ok(gpu) => {
+//!         println!("on the GPU");
+//!         DeviceSolver::upload(&gpu, &a, &opts)?.solve(&b, None)?
+//!     }
+//!     Err(e) if e.is_no_device() => {
+//!         println!("no GPU ({e}): on the CPU");
+//!         Solver::new(&a, &opts)?.solve(&b, None)?
+//!     }
+//!     Err(e) => return Err(e.into()),
+//! };
+//! let r = &solution.report;
+//! assert!(r.gmres.converged, "{r:?}");
+//! println!("{} iterations, residual {:.1e}, {}: {}", r.gmres.iterations,
+//!     r.gmres.relative_residual, r.format.format, r.format.reason);
+//! assert_eq!(solution.x.len(), n);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::borrow::Cow;
+use std::time::Instant;
+
+use ferrocuda_host::Gpu;
+use serde::Serialize;
+
+use super::cpu::check_finite;
+use super::gpu::KrylovElement;
+use super::precond::{MAX_BLOCK, PrecondKernels};
+use super::{
+    BlockJacobi, DeviceBlockJacobi, DeviceLinOp, GmresOptions, GmresReport, LinOp, Preconditioner,
+};
+use crate::blas1::Element;
+use crate::error::{Error, Result, check_len};
+use crate::sparse::gpu::{DeviceMatrix, SpmvKernels};
+use crate::sparse::{
+    Bcsr, BlockFit, BlockLayout, Csr, Format, FormatChoice, FormatOptions, Matrix, MatrixScalar,
+    Target, padded_size,
+};
+
+/// Options of [`Solver`] and [`DeviceSolver`]; `Default`: GMRES's defaults, no
+/// preconditioner, [`Format::Auto`], block size detected.
+#[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
+pub struct SolveOptions {
+    /// GMRES (restart, tolerances, iteration limit, orthogonalisation).
+    pub gmres: GmresOptions,
+    /// The right preconditioner.
+    pub precond: Preconditioner,
+    /// Storage format of the operator ([`Format::Auto`]: chosen for the device).
+    pub format: Format,
+    /// Block size of the blocked formats and of block Jacobi (at most [`MAX_BLOCK`] for
+    /// block Jacobi); where it does not divide `n` the system is padded (module docs).
+    /// `None`: detected from the matrix (no padding).
+    pub block_size: Option<usize>,
+}
+
+impl SolveOptions {
+    /// Sets [`SolveOptions::gmres`].
+    pub fn gmres(mut self, gmres: GmresOptions) -> Self {
+        self.gmres = gmres;
+        self
+    }
+    /// Sets [`SolveOptions::precond`].
+    pub fn precond(mut self, precond: Preconditioner) -> Self {
+        self.precond = precond;
+        self
+    }
+    /// Sets [`SolveOptions::format`].
+    pub fn format(mut self, format: Format) -> Self {
+        self.format = format;
+        self
+    }
+    /// Sets [`SolveOptions::block_size`].
+    pub fn block_size(mut self, b: usize) -> Self {
+        self.block_size = Some(b);
+        self
+    }
+}
+
+/// What a [`Solver`] or [`DeviceSolver`] did: GMRES's report, the format chosen and why,
+/// the preconditioner and the sizes.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct SolveReport {
+    /// Iterations, residuals, history, timings of the solve.
+    pub gmres: GmresReport,
+    /// Where it ran.
+    pub device: Target,
+    /// The operator's format, what was asked, and why ([`Matrix::choice`]).
+    pub format: FormatChoice,
+    /// The preconditioner.
+    pub precond: Preconditioner,
+    /// Block size of the preconditioner's blocks (1 for point Jacobi; `None` without one).
+    pub precond_block_size: Option<usize>,
+    /// Unknowns.
+    pub n: usize,
+    /// Unknowns after padding to whole blocks (`n` where none was needed).
+    pub n_padded: usize,
+    /// Seconds of the preparation (conversion, preconditioner, uploads).
+    pub setup_seconds: f64,
+}
+
+/// A solution and how it was found.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Solution<T> {
+    /// `x`, of length `n` (padding removed).
+    pub x: Vec<T>,
+    /// The report.
+    pub report: SolveReport,
+}
+
+/// What both devices prepare on the host: the matrix in its format, the BCSR copy the
+/// preconditioner is built from, and the sizes.
+struct Prepared<T> {
+    matrix: Matrix<T>,
+    jacobi: Option<Bcsr<T>>,
+    info: Info,
+}
+
+/// The parts of the report known before the solve.
+#[derive(Clone)]
+struct Info {
+    opts: SolveOptions,
+    n: usize,
+    n_padded: usize,
+    precond_block_size: Option<usize>,
+    setup_seconds: f64,
+}
+
+fn invalid(op: &'static str, reason: String) -> Error {
+    Error::InvalidArgument { op, reason }
+}
+
+/// Steps 1 to 3 of the module docs, and the BCSR copy of step 4.
+fn prepare<T: Element>(
+    op: &'static str,
+    a: &Csr<T>,
+    opts: &SolveOptions,
+    target: Target,
+) -> Result<Prepared<T>> {
+    let (n, nc) = (a.n_rows(), a.n_cols());
+    if n != nc {
+        return Err(invalid(
+            op,
+            format!("the matrix must be square to solve A x = b, it is {n} x {nc}"),
+        ));
+    }
+    opts.gmres.validate()?;
+    match opts.block_size {
+        Some(0) => {
+            return Err(invalid(op, "block size b = 0 (must be at least 1)".into()));
+        }
+        Some(b) if opts.precond == Preconditioner::BlockJacobi && b > MAX_BLOCK => {
+            return Err(invalid(
+                op,
+                format!(
+                    "block size b = {b}: block Jacobi takes blocks of at most {MAX_BLOCK} x {MAX_BLOCK} (point Jacobi has no limit)"
+                ),
+            ));
+        }
+        _ => {}
+    }
+    a.check_finite()?;
+    let blocked = opts.format == Format::Auto
+        || opts.format.is_blocked()
+        || opts.precond == Preconditioner::BlockJacobi;
+    let n_padded = match opts.block_size {
+        Some(b) if blocked => padded_size(n, b)?,
+        _ => n,
+    };
+    let a: Cow<'_, Csr<T>> = if n_padded == n {
+        Cow::Borrowed(a)
+    } else {
+        Cow::Owned(a.pad_identity(n_padded)?)
+    };
+    let fopts = FormatOptions {
+        block_size: opts.block_size,
+        ..FormatOptions::default()
+    };
+    let matrix = Matrix::with_options(&a, opts.format, target, &fopts)?;
+    let precond_block_size = match opts.precond {
+        Preconditioner::None => None,
+        Preconditioner::Jacobi => Some(1),
+        Preconditioner::BlockJacobi => {
+            let choice = matrix.choice();
+            let detected = choice
+                .candidates
+                .iter()
+                .find(|c| c.format == Format::Bcsr)
+                .and_then(|c| c.block_size);
+            let b = opts
+                .block_size
+                .or(choice.block_size)
+                .or(detected)
+                .ok_or_else(|| {
+                    invalid(
+                        op,
+                        format!(
+                            "block Jacobi needs a block size and none of 2..=8 divides the {n} x {n} matrix (give SolveOptions::block_size)"
+                        ),
+                    )
+                })?;
+            if b > MAX_BLOCK {
+                return Err(invalid(
+                    op,
+                    format!(
+                        "the matrix's block size {b} exceeds block Jacobi's largest, {MAX_BLOCK} (give SolveOptions::block_size)"
+                    ),
+                ));
+            }
+            Some(b)
+        }
+    };
+    let jacobi = match precond_block_size {
+        None => None,
+        Some(b) => Some(Bcsr::from_csr(
+            &a,
+            b,
+            BlockLayout::RowMajor,
+            BlockFit::Exact,
+        )?),
+    };
+    Ok(Prepared {
+        matrix,
+        jacobi,
+        info: Info {
+            opts: opts.clone(),
+            n,
+            n_padded,
+            precond_block_size,
+            setup_seconds: 0.0,
+        },
+    })
+}
+
+impl Info {
+    /// `b` and `x0` checked (lengths `n`, finite) and padded with zeros to `n_padded`.
+    fn padded<T: Element>(
+        &self,
+        op: &'static str,
+        b: &[T],
+        x0: Option<&[T]>,
+    ) -> Result<[Vec<T>; 2]> {
+        check_len(op, "b", self.n, b.len())?;
+        check_finite("b", b)?;
+        if let Some(x0) = x0 {
+            check_len(op, "x0", self.n, x0.len())?;
+            check_finite("x0", x0)?;
+        }
+        let pad = |v: Option<&[T]>| -> Result<Vec<T>> {
+            let mut p = crate::alloc::try_with_capacity(op, self.n_padded)?;
+            match v {
+                Some(v) => p.extend_from_slice(v),
+                None => p.resize(self.n, T::ZERO),
+            }
+            p.resize(self.n_padded, T::ZERO);
+            Ok(p)
+        };
+        Ok([pad(Some(b))?, pad(x0)?])
+    }
+
+    /// The solution trimmed to `n`, with the report.
+    fn solution<T>(
+        &self,
+        mut x: Vec<T>,
+        gmres: GmresReport,
+        device: Target,
+        choice: &FormatChoice,
+    ) -> Solution<T> {
+        x.truncate(self.n);
+        Solution {
+            x,
+            report: SolveReport {
+                gmres,
+                device,
+                format: choice.clone(),
+                precond: self.opts.precond,
+                precond_block_size: self.precond_block_size,
+                n: self.n,
+                n_padded: self.n_padded,
+                setup_seconds: self.setup_seconds,
+            },
+        }
+    }
+}
+
+/// A system prepared for GMRES on the CPU (module docs): the matrix in its format and
+/// the preconditioner, built once; [`Solver::solve`] for each right-hand side.
+pub struct Solver<T> {
+    matrix: Matrix<T>,
+    precond: Option<BlockJacobi<T>>,
+    info: Info,
+}
+
+impl<T: Element + MatrixScalar<T>> Solver<T> {
+    /// Prepares `A x = b` for the CPU. Errors: `a` not square or not finite, invalid
+    /// options, a format or block size the matrix cannot take, a singular diagonal
+    /// (block) of a Jacobi preconditioner, sizes beyond what the host may allocate.
+    pub fn new(a: &Csr<T>, opts: &SolveOptions) -> Result<Self> {
+        let t = Instant::now();
+        let p = prepare("Solver::new", a, opts, Target::Cpu)?;
+        let precond = match (&p.jacobi, opts.precond) {
+            (Some(j), Preconditioner::BlockJacobi) => Some(BlockJacobi::new(j)?),
+            (Some(j), _) => Some(BlockJacobi::point(j)?),
+            (None, _) => None,
+        };
+        let mut info = p.info;
+        info.setup_seconds = t.elapsed().as_secs_f64();
+        Ok(Solver {
+            matrix: p.matrix,
+            precond,
+            info,
+        })
+    }
+
+    /// The operator (padded where the module docs say), in its format.
+    pub fn matrix(&self) -> &Matrix<T> {
+        &self.matrix
+    }
+
+    /// What format was chosen and why.
+    pub fn choice(&self) -> &FormatChoice {
+        self.matrix.choice()
+    }
+
+    /// Solves `A x = b` from `x0` (`None`: zero). Errors: `b` or `x0` not of length `n`
+    /// or not finite (naming the entry), and GMRES's.
+    pub fn solve(&self, b: &[T], x0: Option<&[T]>) -> Result<Solution<T>> {
+        self.solve_with_progress(b, x0, None)
+    }
+
+    /// [`Solver::solve`] calling `progress(iteration, estimated relative residual)`
+    /// after every step.
+    pub fn solve_with_progress(
+        &self,
+        b: &[T],
+        x0: Option<&[T]>,
+        progress: Option<&mut dyn FnMut(usize, f64)>,
+    ) -> Result<Solution<T>> {
+        let [b, mut x] = self.info.padded("Solver::solve", b, x0)?;
+        let m = self.precond.as_ref().map(|m| m as &dyn LinOp<T>);
+        let report = super::cpu::gmres_with_progress(
+            &self.matrix,
+            m,
+            &b,
+            &mut x,
+            &self.info.opts.gmres,
+            progress,
+        )?;
+        Ok(self
+            .info
+            .solution(x, report, Target::Cpu, self.matrix.choice()))
+    }
+}
+
+/// A system prepared for GMRES on one GPU (module docs): the matrix in its format and the
+/// preconditioner, resident on the device; [`DeviceSolver::solve`] for each right-hand
+/// side.
+pub struct DeviceSolver<T> {
+    matrix: DeviceMatrix<T>,
+    precond: Option<DeviceBlockJacobi<T>>,
+    info: Info,
+}
+
+impl<T> DeviceSolver<T>
+where
+    T: KrylovElement + MatrixScalar<T> + SpmvKernels<T> + PrecondKernels<T>,
+{
+    /// Prepares `A x = b` on the device of `gpu`: the conversion on the host, then one
+    /// upload of the matrix and the preconditioner. Errors: as [`Solver::new`], and the
+    /// device's.
+    pub fn upload(gpu: &Gpu, a: &Csr<T>, opts: &SolveOptions) -> Result<Self> {
+        let t = Instant::now();
+        let p = prepare("DeviceSolver::upload", a, opts, Target::Gpu)?;
+        let matrix = DeviceMatrix::from_matrix(gpu, &p.matrix)?;
+        drop(p.matrix);
+        let precond = match (&p.jacobi, opts.precond) {
+            (Some(j), Preconditioner::BlockJacobi) => Some(DeviceBlockJacobi::new(gpu, j)?),
+            (Some(j), _) => Some(DeviceBlockJacobi::point(gpu, j)?),
+            (None, _) => None,
+        };
+        gpu.synchronize()?;
+        let mut info = p.info;
+        info.setup_seconds = t.elapsed().as_secs_f64();
+        Ok(DeviceSolver {
+            matrix,
+            precond,
+            info,
+        })
+    }
+
+    /// The operator on the device (padded where the module docs say).
+    pub fn matrix(&self) -> &DeviceMatrix<T> {
+        &self.matrix
+    }
+
+    /// What format was chosen and why.
+    pub fn choice(&self) -> &FormatChoice {
+        self.matrix.choice()
+    }
+
+    /// Solves `A x = b` from `x0` (`None`: zero) on the GPU: uploads `b` and `x0`, runs
+    /// GMRES on the device, downloads `x`. Errors: as [`Solver::solve`], and the
+    /// device's.
+    pub fn solve(&self, b: &[T], x0: Option<&[T]>) -> Result<Solution<T>> {
+        self.solve_with_progress(b, x0, None)
+    }
+
+    /// [`DeviceSolver::solve`] calling `progress(iteration, estimated relative
+    /// residual)` after every step.
+    pub fn solve_with_progress(
+        &self,
+        b: &[T],
+        x0: Option<&[T]>,
+        progress: Option<&mut dyn FnMut(usize, f64)>,
+    ) -> Result<Solution<T>> {
+        let [b, x] = self.info.padded("DeviceSolver::solve", b, x0)?;
+        let gpu = self.matrix.gpu();
+        let db = gpu.upload(&b)?;
+        let mut dx = gpu.upload(&x)?;
+        drop((b, x));
+        let m = self.precond.as_ref().map(|m| m as &dyn DeviceLinOp<T>);
+        let report = super::gpu::gmres_with_progress(
+            &self.matrix,
+            m,
+            &db,
+            &mut dx,
+            &self.info.opts.gmres,
+            progress,
+        )?;
+        Ok(self
+            .info
+            .solution(dx.download()?, report, Target::Gpu, self.matrix.choice()))
+    }
+}
