@@ -3,7 +3,7 @@
 //! The per-element math uses fused multiply-add (`f64::mul_add`). Built for baseline
 //! x86-64, that is a call into a library `fma` per element, several times slower than
 //! the instruction, and it would make every CPU-vs-GPU speedup look better than it is.
-//! [`fma_kernel!`] compiles a chunk kernel twice, once with the `fma` and `avx2` target
+//! `fma_kernel!` compiles a chunk kernel twice, once with the `fma` and `avx2` target
 //! features, and picks that twin when the CPU has them. Both give the same bits: `fma`
 //! is correctly rounded either way.
 

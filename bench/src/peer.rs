@@ -267,7 +267,7 @@ pub struct PeerResult {
     pub info: i64,
 }
 
-/// Why a peer solve gave no result (printed as "CuPy: not available (<this>)").
+/// Why a peer solve gave no result (printed as `"CuPy: not available (<this>)"`).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum PeerError {

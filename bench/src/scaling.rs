@@ -1,5 +1,5 @@
 //! `ferrocuda bench scaling`: distributed SpMV and GMRES on 1, 2, 4, .. GPUs of one
-//! node, ranks as threads ([`run_on_threads`]), one GPU per rank, TRACE-like matrices
+//! node, ranks as threads ([`ferrocuda::distributed::run_on_threads`]), one GPU per rank, TRACE-like matrices
 //! split by whole grid blocks.
 //!
 //! - **Weak scaling**: each rank owns the same number of grid blocks, so the problem

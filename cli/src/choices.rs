@@ -25,9 +25,9 @@ where
 pub enum PrecondArg {
     /// None (`M = I`).
     None,
-    /// Point Jacobi: the reciprocals of the diagonal ([`BlockJacobi::point`]).
+    /// Point Jacobi: the reciprocals of the diagonal ([`ferrocuda::krylov::BlockJacobi::point`]).
     Jacobi,
-    /// Block Jacobi: the inverses of the diagonal blocks ([`BlockJacobi::new`]).
+    /// Block Jacobi: the inverses of the diagonal blocks ([`ferrocuda::krylov::BlockJacobi::new`]).
     BlockJacobi,
 }
 

@@ -2,6 +2,8 @@
 //! benchmark), print the report. Every command returns a [`report::Report`], printed by
 //! one function as text or JSON; the exit status follows docs/reliability.md (0 done,
 //! 1 error, 2 a singular matrix, 3 not converged).
+// The argument docs are clap's --help texts, which name placeholders as `<results-dir>`.
+#![allow(rustdoc::invalid_html_tags)]
 
 pub mod bench;
 pub mod choices;

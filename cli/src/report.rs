@@ -108,7 +108,7 @@ pub fn print(report: &dyn Report, format: Format) -> Result<()> {
     write_stdout(text.as_bytes())
 }
 
-/// Writes `bytes` to stdout and flushes (see [`print`] for the errors).
+/// Writes `bytes` to stdout and flushes (see [`print()`] for the errors).
 pub fn write_stdout(bytes: &[u8]) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(bytes).and_then(|()| out.flush()) {

@@ -14,7 +14,7 @@
 //! Scalars: `f32`, `f64`, `Complex<f32>`, `Complex<f64>`. The per-element math is
 //! `ferrocuda_kernels::blas1`, shared by both paths, so element-wise results agree bit
 //! for bit; reductions agree within rounding (different summation trees), and each path
-//! is deterministic on its own: same input, same bits. [`reference`] is a serial oracle
+//! is deterministic on its own: same input, same bits. [`reference`](mod@reference) is a serial oracle
 //! that accumulates in `f64` for the tests.
 //!
 //! ```

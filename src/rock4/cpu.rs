@@ -422,7 +422,7 @@ fn validate<R: Rhs + ?Sized>(
 ///
 /// Errors (nothing is modified): `rhs.dim() == 0`; `y.len() != rhs.dim()`; `t0`,
 /// `t_end` not finite or `t_end <= t0`; `rtol <= 1e-15`, `atol <= 0` or not finite;
-/// `h0` outside `[1e-15, t_end - t0]`; [`StepControl::Fixed`] without `h0`;
+/// `h0` outside `[1e-15, t_end - t0]`; [`super::StepControl::Fixed`] without `h0`;
 /// `max_steps == 0`; a non-finite `y`; a workspace (10 vectors of `n`) beyond the host's
 /// memory ([`Error::OutOfHostMemory`]). Errors from `rhs` are passed on (then `y` is
 /// unchanged too). A failed integration, the step size fallen below the smallest

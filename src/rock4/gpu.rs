@@ -25,7 +25,7 @@
 //!   radius is a bound read back as one scalar per refresh, or the power iteration, which
 //!   reads back one norm per iteration.
 //!
-//! Same options, report and controller ([`super::driver`]) as [`super::cpu`], and the
+//! Same options, report and controller (`rock4::driver`) as [`super::cpu`], and the
 //! same per-element math (`ferrocuda_kernels::rock4`), so on the heat problem the two
 //! take the same steps and agree to rounding (the reductions add in different orders).
 
