@@ -12,13 +12,14 @@ use ferrocuda::distributed::{
     run_on_threads,
 };
 use ferrocuda::gpu::Gpu;
+use ferrocuda::krylov::precond::PrecondKernels;
 use ferrocuda::krylov::{
     BlockJacobi, DeviceBlockJacobi, DeviceLinOp, GmresOptions, GmresReport, LinOp,
     Orthogonalization, cpu, gpu as kgpu,
 };
 use ferrocuda::sparse::generate::{TraceSpec, trace_like};
+use ferrocuda::sparse::gpu::SpmvKernels;
 use ferrocuda::sparse::{Bcsr, Element, MatrixScalar};
-use ferrocuda_kernels::names::{PrecondKernels, SpmvKernels};
 
 type C64 = Complex<f64>;
 

@@ -4,7 +4,9 @@
 use std::collections::BTreeSet;
 
 use ferrocuda::kernels::{PTX, PTX_ARCH, entries, has_entry};
-use ferrocuda_kernels::names::{ALL, Blas1Kernels, PrecondKernels};
+use ferrocuda_kernels::krylov::KrylovKernels;
+use ferrocuda_kernels::names::{ALL, Blas1Kernels};
+use ferrocuda_kernels::precond::PrecondKernels;
 
 #[test]
 fn every_kernel_name_is_an_entry_of_the_ptx() {
@@ -107,14 +109,38 @@ fn kernel_names_carry_their_type_suffix() {
     check::<ferrocuda::Complex<f64>>();
     assert_eq!(
         ALL.len(),
-        23,
-        "names::ALL: 4 BLAS-1 groups, 6 thesis SpMV groups, 4 Krylov groups, 6 block-Jacobi groups and 3 dense LU groups"
+        13,
+        "names::ALL: 4 BLAS-1 groups, 6 thesis SpMV groups and 3 dense LU groups"
     );
-    fn precond<A: PrecondKernels<V>, V: ferrocuda::Scalar>(pair: &str) {
-        let n = A::PRECOND;
-        assert_eq!(n.invert, format!("block_jacobi_invert_{}", A::SUFFIX));
-        assert_eq!(n.apply, format!("block_jacobi_apply_{pair}"));
+    fn krylov<T: KrylovKernels>() {
+        let names = [
+            T::GS_DOTS_PARTIAL.name(),
+            T::GS_UPDATE.name(),
+            T::BASIS_COMBINE.name(),
+            T::MGS_ELIMINATE.name(),
+            T::MGS_NORMALIZE.name(),
+        ];
+        for (name, stem) in names.into_iter().zip([
+            "gs_dots_partial",
+            "gs_update",
+            "basis_combine",
+            "mgs_eliminate",
+            "mgs_normalize",
+        ]) {
+            assert_eq!(name, format!("{stem}_{}", T::SUFFIX));
+        }
     }
+    fn precond<A: PrecondKernels<V>, V: ferrocuda::Scalar>(pair: &str) {
+        assert_eq!(
+            A::INVERT.name(),
+            format!("block_jacobi_invert_{}", A::SUFFIX)
+        );
+        assert_eq!(A::APPLY.name(), format!("block_jacobi_apply_{pair}"));
+    }
+    krylov::<f32>();
+    krylov::<f64>();
+    krylov::<ferrocuda::Complex<f32>>();
+    krylov::<ferrocuda::Complex<f64>>();
     use ferrocuda::Complex;
     precond::<f32, f32>("f32");
     precond::<f64, f64>("f64");

@@ -10,14 +10,15 @@ use ferrocuda::Complex;
 use ferrocuda::blas1::Element;
 use ferrocuda::gpu::Gpu;
 use ferrocuda::krylov::gpu::{self as kgpu, KrylovElement};
+use ferrocuda::krylov::precond::PrecondKernels;
 use ferrocuda::krylov::{
     BlockJacobi, DeviceBlockJacobi, DeviceLinOp, GmresOptions, LinOp, Orthogonalization,
     StopReason, cpu,
 };
 use ferrocuda::sparse::generate::{self, TraceSpec};
+use ferrocuda::sparse::gpu::SpmvKernels;
 use ferrocuda::sparse::gpu::{DeviceBcsr, DeviceSbell};
 use ferrocuda::sparse::{Bcsr, BlockFit, BlockLayout, Csr, MatrixScalar, Sbell};
-use ferrocuda_kernels::names::{PrecondKernels, SpmvKernels};
 
 fn solves_against_dense<A, V>(gpu: &Gpu, name: &str, n: usize, restart: usize, rtol: f64, tol: f64)
 where

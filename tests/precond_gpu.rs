@@ -7,11 +7,11 @@ mod common;
 use common::*;
 use ferrocuda::blas1::{Element, reference as bref};
 use ferrocuda::gpu::{DeviceSlice, Gpu};
+use ferrocuda::krylov::precond::PrecondKernels;
 use ferrocuda::krylov::{BlockJacobi, DeviceBlockJacobi, DeviceLinOp, LinOp};
 use ferrocuda::sparse::generate::{self, TraceSpec};
 use ferrocuda::sparse::{Bcsr, BcsrParts, BlockFit, BlockLayout, Csr, Index, MatrixScalar};
 use ferrocuda::{Complex, Error, RealScalar};
-use ferrocuda_kernels::names::PrecondKernels;
 
 /// A random square BCSR matrix with ghost rows (about 20% of the scalar rows empty, so
 /// some block rows store nothing), a full diagonal block with a dominant diagonal in every

@@ -19,6 +19,7 @@ use ferrocuda::Complex;
 use ferrocuda::Result;
 use ferrocuda::gpu::{Gpu, copy_device};
 use ferrocuda::krylov::gpu::{self as kgpu, KrylovElement};
+use ferrocuda::krylov::precond::PrecondKernels;
 use ferrocuda::krylov::{
     BlockJacobi, DeviceBlockJacobi, DeviceLinOp, GmresOptions, GmresReport, LinOp,
     Orthogonalization, Preconditioner, cpu as kcpu,
@@ -28,7 +29,6 @@ use ferrocuda::sparse::gpu::DeviceSbell;
 use ferrocuda::sparse::gpu::SpmvKernels;
 use ferrocuda::sparse::{MatrixScalar, Sbell, cpu, generate};
 use ferrocuda::timing::time_gpu;
-use ferrocuda_kernels::names::PrecondKernels;
 
 /// What to run.
 #[derive(Debug, Clone)]

@@ -15,6 +15,7 @@ use clap::ValueEnum;
 use ferrocuda::Complex;
 use ferrocuda::blas1::Element;
 use ferrocuda::gpu::Gpu;
+use ferrocuda::sparse::gpu::SpmvKernels;
 use ferrocuda::sparse::gpu::{
     DeviceBcsr, DeviceBdia, DeviceBell, DeviceEll, DeviceSbell, spmv_bcsr, spmv_bdia, spmv_bell,
     spmv_ell, spmv_sbell,
@@ -26,7 +27,6 @@ use ferrocuda::sparse::{
 };
 use ferrocuda::vendor::cusparse::{Cusparse, CusparseScalar};
 use ferrocuda::{Error, Result};
-use ferrocuda_kernels::names::SpmvKernels;
 use ferrocuda_kernels::sparse::MatrixScalar;
 
 use crate::device::{DeviceArg, Where};

@@ -75,64 +75,15 @@ const fn blas1_list(n: Blas1Names) -> [&'static str; 10] {
     ]
 }
 
-/// TRANSITIONAL: the SpMV kernels are declared in [`crate::spmv`]; this re-export keeps
-/// the bound `names::SpmvKernels<V>` of the modules not yet converted (krylov, distributed)
-/// meaning the same trait. It goes with the last of them.
+/// TRANSITIONAL: `cli/src/solve.rs` (edited on another branch) still imports these two
+/// bounds from here; they are the typed traits of [`crate::spmv`] and [`crate::precond`].
+/// Remove with that import.
 #[cfg(not(target_arch = "nvptx64"))]
-pub use crate::spmv::SpmvKernels;
-
-/// Names of the GMRES vector kernels of one scalar type (`crate::krylov`).
-#[derive(Debug, Clone, Copy)]
-pub struct KrylovNames {
-    /// Delayed-CGS2 dots, stage one: `(n, k1, u, w, basis, ld, partials)`.
-    pub gs_dots_partial: &'static str,
-    /// Delayed-CGS2 update: `(n, k, basis, ld, a, b, c, inv_alpha, w)`.
-    pub gs_update: &'static str,
-    /// `z <- sum coef_j V_j`: `(n, k, basis, ld, coef, z)`.
-    pub basis_combine: &'static str,
-    /// MGS `w <- w - h[j] x`: `(n, h, j, x, w)`.
-    pub mgs_eliminate: &'static str,
-    /// MGS `y <- x / sqrt(re h[j])`: `(n, h, j, x, y)`.
-    pub mgs_normalize: &'static str,
-}
-
-/// Scalar types with GMRES vector kernels.
-pub trait KrylovKernels: Scalar {
-    /// This type's kernel names.
-    const KRYLOV: KrylovNames;
-}
-
-macro_rules! krylov_names {
-    ($t:ty, $sfx:literal) => {
-        impl KrylovKernels for $t {
-            const KRYLOV: KrylovNames = KrylovNames {
-                gs_dots_partial: concat!("gs_dots_partial_", $sfx),
-                gs_update: concat!("gs_update_", $sfx),
-                basis_combine: concat!("basis_combine_", $sfx),
-                mgs_eliminate: concat!("mgs_eliminate_", $sfx),
-                mgs_normalize: concat!("mgs_normalize_", $sfx),
-            };
-        }
-    };
-}
-krylov_names!(f32, "f32");
-krylov_names!(f64, "f64");
-krylov_names!(Complex<f32>, "c32");
-krylov_names!(Complex<f64>, "c64");
-
-const fn krylov_list(n: KrylovNames) -> [&'static str; 5] {
-    [
-        n.gs_dots_partial,
-        n.gs_update,
-        n.basis_combine,
-        n.mgs_eliminate,
-        n.mgs_normalize,
-    ]
-}
+pub use crate::{precond::PrecondKernels, spmv::SpmvKernels};
 
 /// Every kernel name the host may still ask for by name, in groups (BLAS-1 per scalar
-/// type, then the thesis's SpMV variants per pair, then block Jacobi per pair, ...). The
-/// SpMV kernels of [`crate::spmv`] are declared typed and listed in `abi::KERNELS`.
+/// type, then the thesis's SpMV variants per pair, then dense LU). Typed declarations
+/// (SpMV, Krylov, block Jacobi, ...) are listed in `abi::KERNELS` instead.
 pub const ALL: &[&[&str]] = &[
     &blas1_list(<f32 as Blas1Kernels>::BLAS1),
     &blas1_list(<f64 as Blas1Kernels>::BLAS1),
@@ -144,17 +95,6 @@ pub const ALL: &[&[&str]] = &[
     &spmv_thesis_list(<Complex<f64> as SpmvThesisKernels<Complex<f64>>>::SPMV_THESIS),
     &spmv_thesis_list(<f32 as SpmvThesisKernels<Complex<f32>>>::SPMV_THESIS),
     &spmv_thesis_list(<f64 as SpmvThesisKernels<Complex<f64>>>::SPMV_THESIS),
-    &krylov_list(<f32 as KrylovKernels>::KRYLOV),
-    &krylov_list(<f64 as KrylovKernels>::KRYLOV),
-    &krylov_list(<Complex<f32> as KrylovKernels>::KRYLOV),
-    &krylov_list(<Complex<f64> as KrylovKernels>::KRYLOV),
-    &precond_list(<f32 as PrecondKernels<f32>>::PRECOND),
-    &precond_list(<f64 as PrecondKernels<f64>>::PRECOND),
-    &precond_list(<Complex<f32> as PrecondKernels<Complex<f32>>>::PRECOND),
-    &precond_list(<Complex<f64> as PrecondKernels<Complex<f64>>>::PRECOND),
-    // The mixed pairs share the matrix type's invert kernel, listed above.
-    &[<f32 as PrecondKernels<Complex<f32>>>::PRECOND.apply],
-    &[<f64 as PrecondKernels<Complex<f64>>>::PRECOND.apply],
     &dense_list(<f32 as DenseKernels>::DENSE),
     &dense_list(<f64 as DenseKernels>::DENSE),
     &dense_special_list(DENSE_SPECIAL),
@@ -267,46 +207,6 @@ const fn spmv_thesis_list(n: SpmvThesisNames) -> [&'static str; 18] {
         n.bell_v3,
         n.fill_rows,
     ]
-}
-
-/// Names of the block-Jacobi kernels (`crate::precond`) of one (matrix scalar, vector
-/// scalar) pair.
-#[derive(Debug, Clone, Copy)]
-pub struct PrecondNames {
-    /// `block_jacobi_invert_<a>(n_blocks, b, blocks, flags)`: one thread per block, in
-    /// place, `flags[t]` 0 (inverted) or 1 (singular). Per matrix scalar: the mixed pairs
-    /// share it with their real type.
-    pub invert: &'static str,
-    /// `block_jacobi_apply_<a>[_<v>](n_rows, b, inv, x, y)`: one thread per scalar row.
-    pub apply: &'static str,
-}
-
-/// Matrix scalars with block-Jacobi kernels for vectors of `V`.
-pub trait PrecondKernels<V: Scalar>: Scalar {
-    /// This pair's kernel names.
-    const PRECOND: PrecondNames;
-}
-
-macro_rules! precond_names {
-    ($a:ty, $v:ty, $a_sfx:literal, $sfx:literal) => {
-        impl PrecondKernels<$v> for $a {
-            const PRECOND: PrecondNames = PrecondNames {
-                invert: concat!("block_jacobi_invert_", $a_sfx),
-                apply: concat!("block_jacobi_apply_", $sfx),
-            };
-        }
-    };
-}
-
-precond_names!(f32, f32, "f32", "f32");
-precond_names!(f64, f64, "f64", "f64");
-precond_names!(Complex<f32>, Complex<f32>, "c32", "c32");
-precond_names!(Complex<f64>, Complex<f64>, "c64", "c64");
-precond_names!(f32, Complex<f32>, "f32", "f32_c32");
-precond_names!(f64, Complex<f64>, "f64", "f64_c64");
-
-const fn precond_list(n: PrecondNames) -> [&'static str; 2] {
-    [n.invert, n.apply]
 }
 
 /// Names of the dense LU kernels (`crate::dense`) of one real scalar type.

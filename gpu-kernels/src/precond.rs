@@ -10,18 +10,19 @@
 //!   [`MatrixScalar::mul_add_vec`] in column order starting from zero: the same chain as
 //!   [`crate::sparse::block_mul_add`] on a zero accumulator.
 //!
-//! Kernels (nvptx64 only; names in [`crate::names::PrecondNames`]):
-//! * `block_jacobi_invert_<t>(n_blocks, b, blocks, flags)`: one thread per block, inverts
-//!   `blocks[t b b .. (t+1) b b]` in place ([`invert_block_sized`]) and writes `flags[t]`:
-//!   0 inverted, 1 singular.
-//! * `block_jacobi_apply_<a>[_<v>](n_rows, b, inv, x, y)`: one thread per scalar row `i`:
-//!   `y[i] = sum_c inv[(i / b) b b + (i % b) b + c] x[(i / b) b + c]`.
+//! Kernels (host handles: [`InvertKernels`], [`PrecondKernels`]):
+//! * `block_jacobi_invert_<t>` (`block_jacobi_invert`): one thread per block, in place.
+//! * `block_jacobi_apply_<a>[_<v>]` (`block_jacobi_apply`): one thread per scalar row.
 
-#[cfg(target_arch = "nvptx64")]
 use num_complex::Complex;
 
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::abi::Kernel;
+#[cfg(target_arch = "nvptx64")]
+use crate::device::for_each_index;
 use crate::scalar::{RealScalar, Scalar};
 use crate::sparse::MatrixScalar;
+use crate::{instances, kernel};
 
 /// Largest block size of block Jacobi (the capacity of the kernels' work array).
 pub const BLOCK_JACOBI_MAX_B: usize = 8;
@@ -208,100 +209,90 @@ pub fn apply_block<A: MatrixScalar<V>, V: Scalar>(y: &mut [V], inv: &[A], x: &[V
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::*;
-    use crate::device::{global_index, grid_stride};
+/// Thread `t` inverts block `t` (`blocks[t b b .. (t + 1) b b]`, row-major) in place
+/// ([`invert_block_sized`]) and writes `flags[t]`: [`FLAG_OK`] or [`FLAG_SINGULAR`].
+/// `1 <= b <= BLOCK_JACOBI_MAX_B`.
+#[kernel(args = BlockJacobiInvert)]
+pub unsafe fn block_jacobi_invert<T: Scalar>(
+    n_blocks: usize,
+    b: usize,
+    blocks: *mut T,
+    flags: *mut u32,
+) {
+    let bb = b * b;
+    for_each_index(n_blocks, |t| {
+        let block = unsafe { core::slice::from_raw_parts_mut(blocks.add(t * bb), bb) };
+        let singular = invert_block_sized::<T>(b, block);
+        let flag = if singular { FLAG_SINGULAR } else { FLAG_OK };
+        unsafe { *flags.add(t) = flag };
+    });
+}
 
-    /// Thread `t` inverts block `t` in place and writes its flag.
-    #[inline(always)]
-    pub unsafe fn invert<T: Scalar>(n_blocks: usize, b: usize, blocks: *mut T, flags: *mut u32) {
-        let bb = b * b;
-        let mut t = global_index();
-        while t < n_blocks {
-            let block = unsafe { core::slice::from_raw_parts_mut(blocks.add(t * bb), bb) };
-            let singular = invert_block_sized::<T>(b, block);
-            let flag = if singular { FLAG_SINGULAR } else { FLAG_OK };
-            unsafe { *flags.add(t) = flag };
-            t += grid_stride();
-        }
+/// Thread `i` computes `y[i]`, row `i % b` of block row `i / b`:
+/// `y[i] = sum_c inv[(i / b) b b + (i % b) b + c] x[(i / b) b + c]` ([`apply_row`]).
+#[kernel(args = BlockJacobiApply)]
+pub unsafe fn block_jacobi_apply<A: MatrixScalar<V>, V: Scalar>(
+    n_rows: usize,
+    b: usize,
+    inv: *const A,
+    x: *const V,
+    y: *mut V,
+) {
+    for_each_index(n_rows, |i| {
+        let row = unsafe { core::slice::from_raw_parts(inv.add(i * b), b) };
+        let xs = unsafe { core::slice::from_raw_parts(x.add(i / b * b), b) };
+        unsafe { *y.add(i) = apply_row(row, xs) };
+    });
+}
+
+/// The block-Jacobi inversion kernel of one matrix scalar type.
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait InvertKernels: Scalar {
+    /// `block_jacobi_invert_<a>`
+    const INVERT: Kernel<BlockJacobiInvert<'static, Self>>;
+}
+
+/// Matrix scalars with block-Jacobi kernels for vectors of `V` (the mixed pairs, a real
+/// matrix on complex vectors, share the inversion of their real type).
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait PrecondKernels<V: Scalar>: MatrixScalar<V> + InvertKernels {
+    /// `block_jacobi_apply_<a>[_<v>]`
+    const APPLY: Kernel<BlockJacobiApply<'static, Self, V>>;
+}
+
+instances! {
+    impl InvertKernels for f32 {
+        INVERT = block_jacobi_invert::<f32>("block_jacobi_invert_f32");
     }
-
-    /// Thread `i` computes `y[i]`, row `i % b` of block row `i / b`.
-    #[inline(always)]
-    pub unsafe fn apply<A: MatrixScalar<V>, V: Scalar>(
-        n_rows: usize,
-        b: usize,
-        inv: *const A,
-        x: *const V,
-        y: *mut V,
-    ) {
-        let mut i = global_index();
-        while i < n_rows {
-            let row = unsafe { core::slice::from_raw_parts(inv.add(i * b), b) };
-            let xs = unsafe { core::slice::from_raw_parts(x.add(i / b * b), b) };
-            unsafe { *y.add(i) = apply_row(row, xs) };
-            i += grid_stride();
-        }
+    impl InvertKernels for f64 {
+        INVERT = block_jacobi_invert::<f64>("block_jacobi_invert_f64");
+    }
+    impl InvertKernels for Complex<f32> {
+        INVERT = block_jacobi_invert::<Complex<f32>>("block_jacobi_invert_c32");
+    }
+    impl InvertKernels for Complex<f64> {
+        INVERT = block_jacobi_invert::<Complex<f64>>("block_jacobi_invert_c64");
     }
 }
 
-/// The invert entry point of one scalar type.
-#[cfg(target_arch = "nvptx64")]
-macro_rules! invert_entry {
-    ($name:ident, $t:ty, $sfx:literal) => {
-        /// `(n_blocks, b, blocks, flags)`; `1 <= b <= BLOCK_JACOBI_MAX_B`.
-        #[unsafe(export_name = concat!("block_jacobi_invert_", $sfx))]
-        pub unsafe extern "ptx-kernel" fn $name(
-            n_blocks: usize,
-            b: usize,
-            blocks: *mut $t,
-            flags: *mut u32,
-        ) {
-            unsafe { kernels::invert::<$t>(n_blocks, b, blocks, flags) }
+/// The apply entry point of one (matrix scalar, vector scalar) pair; the names are those
+/// the notes, results and `scripts/ptx-check` refer to.
+macro_rules! apply_instances {
+    ($a:ty, $v:ty, $sfx:literal) => {
+        instances! {
+            impl PrecondKernels<$v> for $a {
+                APPLY = block_jacobi_apply::<$a, $v>(concat!("block_jacobi_apply_", $sfx));
+            }
         }
     };
 }
 
-#[cfg(target_arch = "nvptx64")]
-invert_entry!(invert_f32, f32, "f32");
-#[cfg(target_arch = "nvptx64")]
-invert_entry!(invert_f64, f64, "f64");
-#[cfg(target_arch = "nvptx64")]
-invert_entry!(invert_c32, Complex<f32>, "c32");
-#[cfg(target_arch = "nvptx64")]
-invert_entry!(invert_c64, Complex<f64>, "c64");
-
-/// The apply entry point of one (matrix scalar, vector scalar) pair.
-#[cfg(target_arch = "nvptx64")]
-macro_rules! apply_entry {
-    ($name:ident, $a:ty, $v:ty, $sfx:literal) => {
-        /// `(n_rows, b, inv, x, y)`.
-        #[unsafe(export_name = concat!("block_jacobi_apply_", $sfx))]
-        pub unsafe extern "ptx-kernel" fn $name(
-            n_rows: usize,
-            b: usize,
-            inv: *const $a,
-            x: *const $v,
-            y: *mut $v,
-        ) {
-            unsafe { kernels::apply::<$a, $v>(n_rows, b, inv, x, y) }
-        }
-    };
-}
-
-#[cfg(target_arch = "nvptx64")]
-apply_entry!(apply_f32, f32, f32, "f32");
-#[cfg(target_arch = "nvptx64")]
-apply_entry!(apply_f64, f64, f64, "f64");
-#[cfg(target_arch = "nvptx64")]
-apply_entry!(apply_c32, Complex<f32>, Complex<f32>, "c32");
-#[cfg(target_arch = "nvptx64")]
-apply_entry!(apply_c64, Complex<f64>, Complex<f64>, "c64");
-#[cfg(target_arch = "nvptx64")]
-apply_entry!(apply_f32_c32, f32, Complex<f32>, "f32_c32");
-#[cfg(target_arch = "nvptx64")]
-apply_entry!(apply_f64_c64, f64, Complex<f64>, "f64_c64");
+apply_instances!(f32, f32, "f32");
+apply_instances!(f64, f64, "f64");
+apply_instances!(Complex<f32>, Complex<f32>, "c32");
+apply_instances!(Complex<f64>, Complex<f64>, "c64");
+apply_instances!(f32, Complex<f32>, "f32_c32");
+apply_instances!(f64, Complex<f64>, "f64_c64");
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {

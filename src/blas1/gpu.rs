@@ -148,31 +148,6 @@ pub(crate) unsafe fn finish_sum<T: Element>(
     unsafe { gpu.launch(&T::SUM_PARTIALS, finish_config::<T>(sets), args) }.map_err(Into::into)
 }
 
-/// TRANSITIONAL (modules with untyped launches): stage two of a reduction,
-/// `out[s] = finish(sum of partials[s*count..(s+1)*count])` for `s < sets`.
-///
-/// # Safety
-/// `partials` holds `sets * count` values of `R`, `out` has room for `sets`.
-pub(crate) unsafe fn finish_reduction<R: Element>(
-    gpu: &Gpu,
-    kernel: &'static str,
-    sets: usize,
-    count: usize,
-    partials: u64,
-    out: u64,
-) -> Result<()> {
-    use ferrocuda_host::arg;
-    // SAFETY: forwarded.
-    unsafe {
-        gpu.launch_untyped(
-            kernel,
-            finish_config::<R>(sets),
-            &mut [arg(&count), arg(&partials), arg(&out)],
-        )?
-    };
-    Ok(())
-}
-
 /// `out[0] = sum conj(x_i) y_i`, left on the device (no synchronisation).
 /// Errors: lengths differ, `out.len() != 1`, devices differ.
 pub fn dot_into<T: Element>(

@@ -20,7 +20,6 @@ use ferrocuda_host::{
     DeviceBuffer, DeviceSlice, DeviceView, DeviceViewMut, Gpu, copy_host_to_window,
     copy_window_to_host,
 };
-use ferrocuda_kernels::names::SpmvKernels;
 
 use super::comm::Communicator;
 use super::halo::HaloPlan;
@@ -28,7 +27,7 @@ use super::partition::RowPartition;
 use crate::blas1::Element;
 use crate::error::{Error, Result};
 use crate::krylov::DeviceLinOp;
-use crate::sparse::gpu::{self as sgpu, DeviceBcsr, DeviceSbell};
+use crate::sparse::gpu::{self as sgpu, DeviceBcsr, DeviceSbell, SpmvKernels};
 use crate::sparse::{Bcsr, BcsrParts, Index, MatrixScalar, Sbell};
 
 /// Rows on the device in the fastest format that takes them: SBELL (which also stores

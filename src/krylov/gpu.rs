@@ -4,11 +4,15 @@
 //! and no allocation. Work runs on the stream of `x`. Same options, report and
 //! per-element math as [`super::cpu`].
 
-use ferrocuda_host::{DeviceBuffer, DeviceSlice, EventTimer, Gpu, LaunchConfig, NcclScalar, arg};
+use ferrocuda_host::{
+    DeviceBuffer, DeviceSlice, DeviceSliceMut, EventTimer, Gpu, LaunchConfig, NcclScalar,
+};
 use ferrocuda_kernels::RealScalar;
 use ferrocuda_kernels::blas1::reduction_blocks;
-use ferrocuda_kernels::krylov::{BLOCK, DOTS_CHUNK};
-use ferrocuda_kernels::names::KrylovKernels;
+use ferrocuda_kernels::krylov::{
+    BLOCK, BasisCombine, DOTS_CHUNK, GsDotsPartial, GsUpdate, GsUpdateScalars, KrylovKernels,
+    MgsEliminate, MgsNormalize,
+};
 
 use super::arnoldi::{self, C, Space, from_c, to_c};
 use super::cpu::{agree, check_system};
@@ -314,37 +318,31 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         let eb = reduction_blocks(n);
         let groups = k1.div_ceil(DOTS_CHUNK);
         self.start(DOTS)?;
-        let u = self.basis.device_ptr() + (k * n * size_of::<V>()) as u64;
-        let w = if apply { self.w.device_ptr() } else { u };
-        let (bp, pp, op) = (
-            self.basis.device_ptr(),
-            self.partials.device_ptr(),
-            self.dots_out.device_ptr(),
-        );
         let shared = (2 * DOTS_CHUNK * BLOCK / 32 * size_of::<V>()) as u32;
         let cfg =
             LaunchConfig::blocks((eb * groups) as u32, BLOCK as u32).with_shared_bytes(shared);
         let sets = 2 * k1;
-        // SAFETY: gs_dots_partial_<t>(n, k1, u, w, basis, ld = n, partials) reads columns
-        // 0..=k of the basis ((restart + 1) n elements), u (column k) and w (n each), and
-        // writes 2 k1 eb <= 2 (restart + 1) eb partials; sum_partials_<t>(eb, partials, out)
-        // reduces the 2 k1 sets into dots_out (2 (restart + 1) elements).
-        unsafe {
-            self.gpu.launch_untyped(
-                V::KRYLOV.gs_dots_partial,
-                cfg,
-                &mut [
-                    arg(&n),
-                    arg(&k1),
-                    arg(&u),
-                    arg(&w),
-                    arg(&bp),
-                    arg(&n),
-                    arg(&pp),
-                ],
-            )?;
-            b1::finish_reduction::<V>(&self.gpu, V::BLAS1.sum_partials, sets, eb, pp, op)?;
+        {
+            let u = self.basis.view(k * n..(k + 1) * n)?;
+            let args = GsDotsPartial {
+                n,
+                k1,
+                u: u.as_in(),
+                // Without a new vector (`apply` false) the second set is `V^H u` again.
+                w: if apply { self.w.as_in() } else { u.as_in() },
+                basis: self.basis.as_in(),
+                ld: n,
+                partials: self.partials.as_out(),
+            };
+            // SAFETY: the kernel reads columns 0..=k of the basis ((restart + 1) n
+            // elements, k <= restart), u (column k) and w (n elements each), and writes
+            // 2 k1 eb <= 2 (restart + 1) eb = partials.len() partials: all sizes fixed in
+            // `GpuSpace::new` from n and the restart length.
+            unsafe { self.gpu.launch(&V::GS_DOTS_PARTIAL, cfg, args)? };
         }
+        // SAFETY: partials holds the 2 k1 sets of eb values written above; dots_out has
+        // room for 2 (restart + 1) >= 2 k1 sums (sizes from `GpuSpace::new`).
+        unsafe { b1::finish_sum(&self.gpu, eb, &self.partials, self.dots_out.as_out(), sets)? };
         self.stop(DOTS)?;
         let nccl = self
             .comm
@@ -378,34 +376,28 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         }
         // SAFETY: coef_host is a Vec (pageable): the driver stages it before returning.
         unsafe { self.coef.copy_from_host_staged(&self.coef_host)? };
-        let c: V = from_c(c);
-        let inv = V::Real::from_f64(inv_alpha);
-        let (bp, ap, wp) = (
-            self.basis.device_ptr(),
-            self.coef.device_ptr(),
-            self.w.device_ptr(),
-        );
-        let bcoef = ap + (m * size_of::<V>()) as u64;
+        let p = GsUpdateScalars {
+            n,
+            k,
+            ld: n,
+            c: from_c::<V>(c),
+            inv_alpha: V::Real::from_f64(inv_alpha),
+        };
+        let cfg = self.grid();
         self.start(UPDATE)?;
-        // SAFETY: gs_update_<t>(n, k, basis, ld = n, a, b, c, inv_alpha, w) reads columns
-        // 0..=k, coef[0..k] and coef[m..m + k] (k <= m), w[0..n], and writes columns k
-        // and k + 1 <= restart of the (restart + 1)-column basis.
-        unsafe {
-            self.gpu.launch_untyped(
-                V::KRYLOV.gs_update,
-                self.grid(),
-                &mut [
-                    arg(&n),
-                    arg(&k),
-                    arg(&bp),
-                    arg(&n),
-                    arg(&ap),
-                    arg(&bcoef),
-                    arg(&c),
-                    arg(&inv),
-                    arg(&wp),
-                ],
-            )?;
+        {
+            let (a, b) = (self.coef.view(..m)?, self.coef.view(m..)?);
+            let args = GsUpdate {
+                p,
+                a: a.as_in(),
+                b: b.as_in(),
+                w: self.w.as_in(),
+                basis: self.basis.as_out(),
+            };
+            // SAFETY: the kernel reads columns 0..=k of the basis, a[0..k], b[0..k] (k <= m,
+            // each view m long) and w[0..n], and writes columns k and k + 1 <= restart of
+            // the (restart + 1)-column basis (sizes from `GpuSpace::new`).
+            unsafe { self.gpu.launch(&V::GS_UPDATE, cfg, args)? };
         }
         self.stop(UPDATE)
     }
@@ -413,39 +405,41 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
     fn mgs(&mut self, k: usize) -> Result<(Vec<C>, f64)> {
         self.apply(k)?;
         let n = self.n;
+        let cfg = self.grid();
         self.start(DOTS)?;
-        let (hp, wp) = (self.h.device_ptr(), self.w.device_ptr());
         for j in 0..=k {
+            let vj = self.basis.view(j * n..(j + 1) * n)?;
             {
-                let vj = self.basis.view(j * n..(j + 1) * n)?;
                 let mut hj = self.h.view_mut(j..j + 1)?;
                 b1::dot_into(&vj, &self.w, &mut hj)?;
             }
-            let vp = self.basis.device_ptr() + (j * n * size_of::<V>()) as u64;
-            // SAFETY: mgs_eliminate_<t>(n, h, j, x, w) reads h[j] (j <= k < restart + 2 = h.len()),
-            // x = column j and updates w (n elements each).
-            unsafe {
-                self.gpu.launch_untyped(
-                    V::KRYLOV.mgs_eliminate,
-                    self.grid(),
-                    &mut [arg(&n), arg(&hp), arg(&j), arg(&vp), arg(&wp)],
-                )?;
-            }
+            let args = MgsEliminate {
+                n,
+                h: self.h.as_in(),
+                j,
+                x: vj.as_in(),
+                w: self.w.as_out(),
+            };
+            // SAFETY: the kernel reads h[j] (j <= k < restart + 2 = h.len()) and x = column
+            // j, and updates w (n elements each; sizes from `GpuSpace::new`).
+            unsafe { self.gpu.launch(&V::MGS_ELIMINATE, cfg, args)? };
         }
         {
             let mut hk = self.h.view_mut(k + 1..k + 2)?;
             b1::dot_into(&self.w, &self.w, &mut hk)?;
         }
-        let next = self.basis.device_ptr() + ((k + 1) * n * size_of::<V>()) as u64;
-        let k1 = k + 1;
-        // SAFETY: mgs_normalize_<t>(n, h, k + 1, x = w, y = column k + 1) reads h[k + 1]
-        // and w, writes column k + 1 <= restart of the basis.
-        unsafe {
-            self.gpu.launch_untyped(
-                V::KRYLOV.mgs_normalize,
-                self.grid(),
-                &mut [arg(&n), arg(&hp), arg(&k1), arg(&wp), arg(&next)],
-            )?;
+        {
+            let mut next = self.basis.view_mut((k + 1) * n..(k + 2) * n)?;
+            let args = MgsNormalize {
+                n,
+                h: self.h.as_in(),
+                j: k + 1,
+                x: self.w.as_in(),
+                y: next.as_out(),
+            };
+            // SAFETY: the kernel reads h[k + 1] (< restart + 2 = h.len()) and w, and writes
+            // column k + 1 <= restart of the basis (n elements each; the view checked it).
+            unsafe { self.gpu.launch(&V::MGS_NORMALIZE, cfg, args)? };
         }
         self.stop(DOTS)?;
         let h = self.h.download()?;
@@ -466,20 +460,18 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         }
         // SAFETY: coef_host is a Vec (pageable): the driver stages it before returning.
         unsafe { self.coef.copy_from_host_staged(&self.coef_host)? };
-        let (bp, cp, wp) = (
-            self.basis.device_ptr(),
-            self.coef.device_ptr(),
-            self.w.device_ptr(),
-        );
-        // SAFETY: basis_combine_<t>(n, k, basis, ld = n, coef, z = w) reads columns 0..k
-        // (k <= restart) and coef[0..k], writes w[0..n].
-        unsafe {
-            self.gpu.launch_untyped(
-                V::KRYLOV.basis_combine,
-                self.grid(),
-                &mut [arg(&n), arg(&k), arg(&bp), arg(&n), arg(&cp), arg(&wp)],
-            )?;
-        }
+        let cfg = self.grid();
+        let args = BasisCombine {
+            n,
+            k,
+            basis: self.basis.as_in(),
+            ld: n,
+            coef: self.coef.as_in(),
+            z: self.w.as_out(),
+        };
+        // SAFETY: the kernel reads columns 0..k of the basis (k <= restart) and coef[0..k]
+        // (k <= 2 restart), and writes w[0..n] (sizes from `GpuSpace::new`).
+        unsafe { self.gpu.launch(&V::BASIS_COMBINE, cfg, args)? };
         match self.m {
             Some(m) => {
                 self.start(PRECOND)?;

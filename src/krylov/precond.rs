@@ -59,12 +59,14 @@
 //! ```
 
 use ferrocuda_host::{
-    DeviceBuffer, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, Gpu, LaunchConfig, arg,
+    DeviceBuffer, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, Gpu, LaunchConfig,
 };
-// TRANSITIONAL: the bound of the precond kernels until they are launched typed.
-pub use ferrocuda_kernels::names::PrecondKernels;
+/// The bound of the device block Jacobi: matrix scalars with block-Jacobi kernels for
+/// vectors of `V`.
+pub use ferrocuda_kernels::precond::PrecondKernels;
 use ferrocuda_kernels::precond::{
-    self as kp, BLOCK_JACOBI_MAX_B, BLOCK_JACOBI_THREADS, FLAG_SINGULAR,
+    self as kp, BLOCK_JACOBI_MAX_B, BLOCK_JACOBI_THREADS, BlockJacobiApply, BlockJacobiInvert,
+    FLAG_SINGULAR, InvertKernels,
 };
 use rayon::prelude::*;
 
@@ -434,7 +436,7 @@ where
 
 /// `block_jacobi_invert_<a>`: inverts the `flags.len()` row-major `b x b` blocks of
 /// `blocks` in place on their stream and sets `flags[t]` (0 inverted, 1 singular).
-fn block_jacobi_invert<A: Element + PrecondKernels<A>>(
+fn block_jacobi_invert<A: Element + InvertKernels>(
     b: usize,
     blocks: &mut DeviceBuffer<A>,
     flags: &mut DeviceBuffer<u32>,
@@ -459,19 +461,18 @@ fn block_jacobi_invert<A: Element + PrecondKernels<A>>(
     if n == 0 {
         return Ok(());
     }
-    let (bp, fp) = (blocks.device_ptr(), flags.device_ptr());
+    let gpu = blocks.gpu().clone();
     let cfg = LaunchConfig::for_elements(n, BLOCK_JACOBI_THREADS as u32);
-    // SAFETY: block_jacobi_invert_<a>(n_blocks, b, blocks, flags) reads and writes
-    // blocks[0..n b b] and writes flags[0..n]; lengths checked above, 1 <= b <= 8; the two
-    // buffers are distinct allocations (&mut of both).
-    unsafe {
-        blocks.gpu().launch_untyped(
-            <A as PrecondKernels<A>>::PRECOND.invert,
-            cfg,
-            &mut [arg(&n), arg(&b), arg(&bp), arg(&fp)],
-        )?
+    let args = BlockJacobiInvert {
+        n_blocks: n,
+        b,
+        blocks: blocks.as_out(),
+        flags: flags.as_out(),
     };
-    Ok(())
+    // SAFETY: the kernel reads and writes blocks[0..n b b] and writes flags[0..n]; both
+    // lengths and 1 <= b <= BLOCK_JACOBI_MAX_B are checked above; the two `&mut`
+    // borrows exclude aliasing.
+    unsafe { gpu.launch(&A::INVERT, cfg, args) }.map_err(Into::into)
 }
 
 /// `block_jacobi_apply_<a>[_<v>]`: `y = D^-1 x` for the row-major `b x b` inverse blocks
@@ -509,17 +510,17 @@ where
     if n == 0 {
         return Ok(());
     }
-    let (ip, xp, yp) = (inv.device_ptr(), x.device_ptr(), y.device_ptr());
+    let gpu = y.gpu().clone();
     let cfg = LaunchConfig::for_elements(n, BLOCK_JACOBI_THREADS as u32);
-    // SAFETY: block_jacobi_apply_<a>_<v>(n_rows, b, inv, x, y) reads inv[0..n b],
-    // x[0..n] and writes y[0..n]; lengths checked above, n a multiple of b >= 1; &mut y
-    // excludes aliasing with x and inv.
-    unsafe {
-        y.gpu().launch_untyped(
-            <A as PrecondKernels<V>>::PRECOND.apply,
-            cfg,
-            &mut [arg(&n), arg(&b), arg(&ip), arg(&xp), arg(&yp)],
-        )?
+    let args = BlockJacobiApply {
+        n_rows: n,
+        b,
+        inv: inv.as_in(),
+        x: x.as_in(),
+        y: y.as_out(),
     };
-    Ok(())
+    // SAFETY: the kernel reads inv[0..n b] and x[0..n] and writes y[0..n]; the lengths,
+    // and n a multiple of b >= 1, are checked above; `&mut y` excludes aliasing with x
+    // and inv.
+    unsafe { gpu.launch(&<A as PrecondKernels<V>>::APPLY, cfg, args) }.map_err(Into::into)
 }
