@@ -539,3 +539,26 @@ fn oversized_matrices_are_errors_not_aborts() {
         Matrix::random(4, 5, 0.0, 1.0, 3)
     );
 }
+
+/// Each GEMM kernel resolves to its own typed handle's PTX entry (CPU only); kernels of
+/// the wrong type or shape are refused with the name of what was asked.
+#[test]
+fn gemm_kernels_name_their_entries() {
+    use ferrocuda::dense::gpu::GemmKernel;
+    assert_eq!(GemmKernel::CudaCores.name::<f32>().unwrap(), "gemm_nn_f32");
+    assert_eq!(GemmKernel::CudaCores.name::<f64>().unwrap(), "gemm_nn_f64");
+    assert_eq!(GemmKernel::Dmma884.name::<f64>().unwrap(), "gemm_dmma_f64");
+    for k in [4, 8, 16] {
+        assert_eq!(
+            GemmKernel::Sm90 { k }.name::<f64>().unwrap(),
+            format!("gemm_dmma_sm90_k{k}_f64")
+        );
+    }
+    let msg = |r: ferrocuda::Result<&str>| r.unwrap_err().to_string();
+    assert!(msg(GemmKernel::Dmma884.name::<f32>()).contains("gemm_dmma_f64 is an f64 kernel"));
+    assert!(
+        msg(GemmKernel::Sm90 { k: 8 }.name::<f32>())
+            .contains("gemm_dmma_sm90_k8_f64 is an f64 kernel")
+    );
+    assert!(msg(GemmKernel::Sm90 { k: 5 }.name::<f64>()).contains("k = 5"));
+}

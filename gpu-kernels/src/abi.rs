@@ -67,6 +67,20 @@ impl<'a, T> In<'a, T> {
     pub fn addr(self) -> u64 {
         self.ptr as usize as u64
     }
+
+    /// The pointer `count` elements further, same borrow: a block inside a buffer (a
+    /// matrix's column, a workspace's slot).
+    ///
+    /// # Safety
+    /// The result must stay inside the buffer the pointer was borrowed from, as far as
+    /// the kernel it is given to reads.
+    #[inline(always)]
+    pub unsafe fn add(self, count: usize) -> Self {
+        In {
+            ptr: self.ptr.wrapping_add(count),
+            _borrow: PhantomData,
+        }
+    }
 }
 
 impl<'a, T> Out<'a, T> {
@@ -94,6 +108,19 @@ impl<'a, T> Out<'a, T> {
     #[inline(always)]
     pub fn addr(self) -> u64 {
         self.ptr as usize as u64
+    }
+
+    /// The pointer `count` elements further, same borrow (see [`In::add`]).
+    ///
+    /// # Safety
+    /// The result must stay inside the buffer the pointer was borrowed from, as far as
+    /// the kernel it is given to accesses.
+    #[inline(always)]
+    pub unsafe fn add(self, count: usize) -> Self {
+        Out {
+            ptr: self.ptr.wrapping_add(count),
+            _borrow: PhantomData,
+        }
     }
 
     /// The same pointer, read-only, for as long as this one is borrowed.
@@ -290,6 +317,11 @@ mod tests {
         };
         let addrs = args.with_params(|p| p.len());
         assert_eq!(addrs, 4);
+        // A block inside a buffer: the address moves by whole elements, the borrow stays.
+        let x: In<'static, Complex<f64>> = unsafe { In::from_addr(4096) };
+        assert_eq!(unsafe { x.add(3) }.addr(), 4096 + 3 * 16);
+        let y: Out<'static, f32> = unsafe { Out::from_addr(4096) };
+        assert_eq!(unsafe { y.add(5) }.addr(), 4096 + 5 * 4);
         let names: std::vec::Vec<&str> = KERNELS.iter().map(|k| k.name).collect();
         assert!(
             names.contains(&"plain") && names.contains(&"generic_c64_4"),

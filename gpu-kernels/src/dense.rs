@@ -135,1181 +135,1097 @@ pub fn rank1<T: RealScalar>(a: T, l: T, u: T) -> T {
     (-l).mul_add(u, a)
 }
 
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::abi::Kernel;
 #[cfg(target_arch = "nvptx64")]
-mod kernels {
-    //! Generic kernel bodies; the `extern "ptx-kernel"` entry points below instantiate
-    //! them per scalar type.
-    use super::*;
-    use crate::device::{
-        WARP_SIZE, block_dim, block_idx, block_idx_y, dynamic_shared, global_index, grid_dim,
-        grid_stride, lane, scale_store, shfl_down, shfl_xor, sync_threads, thread_idx, warp,
-    };
-    use crate::device::{cp_async_8, cp_async_commit, cp_async_wait, shared_addr};
-    use crate::scalar::Scalar;
-    use core::arch::asm;
+use crate::device::{
+    WARP_SIZE, block_dim, block_idx, block_idx_y, cp_async_8, cp_async_commit, cp_async_wait,
+    dynamic_shared, for_each_index, for_each_strided, global_index, grid_dim, grid_stride, lane,
+    scale_store, shared_addr, shfl_down, shfl_xor, sync_threads, thread_idx, warp,
+};
+#[cfg(target_arch = "nvptx64")]
+use crate::scalar::Scalar;
+use crate::{instances, kernel};
+#[cfg(target_arch = "nvptx64")]
+use core::arch::asm;
 
-    /// `atom.global.add.u32`: returns the old value.
-    #[inline(always)]
-    unsafe fn atomic_inc(p: *mut u32) -> u32 {
-        let old: u32;
+// ---------------------------------------------------------------------------------------
+// Device helpers and kernels. Entry points keep their PTX names (`instances!` below).
+
+/// `atom.global.add.u32`: returns the old value.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn atomic_inc(p: *mut u32) -> u32 {
+    let old: u32;
+    unsafe {
+        asm!(
+            "atom.global.add.u32 {old}, [{p}], 1;",
+            old = out(reg32) old,
+            p = in(reg64) p,
+            options(nostack)
+        );
+    }
+    old
+}
+
+/// `membar.gl`: this thread's global writes become visible to the whole device
+/// before its later ones.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn fence_device() {
+    unsafe { asm!("membar.gl;", options(nostack)) };
+}
+
+/// Best `(|a|, row)` over the warp by [`better_pivot`]: lane 0 holds it (a tree of
+/// `shfl_down`), or with `ALL` every lane (a butterfly of `shfl_xor`: under a total
+/// order every lane ends with the same best candidate).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn warp_argmax<const ALL: bool>(mut v: f64, mut i: u32) -> (f64, u32) {
+    let mut delta = (WARP_SIZE / 2) as u32;
+    while delta > 0 {
+        let (ov, oi) = if ALL {
+            (shfl_xor(v, delta), shfl_xor(i, delta))
+        } else {
+            (shfl_down(v, delta), shfl_down(i, delta))
+        };
+        if better_pivot(ov, oi, v, i) {
+            v = ov;
+            i = oi;
+        }
+        delta /= 2;
+    }
+    (v, i)
+}
+
+/// Best `(|a|, row)` over the block; thread 0 holds the result. Uses the shared
+/// memory after `skip` bytes of the dynamic shared memory. Ends with a barrier.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn block_argmax(mut v: f64, mut i: u32, skip: usize) -> (f64, u32) {
+    (v, i) = warp_argmax::<false>(v, i);
+    let base = unsafe { dynamic_shared::<u8>().add(skip) };
+    let sv = base as *mut f64;
+    let si = unsafe { base.add(32 * 8) } as *mut u32;
+    if lane() == 0 {
         unsafe {
-            asm!(
-                "atom.global.add.u32 {old}, [{p}], 1;",
-                old = out(reg32) old,
-                p = in(reg64) p,
-                options(nostack)
-            );
+            *sv.add(warp()) = v;
+            *si.add(warp()) = i;
         }
-        old
     }
-
-    /// `membar.gl`: this thread's global writes become visible to the whole device
-    /// before its later ones.
-    #[inline(always)]
-    fn fence_device() {
-        unsafe { asm!("membar.gl;", options(nostack)) };
-    }
-
-    /// Best `(|a|, row)` over the warp by [`better_pivot`]: lane 0 holds it (a tree of
-    /// `shfl_down`), or with `ALL` every lane (a butterfly of `shfl_xor`: under a total
-    /// order every lane ends with the same best candidate).
-    #[inline(always)]
-    fn warp_argmax<const ALL: bool>(mut v: f64, mut i: u32) -> (f64, u32) {
-        let mut delta = (WARP_SIZE / 2) as u32;
-        while delta > 0 {
-            let (ov, oi) = if ALL {
-                (shfl_xor(v, delta), shfl_xor(i, delta))
-            } else {
-                (shfl_down(v, delta), shfl_down(i, delta))
-            };
-            if better_pivot(ov, oi, v, i) {
-                v = ov;
-                i = oi;
-            }
-            delta /= 2;
-        }
-        (v, i)
-    }
-
-    /// Best `(|a|, row)` over the block; thread 0 holds the result. Uses the shared
-    /// memory after `skip` bytes of the dynamic shared memory. Ends with a barrier.
-    #[inline(always)]
-    unsafe fn block_argmax(mut v: f64, mut i: u32, skip: usize) -> (f64, u32) {
-        (v, i) = warp_argmax::<false>(v, i);
-        let base = unsafe { dynamic_shared::<u8>().add(skip) };
-        let sv = base as *mut f64;
-        let si = unsafe { base.add(32 * 8) } as *mut u32;
-        if lane() == 0 {
+    sync_threads();
+    if warp() == 0 {
+        let warps = block_dim() / WARP_SIZE;
+        if lane() < warps {
             unsafe {
-                *sv.add(warp()) = v;
-                *si.add(warp()) = i;
+                v = *sv.add(lane());
+                i = *si.add(lane());
             }
+        } else {
+            v = -1.0;
+            i = u32::MAX;
         }
-        sync_threads();
-        if warp() == 0 {
-            let warps = block_dim() / WARP_SIZE;
-            if lane() < warps {
-                unsafe {
-                    v = *sv.add(lane());
-                    i = *si.add(lane());
-                }
-            } else {
-                v = -1.0;
-                i = u32::MAX;
-            }
-            (v, i) = warp_argmax::<false>(v, i);
-        }
-        sync_threads();
-        (v, i)
+        (v, i) = warp_argmax::<false>(v, i);
     }
+    sync_threads();
+    (v, i)
+}
 
-    /// See the module docs. `j0 <= j <= pend <= n`; column `j - 1` (if `j > j0`) has its
-    /// pivot in place; `j < pend` means: find and swap column `j`'s pivot (`pivot == 0`:
-    /// take the diagonal, no search).
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn lu_panel_step<T: RealScalar>(
-        n: usize,
-        lda: usize,
-        j0: usize,
-        j: usize,
-        pend: usize,
-        pivot: u32,
-        a: *mut T,
-        ipiv: *mut u32,
-        info: *mut u32,
-        part_val: *mut f64,
-        part_idx: *mut u32,
-        counter: *mut u32,
-    ) {
-        let at = |i: usize, c: usize| unsafe { a.add(i + c * lda) };
-        let urow = dynamic_shared::<T>();
-        let has_prev = j > j0;
-        let has_next = j < pend;
-        let mut best_v = -1.0f64;
-        let mut best_i = u32::MAX;
-        if has_prev {
-            let q = j - 1;
-            // The pivot row's entries right of the pivot, for the rank-1 update.
-            let mut c = j + thread_idx();
+/// See the module docs. `j0 <= j <= pend <= n`; column `j - 1` (if `j > j0`) has its
+/// pivot in place; `j < pend` means: find and swap column `j`'s pivot (`pivot == 0`:
+/// take the diagonal, no search).
+#[kernel]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn lu_panel_step<T: RealScalar>(
+    n: usize,
+    lda: usize,
+    j0: usize,
+    j: usize,
+    pend: usize,
+    pivot: u32,
+    a: *mut T,
+    ipiv: *mut u32,
+    info: *mut u32,
+    part_val: *mut f64,
+    part_idx: *mut u32,
+    counter: *mut u32,
+) {
+    let at = |i: usize, c: usize| unsafe { a.add(i + c * lda) };
+    let urow = dynamic_shared::<T>();
+    let has_prev = j > j0;
+    let has_next = j < pend;
+    let mut best_v = -1.0f64;
+    let mut best_i = u32::MAX;
+    if has_prev {
+        let q = j - 1;
+        // The pivot row's entries right of the pivot, for the rank-1 update.
+        let mut c = j + thread_idx();
+        while c < pend {
+            unsafe { *urow.add(c - j) = *at(q, c) };
+            c += block_dim();
+        }
+        sync_threads();
+        let piv = unsafe { *at(q, q) };
+        // Hand-written grid-stride loops: `for_each_strided` here costs `lu_panel_step_f32`
+        // 8 registers on sm_90 (48 -> 56).
+        let mut i = j + global_index();
+        while i < n {
+            let l = multiplier(unsafe { *at(i, q) }, piv);
+            unsafe { *at(i, q) = l };
+            let mut c = j;
             while c < pend {
-                unsafe { *urow.add(c - j) = *at(q, c) };
-                c += block_dim();
+                let p = at(i, c);
+                unsafe { *p = rank1(*p, l, *urow.add(c - j)) };
+                c += 1;
             }
-            sync_threads();
-            let piv = unsafe { *at(q, q) };
-            let mut i = j + global_index();
-            while i < n {
-                let l = multiplier(unsafe { *at(i, q) }, piv);
-                unsafe { *at(i, q) = l };
-                let mut c = j;
-                while c < pend {
-                    let p = at(i, c);
-                    unsafe { *p = rank1(*p, l, *urow.add(c - j)) };
-                    c += 1;
-                }
-                if has_next && (pivot != 0 || i == j) {
-                    let v = unsafe { *at(i, j) }.to_f64();
-                    let v = if v < 0.0 { -v } else { v };
-                    if better_pivot(v, i as u32, best_v, best_i) {
-                        best_v = v;
-                        best_i = i as u32;
-                    }
-                }
-                i += grid_stride();
-            }
-        } else if has_next {
-            let mut i = j + global_index();
-            while i < n {
+            if has_next && (pivot != 0 || i == j) {
                 let v = unsafe { *at(i, j) }.to_f64();
                 let v = if v < 0.0 { -v } else { v };
-                if (pivot != 0 || i == j) && better_pivot(v, i as u32, best_v, best_i) {
+                if better_pivot(v, i as u32, best_v, best_i) {
                     best_v = v;
                     best_i = i as u32;
                 }
-                i += grid_stride();
             }
+            i += grid_stride();
         }
-        if !has_next {
-            return;
-        }
-        let (v, i) = unsafe { block_argmax(best_v, best_i, MAX_PANEL * 8) };
-        // Thread 0 publishes the block's candidate; the last block to arrive reduces them.
-        let last_flag = dynamic_shared::<u32>();
-        if thread_idx() == 0 {
-            unsafe {
-                core::ptr::write_volatile(part_val.add(block_idx()), v);
-                core::ptr::write_volatile(part_idx.add(block_idx()), i);
+    } else if has_next {
+        let mut i = j + global_index();
+        while i < n {
+            let v = unsafe { *at(i, j) }.to_f64();
+            let v = if v < 0.0 { -v } else { v };
+            if (pivot != 0 || i == j) && better_pivot(v, i as u32, best_v, best_i) {
+                best_v = v;
+                best_i = i as u32;
             }
-            fence_device();
-            let old = unsafe { atomic_inc(counter) };
-            unsafe { *last_flag = (old as usize == grid_dim() - 1) as u32 };
+            i += grid_stride();
         }
-        sync_threads();
-        let last = unsafe { *last_flag } != 0;
-        if !last {
-            return;
+    }
+    if !has_next {
+        return;
+    }
+    let (v, i) = unsafe { block_argmax(best_v, best_i, MAX_PANEL * 8) };
+    // Thread 0 publishes the block's candidate; the last block to arrive reduces them.
+    let last_flag = dynamic_shared::<u32>();
+    if thread_idx() == 0 {
+        unsafe {
+            core::ptr::write_volatile(part_val.add(block_idx()), v);
+            core::ptr::write_volatile(part_idx.add(block_idx()), i);
         }
         fence_device();
+        let old = unsafe { atomic_inc(counter) };
+        unsafe { *last_flag = (old as usize == grid_dim() - 1) as u32 };
+    }
+    sync_threads();
+    let last = unsafe { *last_flag } != 0;
+    if !last {
+        return;
+    }
+    fence_device();
+    let mut bv = -1.0f64;
+    let mut bi = u32::MAX;
+    let mut b = thread_idx();
+    while b < grid_dim() {
+        let (v, i) = unsafe {
+            (
+                core::ptr::read_volatile(part_val.add(b)),
+                core::ptr::read_volatile(part_idx.add(b)),
+            )
+        };
+        if better_pivot(v, i, bv, bi) {
+            bv = v;
+            bi = i;
+        }
+        b += block_dim();
+    }
+    sync_threads(); // the flag word is shared with the reduction's scratch
+    let (_, p) = unsafe { block_argmax(bv, bi, MAX_PANEL * 8) };
+    let shared_p = dynamic_shared::<u32>();
+    if thread_idx() == 0 {
+        // No candidate at all (NaN column): keep the diagonal.
+        let p = if p == u32::MAX { j as u32 } else { p };
+        unsafe {
+            *ipiv.add(j) = p;
+            *shared_p = p;
+            *counter = 0;
+            let piv = core::ptr::read_volatile(at(p as usize, j));
+            if piv == T::ZERO && *info == 0 {
+                *info = (j + 1) as u32;
+            }
+        }
+    }
+    sync_threads();
+    let p = unsafe { *shared_p } as usize;
+    if p != j {
+        let mut c = j0 + thread_idx();
+        while c < pend {
+            unsafe {
+                let x = core::ptr::read_volatile(at(j, c));
+                let y = core::ptr::read_volatile(at(p, c));
+                core::ptr::write_volatile(at(j, c), y);
+                core::ptr::write_volatile(at(p, c), x);
+            }
+            c += block_dim();
+        }
+    }
+}
+
+/// Waits until the grid-wide arrival counter `bar` has reached `target` (wrapping),
+/// after adding this block's arrival. Every thread of the block calls it; the
+/// block's global writes before it are visible to every block after it.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn grid_barrier(bar: *mut u32, target: u32) {
+    sync_threads();
+    if thread_idx() == 0 {
+        fence_device();
+        unsafe { atomic_inc(bar) };
+        while (unsafe { core::ptr::read_volatile(bar) }.wrapping_sub(target) as i32) < 0 {}
+        fence_device();
+    }
+    sync_threads();
+}
+
+/// See the module docs: factorises columns `j0..j0 + w` of rows `j0..n` with partial
+/// pivoting (`pivot == 0`: the diagonal), interchanging rows within these columns
+/// only. Block `b` of the `G` blocks owns rows `j0 + b R .. j0 + (b + 1) R`,
+/// `R = ceil((n - j0) / G)`. Column `c` ends with grid barrier number `c`, which
+/// completes when `bar` reaches `bar_base + G (c + 1)`. `part_*` hold `2 G`
+/// candidates, `rows` `2 (G + 1) w` entries (both parities alternate by column).
+#[kernel]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn lu_leaf_coop<T: RealScalar>(
+    n: usize,
+    lda: usize,
+    j0: usize,
+    w: usize,
+    pivot: u32,
+    a: *mut T,
+    ipiv: *mut u32,
+    info: *mut u32,
+    part_val: *mut f64,
+    part_idx: *mut u32,
+    rows: *mut T,
+    bar: *mut u32,
+    bar_base: u32,
+) {
+    let g = grid_dim();
+    let b = block_idx();
+    let t = thread_idx();
+    let nt = block_dim();
+    let r_len = (n - j0).div_ceil(g);
+    let r0 = j0 + b * r_len;
+    let r1 = (r0 + r_len).min(n);
+    let own = r1.saturating_sub(r0);
+    let sh = dynamic_shared::<T>();
+    let prow = unsafe { sh.add(r_len * w) };
+    let skip = leaf_scratch_offset(r_len, w, size_of::<T>());
+    let slot = unsafe { dynamic_shared::<u8>().add(skip + 32 * 8 + 32 * 4) } as *mut u32;
+    let at = |r: usize, c: usize| unsafe { sh.add(r + c * r_len) };
+    let owner = |row: usize| (row - j0) / r_len;
+
+    let mut e = t;
+    while e < own * w {
+        let (r, c) = (e % own, e / own);
+        unsafe { *at(r, c) = *a.add(r0 + r + (j0 + c) * lda) };
+        e += nt;
+    }
+    sync_threads();
+    for c in 0..w {
+        let j = j0 + c;
+        let par = c % 2;
+        // This block's best candidate among its rows >= j.
+        let mut best_v = -1.0f64;
+        let mut best_i = u32::MAX;
+        let mut r = t;
+        while r < own {
+            let row = r0 + r;
+            if row >= j && (pivot != 0 || row == j) {
+                let v = unsafe { *at(r, c) }.to_f64();
+                let v = if v < 0.0 { -v } else { v };
+                if better_pivot(v, row as u32, best_v, best_i) {
+                    best_v = v;
+                    best_i = row as u32;
+                }
+            }
+            r += nt;
+        }
+        let (v, i) = unsafe { block_argmax(best_v, best_i, skip) };
+        if t == 0 {
+            unsafe {
+                *part_val.add(par * g + b) = v;
+                *part_idx.add(par * g + b) = i;
+                *slot = i;
+            }
+        }
+        sync_threads();
+        let i = unsafe { *slot };
+        let cand = unsafe { rows.add((par * (g + 1) + b) * w) };
+        let rowj = unsafe { rows.add((par * (g + 1) + g) * w) };
+        if t < w {
+            if i != u32::MAX {
+                unsafe { *cand.add(t) = *at(i as usize - r0, t) };
+            }
+            if r0 <= j && j < r1 {
+                unsafe { *rowj.add(t) = *at(j - r0, t) };
+            }
+        }
+        unsafe { grid_barrier(bar, bar_base.wrapping_add((g * (c + 1)) as u32)) };
+        // Every warp of every block reduces the same candidates to the same pivot
+        // (a butterfly under a total order: every lane ends with the best one), so
+        // no block-wide reduction or barrier is needed for it.
         let mut bv = -1.0f64;
         let mut bi = u32::MAX;
-        let mut b = thread_idx();
-        while b < grid_dim() {
+        let mut q = lane();
+        while q < g {
             let (v, i) = unsafe {
                 (
-                    core::ptr::read_volatile(part_val.add(b)),
-                    core::ptr::read_volatile(part_idx.add(b)),
+                    core::ptr::read_volatile(part_val.add(par * g + q)),
+                    core::ptr::read_volatile(part_idx.add(par * g + q)),
                 )
             };
             if better_pivot(v, i, bv, bi) {
                 bv = v;
                 bi = i;
             }
-            b += block_dim();
+            q += WARP_SIZE;
         }
-        sync_threads(); // the flag word is shared with the reduction's scratch
-        let (_, p) = unsafe { block_argmax(bv, bi, MAX_PANEL * 8) };
-        let shared_p = dynamic_shared::<u32>();
-        if thread_idx() == 0 {
-            // No candidate at all (NaN column): keep the diagonal.
-            let p = if p == u32::MAX { j as u32 } else { p };
+        (bv, bi) = warp_argmax::<true>(bv, bi);
+        // No candidate at all (NaN column): keep the diagonal.
+        let p = if bi == u32::MAX { j } else { bi as usize };
+        let src = if p == j {
+            rowj
+        } else {
+            unsafe { rows.add((par * (g + 1) + owner(p)) * w) }
+        };
+        if t < w {
+            unsafe { *prow.add(t) = core::ptr::read_volatile(src.add(t)) };
+        }
+        sync_threads();
+        if t < w {
+            if p != j && r0 <= p && p < r1 {
+                unsafe { *at(p - r0, t) = core::ptr::read_volatile(rowj.add(t)) };
+            }
+            if r0 <= j && j < r1 {
+                unsafe { *at(j - r0, t) = *prow.add(t) };
+            }
+        }
+        let piv = unsafe { *prow.add(c) };
+        if b == 0 && t == 0 {
             unsafe {
-                *ipiv.add(j) = p;
-                *shared_p = p;
-                *counter = 0;
-                let piv = core::ptr::read_volatile(at(p as usize, j));
+                *ipiv.add(j) = p as u32;
                 if piv == T::ZERO && *info == 0 {
                     *info = (j + 1) as u32;
                 }
             }
         }
         sync_threads();
-        let p = unsafe { *shared_p } as usize;
-        if p != j {
-            let mut c = j0 + thread_idx();
-            while c < pend {
-                unsafe {
-                    let x = core::ptr::read_volatile(at(j, c));
-                    let y = core::ptr::read_volatile(at(p, c));
-                    core::ptr::write_volatile(at(j, c), y);
-                    core::ptr::write_volatile(at(p, c), x);
-                }
-                c += block_dim();
-            }
-        }
-    }
-
-    /// Waits until the grid-wide arrival counter `bar` has reached `target` (wrapping),
-    /// after adding this block's arrival. Every thread of the block calls it; the
-    /// block's global writes before it are visible to every block after it.
-    #[inline(always)]
-    unsafe fn grid_barrier(bar: *mut u32, target: u32) {
-        sync_threads();
-        if thread_idx() == 0 {
-            fence_device();
-            unsafe { atomic_inc(bar) };
-            while (unsafe { core::ptr::read_volatile(bar) }.wrapping_sub(target) as i32) < 0 {}
-            fence_device();
-        }
-        sync_threads();
-    }
-
-    /// See the module docs: factorises columns `j0..j0 + w` of rows `j0..n` with partial
-    /// pivoting (`pivot == 0`: the diagonal), interchanging rows within these columns
-    /// only. Block `b` of the `G` blocks owns rows `j0 + b R .. j0 + (b + 1) R`,
-    /// `R = ceil((n - j0) / G)`. Column `c` ends with grid barrier number `c`, which
-    /// completes when `bar` reaches `bar_base + G (c + 1)`. `part_*` hold `2 G`
-    /// candidates, `rows` `2 (G + 1) w` entries (both parities alternate by column).
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn lu_leaf_coop<T: RealScalar>(
-        n: usize,
-        lda: usize,
-        j0: usize,
-        w: usize,
-        pivot: u32,
-        a: *mut T,
-        ipiv: *mut u32,
-        info: *mut u32,
-        part_val: *mut f64,
-        part_idx: *mut u32,
-        rows: *mut T,
-        bar: *mut u32,
-        bar_base: u32,
-    ) {
-        let g = grid_dim();
-        let b = block_idx();
-        let t = thread_idx();
-        let nt = block_dim();
-        let r_len = (n - j0).div_ceil(g);
-        let r0 = j0 + b * r_len;
-        let r1 = (r0 + r_len).min(n);
-        let own = r1.saturating_sub(r0);
-        let sh = dynamic_shared::<T>();
-        let prow = unsafe { sh.add(r_len * w) };
-        let skip = leaf_scratch_offset(r_len, w, size_of::<T>());
-        let slot = unsafe { dynamic_shared::<u8>().add(skip + 32 * 8 + 32 * 4) } as *mut u32;
-        let at = |r: usize, c: usize| unsafe { sh.add(r + c * r_len) };
-        let owner = |row: usize| (row - j0) / r_len;
-
-        let mut e = t;
-        while e < own * w {
-            let (r, c) = (e % own, e / own);
-            unsafe { *at(r, c) = *a.add(r0 + r + (j0 + c) * lda) };
-            e += nt;
-        }
-        sync_threads();
-        for c in 0..w {
-            let j = j0 + c;
-            let par = c % 2;
-            // This block's best candidate among its rows >= j.
-            let mut best_v = -1.0f64;
-            let mut best_i = u32::MAX;
-            let mut r = t;
-            while r < own {
-                let row = r0 + r;
-                if row >= j && (pivot != 0 || row == j) {
-                    let v = unsafe { *at(r, c) }.to_f64();
-                    let v = if v < 0.0 { -v } else { v };
-                    if better_pivot(v, row as u32, best_v, best_i) {
-                        best_v = v;
-                        best_i = row as u32;
-                    }
-                }
-                r += nt;
-            }
-            let (v, i) = unsafe { block_argmax(best_v, best_i, skip) };
-            if t == 0 {
-                unsafe {
-                    *part_val.add(par * g + b) = v;
-                    *part_idx.add(par * g + b) = i;
-                    *slot = i;
-                }
-            }
-            sync_threads();
-            let i = unsafe { *slot };
-            let cand = unsafe { rows.add((par * (g + 1) + b) * w) };
-            let rowj = unsafe { rows.add((par * (g + 1) + g) * w) };
-            if t < w {
-                if i != u32::MAX {
-                    unsafe { *cand.add(t) = *at(i as usize - r0, t) };
-                }
-                if r0 <= j && j < r1 {
-                    unsafe { *rowj.add(t) = *at(j - r0, t) };
-                }
-            }
-            unsafe { grid_barrier(bar, bar_base.wrapping_add((g * (c + 1)) as u32)) };
-            // Every warp of every block reduces the same candidates to the same pivot
-            // (a butterfly under a total order: every lane ends with the best one), so
-            // no block-wide reduction or barrier is needed for it.
-            let mut bv = -1.0f64;
-            let mut bi = u32::MAX;
-            let mut q = lane();
-            while q < g {
-                let (v, i) = unsafe {
-                    (
-                        core::ptr::read_volatile(part_val.add(par * g + q)),
-                        core::ptr::read_volatile(part_idx.add(par * g + q)),
-                    )
-                };
-                if better_pivot(v, i, bv, bi) {
-                    bv = v;
-                    bi = i;
-                }
-                q += WARP_SIZE;
-            }
-            (bv, bi) = warp_argmax::<true>(bv, bi);
-            // No candidate at all (NaN column): keep the diagonal.
-            let p = if bi == u32::MAX { j } else { bi as usize };
-            let src = if p == j {
-                rowj
-            } else {
-                unsafe { rows.add((par * (g + 1) + owner(p)) * w) }
-            };
-            if t < w {
-                unsafe { *prow.add(t) = core::ptr::read_volatile(src.add(t)) };
-            }
-            sync_threads();
-            if t < w {
-                if p != j && r0 <= p && p < r1 {
-                    unsafe { *at(p - r0, t) = core::ptr::read_volatile(rowj.add(t)) };
-                }
-                if r0 <= j && j < r1 {
-                    unsafe { *at(j - r0, t) = *prow.add(t) };
-                }
-            }
-            let piv = unsafe { *prow.add(c) };
-            if b == 0 && t == 0 {
-                unsafe {
-                    *ipiv.add(j) = p as u32;
-                    if piv == T::ZERO && *info == 0 {
-                        *info = (j + 1) as u32;
-                    }
-                }
-            }
-            sync_threads();
-            let mut r = t;
-            while r < own {
-                if r0 + r > j {
-                    let l = multiplier(unsafe { *at(r, c) }, piv);
-                    unsafe { *at(r, c) = l };
-                    const { assert!(LEAF_MAX <= 32) };
-                    // The row's entries and the pivot row's in registers first (all
-                    // loads issued before any store), then the update: 16 columns at a
-                    // time, fixed indices so the arrays stay in registers.
-                    unroll!(half in [0, 16] {
-                        let mut x = [T::ZERO; 16];
-                        let mut u = [T::ZERO; 16];
-                        unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                            let cc = half + q;
-                            if cc > c && cc < w {
-                                unsafe {
-                                    x[q] = *at(r, cc);
-                                    u[q] = *prow.add(cc);
-                                }
+        let mut r = t;
+        while r < own {
+            if r0 + r > j {
+                let l = multiplier(unsafe { *at(r, c) }, piv);
+                unsafe { *at(r, c) = l };
+                const { assert!(LEAF_MAX <= 32) };
+                // The row's entries and the pivot row's in registers first (all
+                // loads issued before any store), then the update: 16 columns at a
+                // time, fixed indices so the arrays stay in registers.
+                unroll!(half in [0, 16] {
+                    let mut x = [T::ZERO; 16];
+                    let mut u = [T::ZERO; 16];
+                    unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                        let cc = half + q;
+                        if cc > c && cc < w {
+                            unsafe {
+                                x[q] = *at(r, cc);
+                                u[q] = *prow.add(cc);
                             }
-                        });
-                        unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                            let cc = half + q;
-                            if cc > c && cc < w {
-                                unsafe { *at(r, cc) = rank1(x[q], l, u[q]) };
-                            }
-                        });
+                        }
                     });
-                }
-                r += nt;
+                    unroll!(q in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                        let cc = half + q;
+                        if cc > c && cc < w {
+                            unsafe { *at(r, cc) = rank1(x[q], l, u[q]) };
+                        }
+                    });
+                });
             }
-            sync_threads();
+            r += nt;
         }
-        let mut e = t;
-        while e < own * w {
-            let (r, c) = (e % own, e / own);
-            unsafe { *a.add(r0 + r + (j0 + c) * lda) = *at(r, c) };
-            e += nt;
-        }
+        sync_threads();
     }
-
-    /// The swap plan of the interchanges `ipiv[k0..k0 + w]` (see [`swap_plan_len`]), one
-    /// block. Interchange `i` swaps panel row `i` with row `p_i >= i` (relative to `k0`);
-    /// row `i` is final after it. Rows outside the panel get a slot each (`w + ` the first
-    /// interchange that chose them). With `S_i` interchange `i`'s slot and `O_i` the
-    /// original row in panel slot `i` just before interchange `i` (what the last earlier
-    /// interchange into slot `i` moved there, else row `i`), panel row `i` ends with
-    /// `O_l` of the last `l < i` with `S_l = S_i` (else the slot's own row), and an outside
-    /// row with `O_l` of the last `l` that chose it. Each of these is a scan over the
-    /// interchanges, done by all threads at once; no sequential replay.
-    #[inline(always)]
-    pub unsafe fn lu_swap_plan(k0: usize, w: usize, ipiv: *const u32, plan: *mut u32) {
-        let piv = dynamic_shared::<u32>();
-        let (slot, prev, orig) = unsafe { (piv.add(w), piv.add(2 * w), piv.add(3 * w)) };
-        let (t0, nt) = (thread_idx(), block_dim());
-        let get = |p: *mut u32, i: usize| unsafe { *p.add(i) };
-        let set = |p: *mut u32, i: usize, v: u32| unsafe { *p.add(i) = v };
-        let mut t = t0;
-        while t < w {
-            set(piv, t, unsafe { *ipiv.add(k0 + t) } - k0 as u32);
-            t += nt;
-        }
-        sync_threads();
-        t = t0;
-        while t < w {
-            let p = get(piv, t);
-            let s = if (p as usize) < w {
-                p
-            } else {
-                let mut f = 0;
-                while get(piv, f) != p {
-                    f += 1;
-                }
-                (w + f) as u32
-            };
-            set(slot, t, s);
-            t += nt;
-        }
-        sync_threads();
-        t = t0;
-        while t < w {
-            let mut pr = PLAN_NONE;
-            let mut i = t;
-            while i > 0 {
-                i -= 1;
-                if get(slot, i) == t as u32 {
-                    pr = i as u32;
-                    break;
-                }
-            }
-            set(prev, t, pr);
-            t += nt;
-        }
-        sync_threads();
-        t = t0;
-        while t < w {
-            let mut c = t;
-            while get(prev, c) != PLAN_NONE {
-                c = get(prev, c) as usize;
-            }
-            set(orig, t, c as u32);
-            t += nt;
-        }
-        sync_threads();
-        t = t0;
-        while t < w {
-            let s = get(slot, t);
-            let mut src = if (s as usize) < w { s } else { get(piv, t) };
-            let mut i = t;
-            while i > 0 {
-                i -= 1;
-                if get(slot, i) == s {
-                    src = get(orig, i);
-                    break;
-                }
-            }
-            unsafe { *plan.add(t) = k0 as u32 + src };
-            let last = (s as usize) >= w && (t + 1..w).all(|i| get(slot, i) != s);
-            let (dst, from) = if last {
-                (k0 as u32 + get(piv, t), k0 as u32 + get(orig, t))
-            } else {
-                (PLAN_NONE, PLAN_NONE)
-            };
-            unsafe {
-                *plan.add(w + t) = dst;
-                *plan.add(2 * w + t) = from;
-            }
-            t += nt;
-        }
+    let mut e = t;
+    while e < own * w {
+        let (r, c) = (e % own, e / own);
+        unsafe { *a.add(r0 + r + (j0 + c) * lda) = *at(r, c) };
+        e += nt;
     }
+}
 
-    /// Applies the swap plan of `w <= SWAP_MAX` interchanges at `k0` to every column
-    /// `c < ncols` outside `skip0..skip1`: block `b` takes [`LASWP_COLS`] columns, each
-    /// thread the same (up to four) moves of every one; a column's moves are all read,
-    /// then (after a barrier) all written.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn lu_laswp<T: RealScalar>(
-        ncols: usize,
-        lda: usize,
-        k0: usize,
-        w: usize,
-        skip0: usize,
-        skip1: usize,
-        a: *mut T,
-        plan: *const u32,
-    ) {
-        const MOVES: usize = 2 * SWAP_MAX / LASWP_THREADS;
-        const { assert!(MOVES == 4) };
-        let t = thread_idx();
-        let mut dst = [usize::MAX; MOVES];
-        let mut src = [0usize; MOVES];
-        unroll!(q in [0, 1, 2, 3] {
-            let s = t + LASWP_THREADS * q;
-            if s < w {
-                let r = unsafe { *plan.add(s) } as usize;
-                if r != k0 + s {
-                    dst[q] = k0 + s;
-                    src[q] = r;
-                }
-            } else if s < 2 * w {
-                let d = unsafe { *plan.add(s) };
-                if d != PLAN_NONE {
-                    dst[q] = d as usize;
-                    src[q] = unsafe { *plan.add(w + s) } as usize;
-                }
+/// The swap plan of the interchanges `ipiv[k0..k0 + w]` (see [`swap_plan_len`]), one
+/// block. Interchange `i` swaps panel row `i` with row `p_i >= i` (relative to `k0`);
+/// row `i` is final after it. Rows outside the panel get a slot each (`w + ` the first
+/// interchange that chose them). With `S_i` interchange `i`'s slot and `O_i` the
+/// original row in panel slot `i` just before interchange `i` (what the last earlier
+/// interchange into slot `i` moved there, else row `i`), panel row `i` ends with
+/// `O_l` of the last `l < i` with `S_l = S_i` (else the slot's own row), and an outside
+/// row with `O_l` of the last `l` that chose it. Each of these is a scan over the
+/// interchanges, done by all threads at once; no sequential replay.
+#[kernel]
+pub unsafe fn lu_swap_plan(k0: usize, w: usize, ipiv: *const u32, plan: *mut u32) {
+    let piv = dynamic_shared::<u32>();
+    let (slot, prev, orig) = unsafe { (piv.add(w), piv.add(2 * w), piv.add(3 * w)) };
+    let (t0, nt) = (thread_idx(), block_dim());
+    let get = |p: *mut u32, i: usize| unsafe { *p.add(i) };
+    let set = |p: *mut u32, i: usize, v: u32| unsafe { *p.add(i) = v };
+    let mut t = t0;
+    while t < w {
+        set(piv, t, unsafe { *ipiv.add(k0 + t) } - k0 as u32);
+        t += nt;
+    }
+    sync_threads();
+    t = t0;
+    while t < w {
+        let p = get(piv, t);
+        let s = if (p as usize) < w {
+            p
+        } else {
+            let mut f = 0;
+            while get(piv, f) != p {
+                f += 1;
+            }
+            (w + f) as u32
+        };
+        set(slot, t, s);
+        t += nt;
+    }
+    sync_threads();
+    t = t0;
+    while t < w {
+        let mut pr = PLAN_NONE;
+        let mut i = t;
+        while i > 0 {
+            i -= 1;
+            if get(slot, i) == t as u32 {
+                pr = i as u32;
+                break;
+            }
+        }
+        set(prev, t, pr);
+        t += nt;
+    }
+    sync_threads();
+    t = t0;
+    while t < w {
+        let mut c = t;
+        while get(prev, c) != PLAN_NONE {
+            c = get(prev, c) as usize;
+        }
+        set(orig, t, c as u32);
+        t += nt;
+    }
+    sync_threads();
+    t = t0;
+    while t < w {
+        let s = get(slot, t);
+        let mut src = if (s as usize) < w { s } else { get(piv, t) };
+        let mut i = t;
+        while i > 0 {
+            i -= 1;
+            if get(slot, i) == s {
+                src = get(orig, i);
+                break;
+            }
+        }
+        unsafe { *plan.add(t) = k0 as u32 + src };
+        let last = (s as usize) >= w && (t + 1..w).all(|i| get(slot, i) != s);
+        let (dst, from) = if last {
+            (k0 as u32 + get(piv, t), k0 as u32 + get(orig, t))
+        } else {
+            (PLAN_NONE, PLAN_NONE)
+        };
+        unsafe {
+            *plan.add(w + t) = dst;
+            *plan.add(2 * w + t) = from;
+        }
+        t += nt;
+    }
+}
+
+/// Applies the swap plan of `w <= SWAP_MAX` interchanges at `k0` to every column
+/// `c < ncols` outside `skip0..skip1`: block `b` takes [`LASWP_COLS`] columns, each
+/// thread the same (up to four) moves of every one; a column's moves are all read,
+/// then (after a barrier) all written.
+#[kernel]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn lu_laswp<T: RealScalar>(
+    ncols: usize,
+    lda: usize,
+    k0: usize,
+    w: usize,
+    skip0: usize,
+    skip1: usize,
+    a: *mut T,
+    plan: *const u32,
+) {
+    const MOVES: usize = 2 * SWAP_MAX / LASWP_THREADS;
+    const { assert!(MOVES == 4) };
+    let t = thread_idx();
+    let mut dst = [usize::MAX; MOVES];
+    let mut src = [0usize; MOVES];
+    unroll!(q in [0, 1, 2, 3] {
+        let s = t + LASWP_THREADS * q;
+        if s < w {
+            let r = unsafe { *plan.add(s) } as usize;
+            if r != k0 + s {
+                dst[q] = k0 + s;
+                src[q] = r;
+            }
+        } else if s < 2 * w {
+            let d = unsafe { *plan.add(s) };
+            if d != PLAN_NONE {
+                dst[q] = d as usize;
+                src[q] = unsafe { *plan.add(w + s) } as usize;
+            }
+        }
+    });
+    let c0 = block_idx() * LASWP_COLS;
+    let c1 = (c0 + LASWP_COLS).min(ncols);
+    let mut c = c0;
+    while c < c1 {
+        // Two columns at a time: eight loads in flight per thread.
+        let cols = [c, c + 1];
+        let mut v = [[T::ZERO; MOVES]; 2];
+        let live = |cc: usize| cc < c1 && (cc < skip0 || cc >= skip1);
+        unroll!(h in [0, 1] {
+            if live(cols[h]) {
+                let col = unsafe { a.add(cols[h] * lda) };
+                unroll!(q in [0, 1, 2, 3] {
+                    if dst[q] != usize::MAX {
+                        v[h][q] = unsafe { *col.add(src[q]) };
+                    }
+                });
             }
         });
-        let c0 = block_idx() * LASWP_COLS;
-        let c1 = (c0 + LASWP_COLS).min(ncols);
-        let mut c = c0;
-        while c < c1 {
-            // Two columns at a time: eight loads in flight per thread.
-            let cols = [c, c + 1];
-            let mut v = [[T::ZERO; MOVES]; 2];
-            let live = |cc: usize| cc < c1 && (cc < skip0 || cc >= skip1);
-            unroll!(h in [0, 1] {
-                if live(cols[h]) {
-                    let col = unsafe { a.add(cols[h] * lda) };
-                    unroll!(q in [0, 1, 2, 3] {
-                        if dst[q] != usize::MAX {
-                            v[h][q] = unsafe { *col.add(src[q]) };
-                        }
-                    });
-                }
-            });
-            sync_threads();
-            unroll!(h in [0, 1] {
-                if live(cols[h]) {
-                    let col = unsafe { a.add(cols[h] * lda) };
-                    unroll!(q in [0, 1, 2, 3] {
-                        if dst[q] != usize::MAX {
-                            unsafe { *col.add(dst[q]) = v[h][q] };
-                        }
-                    });
-                }
-            });
-            c += 2;
-        }
-    }
-
-    /// `X[0..kb, c] <- L11^{-1} X[0..kb, c]` for `c < ncols`, `L11` the unit lower
-    /// triangle of the `kb x kb` block at `l` (leading dimension `ldl`), `kb <=
-    /// TRSM_MAX_KB`, `X` at `x` (leading dimension `ldx`). Block `b` of [`TRSM_THREADS`]
-    /// threads solves [`TRSM_COLS`] columns: `L11` and its `kb x 32` slice of the
-    /// right-hand side in shared memory (loaded along the columns, coalesced), then
-    /// column-oriented forward substitution, every thread updating its share of the rows
-    /// below row `r` with one barrier per row. Shared memory: [`trsm_shared_bytes`].
-    #[inline(always)]
-    pub unsafe fn lu_trsm<T: RealScalar>(
-        ncols: usize,
-        kb: usize,
-        l_in: *const T,
-        ldl: usize,
-        x_in: *mut T,
-        ldx_in: usize,
-    ) {
-        let l = dynamic_shared::<T>(); // l[i + p kb], i > p
-        let ldx = kb + 1;
-        let x = unsafe { l.add(kb * kb) }; // x[i + cc ldx]
-        let t = thread_idx();
-        let nt = block_dim();
-        let cb = block_idx() * TRSM_COLS;
-        let w = TRSM_COLS.min(ncols - cb);
-        let mut e = t;
-        while e < kb * kb {
-            let (i, p) = (e % kb, e / kb);
-            if i > p {
-                unsafe { *l.add(e) = *l_in.add(i + p * ldl) };
+        sync_threads();
+        unroll!(h in [0, 1] {
+            if live(cols[h]) {
+                let col = unsafe { a.add(cols[h] * lda) };
+                unroll!(q in [0, 1, 2, 3] {
+                    if dst[q] != usize::MAX {
+                        unsafe { *col.add(dst[q]) = v[h][q] };
+                    }
+                });
             }
-            e += nt;
+        });
+        c += 2;
+    }
+}
+
+/// `X[0..kb, c] <- L11^{-1} X[0..kb, c]` for `c < ncols`, `L11` the unit lower
+/// triangle of the `kb x kb` block at `l` (leading dimension `ldl`), `kb <=
+/// TRSM_MAX_KB`, `X` at `x` (leading dimension `ldx`). Block `b` of [`TRSM_THREADS`]
+/// threads solves [`TRSM_COLS`] columns: `L11` and its `kb x 32` slice of the
+/// right-hand side in shared memory (loaded along the columns, coalesced), then
+/// column-oriented forward substitution, every thread updating its share of the rows
+/// below row `r` with one barrier per row. Shared memory: [`trsm_shared_bytes`].
+#[kernel]
+pub unsafe fn lu_trsm<T: RealScalar>(
+    ncols: usize,
+    kb: usize,
+    l: *const T,
+    ldl: usize,
+    x: *mut T,
+    ldx: usize,
+) {
+    let sl = dynamic_shared::<T>(); // sl[i + p kb], i > p
+    let lds = kb + 1;
+    let sx = unsafe { sl.add(kb * kb) }; // sx[i + cc lds]
+    let t = thread_idx();
+    let nt = block_dim();
+    let cb = block_idx() * TRSM_COLS;
+    let w = TRSM_COLS.min(ncols - cb);
+    let mut e = t;
+    while e < kb * kb {
+        let (i, p) = (e % kb, e / kb);
+        if i > p {
+            unsafe { *sl.add(e) = *l.add(i + p * ldl) };
         }
+        e += nt;
+    }
+    let mut e = t;
+    while e < kb * w {
+        let (i, cc) = (e % kb, e / kb);
+        unsafe { *sx.add(i + cc * lds) = *x.add(i + (cb + cc) * ldx) };
+        e += nt;
+    }
+    sync_threads();
+    for r in 0..kb.saturating_sub(1) {
+        let below = kb - r - 1;
         let mut e = t;
-        while e < kb * w {
-            let (i, cc) = (e % kb, e / kb);
-            unsafe { *x.add(i + cc * ldx) = *x_in.add(i + (cb + cc) * ldx_in) };
+        while e < below * w {
+            let (i, cc) = (r + 1 + e % below, e / below);
+            unsafe {
+                let p = sx.add(i + cc * lds);
+                *p = rank1(*p, *sl.add(i + r * kb), *sx.add(r + cc * lds));
+            }
             e += nt;
         }
         sync_threads();
-        for r in 0..kb.saturating_sub(1) {
-            let below = kb - r - 1;
-            let mut e = t;
-            while e < below * w {
-                let (i, cc) = (r + 1 + e % below, e / below);
-                unsafe {
-                    let p = x.add(i + cc * ldx);
-                    *p = rank1(*p, *l.add(i + r * kb), *x.add(r + cc * ldx));
-                }
-                e += nt;
-            }
-            sync_threads();
-        }
-        let mut e = t;
-        while e < kb * w {
-            let (i, cc) = (e % kb, e / kb);
-            unsafe { *x_in.add(i + (cb + cc) * ldx_in) = *x.add(i + cc * ldx) };
-            e += nt;
-        }
     }
+    let mut e = t;
+    while e < kb * w {
+        let (i, cc) = (e % kb, e / kb);
+        unsafe { *x.add(i + (cb + cc) * ldx) = *sx.add(i + cc * lds) };
+        e += nt;
+    }
+}
 
-    /// `D <- S` for a `rows x cols` block (`eye != 0`: `D <- I`, `S` unread), grid-stride
-    /// along the columns (coalesced).
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn lu_copy<T: RealScalar>(
-        rows: usize,
-        cols: usize,
-        eye: u32,
-        s: *const T,
-        lds: usize,
-        d: *mut T,
-        ldd: usize,
-    ) {
-        let mut e = global_index();
-        while e < rows * cols {
-            let (i, j) = (e % rows, e / rows);
-            let v = if eye == 0 {
-                unsafe { *s.add(i + j * lds) }
-            } else if i == j {
-                T::ONE
+/// `D <- S` for a `rows x cols` block (`eye != 0`: `D <- I`, `S` unread), grid-stride
+/// along the columns (coalesced).
+#[kernel]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn lu_copy<T: RealScalar>(
+    rows: usize,
+    cols: usize,
+    eye: u32,
+    s: *const T,
+    lds: usize,
+    d: *mut T,
+    ldd: usize,
+) {
+    for_each_index(rows * cols, |e| {
+        let (i, j) = (e % rows, e / rows);
+        let v = if eye == 0 {
+            unsafe { *s.add(i + j * lds) }
+        } else if i == j {
+            T::ONE
+        } else {
+            T::ZERO
+        };
+        unsafe { *d.add(i + j * ldd) = v };
+    });
+}
+
+/// `C <- alpha A B + beta C` (`m x k` times `k x n`), [`GEMM_TILE`]-square block tiles,
+/// 256 threads with 4x4 results each (rows `tx + 16 i`, columns `ty + 16 j`).
+/// `beta == 0` does not read `C`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_nn<T: RealScalar>(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: T,
+    a: *const T,
+    lda: usize,
+    b: *const T,
+    ldb: usize,
+    beta: T,
+    c: *mut T,
+    ldc: usize,
+) {
+    let sa = dynamic_shared::<T>();
+    let sb = unsafe { sa.add(GEMM_K * GEMM_TILE) };
+    let t = thread_idx();
+    let (tx, ty) = (t % 16, t / 16);
+    let m0 = block_idx() * GEMM_TILE;
+    let n0 = block_idx_y() * GEMM_TILE;
+    let mut acc = [[T::ZERO; 4]; 4];
+    let mut k0 = 0;
+    while k0 < k {
+        for r in 0..4 {
+            let e = t + 256 * r;
+            let (i, kk) = (e % GEMM_TILE, e / GEMM_TILE);
+            let (gi, gk) = (m0 + i, k0 + kk);
+            let v = if gi < m && gk < k {
+                unsafe { *a.add(gi + gk * lda) }
             } else {
                 T::ZERO
             };
-            unsafe { *d.add(i + j * ldd) = v };
-            e += grid_stride();
+            unsafe { *sa.add(kk * GEMM_TILE + i) = v };
+            let (kk, jj) = (e % GEMM_K, e / GEMM_K);
+            let (gk, gj) = (k0 + kk, n0 + jj);
+            let v = if gk < k && gj < n {
+                unsafe { *b.add(gk + gj * ldb) }
+            } else {
+                T::ZERO
+            };
+            unsafe { *sb.add(kk * GEMM_TILE + jj) = v };
+        }
+        sync_threads();
+        for kk in 0..GEMM_K {
+            let mut av = [T::ZERO; 4];
+            let mut bv = [T::ZERO; 4];
+            for i in 0..4 {
+                av[i] = unsafe { *sa.add(kk * GEMM_TILE + tx + 16 * i) };
+                bv[i] = unsafe { *sb.add(kk * GEMM_TILE + ty + 16 * i) };
+            }
+            for i in 0..4 {
+                for jn in 0..4 {
+                    acc[i][jn] = av[i].mul_add(bv[jn], acc[i][jn]);
+                }
+            }
+        }
+        sync_threads();
+        k0 += GEMM_K;
+    }
+    let mut v = [T::ZERO; 16];
+    unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+        v[e] = acc[e % 4][e / 4];
+    });
+    let at = |e: usize| {
+        let (gi, gj) = (m0 + tx + 16 * (e % 4), n0 + ty + 16 * (e / 4));
+        (gi < m && gj < n).then(|| unsafe { c.add(gi + gj * ldc) })
+    };
+    unsafe { scale_store(&v, at, alpha, beta) };
+}
+
+/// `d <- a b + d` for one 8x8x4 tile (`mma.sync.aligned.m8n8k4.row.col.f64`).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn dmma(d: &mut [f64; 2], a: f64, b: f64) {
+    unsafe {
+        asm!(
+            "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {{{d0}, {d1}}}, {{{a}}}, {{{b}}}, {{{d0}, {d1}}};",
+            d0 = inout(reg64) d[0],
+            d1 = inout(reg64) d[1],
+            a = in(reg64) a,
+            b = in(reg64) b,
+            options(nostack)
+        );
+    }
+}
+
+/// `C <- alpha A B + beta C` in `f64` on the FP64 tensor cores: [`DMMA_TILE`]-square
+/// block tiles, 8 warps (2 along m, 4 along n) of 64x32 results = 8x4 fragments of
+/// 8x8, k-steps of [`DMMA_K`] in [`DMMA_STAGES`] shared-memory stages filled by
+/// `cp.async` (one barrier per k-step).
+/// `beta == 0` does not read `C`. Needs [`DMMA_SHARED_BYTES`] of shared memory.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_dmma(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f64,
+    a: *const f64,
+    lda: usize,
+    b: *const f64,
+    ldb: usize,
+    beta: f64,
+    c: *mut f64,
+    ldc: usize,
+) {
+    const LDS: usize = DMMA_TILE + DMMA_PAD;
+    const STAGE: usize = 2 * DMMA_K * LDS;
+    let smem = dynamic_shared::<f64>();
+    let t = thread_idx();
+    let ln = lane();
+    let w = warp();
+    let (wm, wn) = (w % 2, w / 2);
+    let m0 = block_idx() * DMMA_TILE;
+    let n0 = block_idx_y() * DMMA_TILE;
+    let ktiles = k.div_ceil(DMMA_K);
+
+    let load = |stage: usize, kt: usize| {
+        let base = unsafe { smem.add(stage * STAGE) };
+        let k0 = kt * DMMA_K;
+        for r in 0..4 {
+            let e = t + 256 * r;
+            let (i, kk) = (e % DMMA_TILE, e / DMMA_TILE);
+            let (gi, gk) = (m0 + i, k0 + kk);
+            let ok = gi < m && gk < k;
+            let src = if ok {
+                unsafe { a.add(gi + gk * lda) }
+            } else {
+                a
+            };
+            unsafe { cp_async_8(shared_addr(base.add(kk * LDS + i)), src, ok) };
+            let (kk, jj) = (e % DMMA_K, e / DMMA_K);
+            let (gk, gj) = (k0 + kk, n0 + jj);
+            let ok = gk < k && gj < n;
+            let src = if ok {
+                unsafe { b.add(gk + gj * ldb) }
+            } else {
+                b
+            };
+            unsafe { cp_async_8(shared_addr(base.add(DMMA_K * LDS + kk * LDS + jj)), src, ok) };
+        }
+    };
+
+    let mut acc = [[[0.0f64; 2]; 4]; 8];
+    // Prologue: the first DMMA_STAGES - 1 tiles in flight, one commit group each.
+    for s in 0..DMMA_STAGES - 1 {
+        if s < ktiles {
+            load(s, s);
+        }
+        cp_async_commit();
+    }
+    let (fr, fk) = (ln / 4, ln % 4);
+    for kt in 0..ktiles {
+        // At most DMMA_STAGES - 2 groups still in flight: tile kt has landed.
+        cp_async_wait::<{ DMMA_STAGES as u32 - 2 }>();
+        sync_threads();
+        // The stage refilled now was read in iteration kt - 1, which every warp has
+        // finished (the barrier above).
+        let next = kt + DMMA_STAGES - 1;
+        if next < ktiles {
+            load(next % DMMA_STAGES, next);
+        }
+        cp_async_commit();
+        let sa = unsafe { smem.add((kt % DMMA_STAGES) * STAGE) };
+        let sb = unsafe { sa.add(DMMA_K * LDS) };
+        for k4 in 0..DMMA_K / 4 {
+            let row = (k4 * 4 + fk) * LDS;
+            let mut af = [0.0f64; 8];
+            let mut bf = [0.0f64; 4];
+            unroll!(mi in [0, 1, 2, 3, 4, 5, 6, 7] {
+                af[mi] = unsafe { *sa.add(row + wm * 64 + mi * 8 + fr) };
+            });
+            unroll!(ni in [0, 1, 2, 3] {
+                bf[ni] = unsafe { *sb.add(row + wn * 32 + ni * 8 + fr) };
+            });
+            unroll!(mi in [0, 1, 2, 3, 4, 5, 6, 7] {
+                unroll!(ni in [0, 1, 2, 3] {
+                    dmma(&mut acc[mi][ni], af[mi], bf[ni]);
+                });
+            });
         }
     }
-
-    /// `C <- alpha A B + beta C` (`m x k` times `k x n`), [`GEMM_TILE`]-square block tiles,
-    /// 256 threads with 4x4 results each (rows `tx + 16 i`, columns `ty + 16 j`).
-    /// `beta == 0` does not read `C`.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn gemm_nn<T: RealScalar>(
-        m: usize,
-        n: usize,
-        k: usize,
-        alpha: T,
-        a: *const T,
-        lda: usize,
-        b: *const T,
-        ldb: usize,
-        beta: T,
-        c: *mut T,
-        ldc: usize,
-    ) {
-        let sa = dynamic_shared::<T>();
-        let sb = unsafe { sa.add(GEMM_K * GEMM_TILE) };
-        let t = thread_idx();
-        let (tx, ty) = (t % 16, t / 16);
-        let m0 = block_idx() * GEMM_TILE;
-        let n0 = block_idx_y() * GEMM_TILE;
-        let mut acc = [[T::ZERO; 4]; 4];
-        let mut k0 = 0;
-        while k0 < k {
-            for r in 0..4 {
-                let e = t + 256 * r;
-                let (i, kk) = (e % GEMM_TILE, e / GEMM_TILE);
-                let (gi, gk) = (m0 + i, k0 + kk);
-                let v = if gi < m && gk < k {
-                    unsafe { *a.add(gi + gk * lda) }
-                } else {
-                    T::ZERO
-                };
-                unsafe { *sa.add(kk * GEMM_TILE + i) = v };
-                let (kk, jj) = (e % GEMM_K, e / GEMM_K);
-                let (gk, gj) = (k0 + kk, n0 + jj);
-                let v = if gk < k && gj < n {
-                    unsafe { *b.add(gk + gj * ldb) }
-                } else {
-                    T::ZERO
-                };
-                unsafe { *sb.add(kk * GEMM_TILE + jj) = v };
-            }
-            sync_threads();
-            for kk in 0..GEMM_K {
-                let mut av = [T::ZERO; 4];
-                let mut bv = [T::ZERO; 4];
-                for i in 0..4 {
-                    av[i] = unsafe { *sa.add(kk * GEMM_TILE + tx + 16 * i) };
-                    bv[i] = unsafe { *sb.add(kk * GEMM_TILE + ty + 16 * i) };
-                }
-                for i in 0..4 {
-                    for jn in 0..4 {
-                        acc[i][jn] = av[i].mul_add(bv[jn], acc[i][jn]);
-                    }
-                }
-            }
-            sync_threads();
-            k0 += GEMM_K;
-        }
-        let mut v = [T::ZERO; 16];
-        unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-            v[e] = acc[e % 4][e / 4];
+    // Two fragment rows (16 results) at a time, their loads of C before their stores.
+    unroll!(mp in [0, 2, 4, 6] {
+        let mut v = [0.0f64; 16];
+        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+            v[i] = acc[mp + i / 8][(i / 2) % 4][i % 2];
         });
-        let at = |e: usize| {
-            let (gi, gj) = (m0 + tx + 16 * (e % 4), n0 + ty + 16 * (e / 4));
+        let at = |i: usize| {
+            let (mi, ni, e) = (mp + i / 8, (i / 2) % 4, i % 2);
+            let gi = m0 + wm * 64 + mi * 8 + fr;
+            let gj = n0 + wn * 32 + ni * 8 + 2 * fk + e;
             (gi < m && gj < n).then(|| unsafe { c.add(gi + gj * ldc) })
         };
         unsafe { scale_store(&v, at, alpha, beta) };
-    }
+    });
+}
 
-    /// `d <- a b + d` for one 8x8x4 tile (`mma.sync.aligned.m8n8k4.row.col.f64`).
-    #[inline(always)]
-    fn dmma(d: &mut [f64; 2], a: f64, b: f64) {
+/// Seed 004, unblocked LU step `k` (DECOMPOSE_L): `a[i, k] /= a[k, k]` for `i > k`.
+#[kernel]
+pub unsafe fn thesis_lu_scale_f64(n: usize, k: usize, a: *mut f64) {
+    let pivot = unsafe { *a.add(k + k * n) };
+    for_each_strided(k + 1 + global_index(), grid_stride(), n, |i| unsafe {
+        *a.add(i + k * n) /= pivot
+    });
+}
+
+/// Seed 004, unblocked LU step `k` (DECOMPOSE_R): `a[i, j] -= a[i, k] a[k, j]` for
+/// `i, j > k`; 16x16 threads per block (`i` fastest), blocks over `(i, j)` in x and y.
+#[kernel]
+pub unsafe fn thesis_lu_update_f64(n: usize, k: usize, a: *mut f64) {
+    let t = thread_idx();
+    let i = k + 1 + block_idx() * 16 + t % 16;
+    let j = k + 1 + block_idx_y() * 16 + t / 16;
+    if i < n && j < n {
         unsafe {
-            asm!(
-                "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {{{d0}, {d1}}}, {{{a}}}, {{{b}}}, {{{d0}, {d1}}};",
-                d0 = inout(reg64) d[0],
-                d1 = inout(reg64) d[1],
-                a = in(reg64) a,
-                b = in(reg64) b,
-                options(nostack)
-            );
-        }
-    }
-
-    /// `C <- alpha A B + beta C` in `f64` on the FP64 tensor cores: [`DMMA_TILE`]-square
-    /// block tiles, 8 warps (2 along m, 4 along n) of 64x32 results = 8x4 fragments of
-    /// 8x8, k-steps of [`DMMA_K`] in [`DMMA_STAGES`] shared-memory stages filled by
-    /// `cp.async` (one barrier per k-step).
-    /// `beta == 0` does not read `C`. Needs [`DMMA_SHARED_BYTES`] of shared memory.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn gemm_dmma(
-        m: usize,
-        n: usize,
-        k: usize,
-        alpha: f64,
-        a: *const f64,
-        lda: usize,
-        b: *const f64,
-        ldb: usize,
-        beta: f64,
-        c: *mut f64,
-        ldc: usize,
-    ) {
-        const LDS: usize = DMMA_TILE + DMMA_PAD;
-        const STAGE: usize = 2 * DMMA_K * LDS;
-        let smem = dynamic_shared::<f64>();
-        let t = thread_idx();
-        let ln = lane();
-        let w = warp();
-        let (wm, wn) = (w % 2, w / 2);
-        let m0 = block_idx() * DMMA_TILE;
-        let n0 = block_idx_y() * DMMA_TILE;
-        let ktiles = k.div_ceil(DMMA_K);
-
-        let load = |stage: usize, kt: usize| {
-            let base = unsafe { smem.add(stage * STAGE) };
-            let k0 = kt * DMMA_K;
-            for r in 0..4 {
-                let e = t + 256 * r;
-                let (i, kk) = (e % DMMA_TILE, e / DMMA_TILE);
-                let (gi, gk) = (m0 + i, k0 + kk);
-                let ok = gi < m && gk < k;
-                let src = if ok {
-                    unsafe { a.add(gi + gk * lda) }
-                } else {
-                    a
-                };
-                unsafe { cp_async_8(shared_addr(base.add(kk * LDS + i)), src, ok) };
-                let (kk, jj) = (e % DMMA_K, e / DMMA_K);
-                let (gk, gj) = (k0 + kk, n0 + jj);
-                let ok = gk < k && gj < n;
-                let src = if ok {
-                    unsafe { b.add(gk + gj * ldb) }
-                } else {
-                    b
-                };
-                unsafe { cp_async_8(shared_addr(base.add(DMMA_K * LDS + kk * LDS + jj)), src, ok) };
-            }
-        };
-
-        let mut acc = [[[0.0f64; 2]; 4]; 8];
-        // Prologue: the first DMMA_STAGES - 1 tiles in flight, one commit group each.
-        for s in 0..DMMA_STAGES - 1 {
-            if s < ktiles {
-                load(s, s);
-            }
-            cp_async_commit();
-        }
-        let (fr, fk) = (ln / 4, ln % 4);
-        for kt in 0..ktiles {
-            // At most DMMA_STAGES - 2 groups still in flight: tile kt has landed.
-            cp_async_wait::<{ DMMA_STAGES as u32 - 2 }>();
-            sync_threads();
-            // The stage refilled now was read in iteration kt - 1, which every warp has
-            // finished (the barrier above).
-            let next = kt + DMMA_STAGES - 1;
-            if next < ktiles {
-                load(next % DMMA_STAGES, next);
-            }
-            cp_async_commit();
-            let sa = unsafe { smem.add((kt % DMMA_STAGES) * STAGE) };
-            let sb = unsafe { sa.add(DMMA_K * LDS) };
-            for k4 in 0..DMMA_K / 4 {
-                let row = (k4 * 4 + fk) * LDS;
-                let mut af = [0.0f64; 8];
-                let mut bf = [0.0f64; 4];
-                unroll!(mi in [0, 1, 2, 3, 4, 5, 6, 7] {
-                    af[mi] = unsafe { *sa.add(row + wm * 64 + mi * 8 + fr) };
-                });
-                unroll!(ni in [0, 1, 2, 3] {
-                    bf[ni] = unsafe { *sb.add(row + wn * 32 + ni * 8 + fr) };
-                });
-                unroll!(mi in [0, 1, 2, 3, 4, 5, 6, 7] {
-                    unroll!(ni in [0, 1, 2, 3] {
-                        dmma(&mut acc[mi][ni], af[mi], bf[ni]);
-                    });
-                });
-            }
-        }
-        // Two fragment rows (16 results) at a time, their loads of C before their stores.
-        unroll!(mp in [0, 2, 4, 6] {
-            let mut v = [0.0f64; 16];
-            unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                v[i] = acc[mp + i / 8][(i / 2) % 4][i % 2];
-            });
-            let at = |i: usize| {
-                let (mi, ni, e) = (mp + i / 8, (i / 2) % 4, i % 2);
-                let gi = m0 + wm * 64 + mi * 8 + fr;
-                let gj = n0 + wn * 32 + ni * 8 + 2 * fk + e;
-                (gi < m && gj < n).then(|| unsafe { c.add(gi + gj * ldc) })
-            };
-            unsafe { scale_store(&v, at, alpha, beta) };
-        });
-    }
-
-    /// Seed 004, unblocked LU step `k` (DECOMPOSE_L): `a[i, k] /= a[k, k]` for `i > k`.
-    #[inline(always)]
-    pub unsafe fn thesis_lu_scale(n: usize, k: usize, a: *mut f64) {
-        let pivot = unsafe { *a.add(k + k * n) };
-        let mut i = k + 1 + global_index();
-        while i < n {
-            unsafe { *a.add(i + k * n) /= pivot };
-            i += grid_stride();
-        }
-    }
-
-    /// Seed 004, unblocked LU step `k` (DECOMPOSE_R): `a[i, j] -= a[i, k] a[k, j]` for
-    /// `i, j > k`; 16x16 threads per block (`i` fastest), blocks over `(i, j)` in x and y.
-    #[inline(always)]
-    pub unsafe fn thesis_lu_update(n: usize, k: usize, a: *mut f64) {
-        let t = thread_idx();
-        let i = k + 1 + block_idx() * 16 + t % 16;
-        let j = k + 1 + block_idx_y() * 16 + t / 16;
-        if i < n && j < n {
-            unsafe {
-                let l = *a.add(i + k * n);
-                let u = *a.add(k + j * n);
-                let p = a.add(i + j * n);
-                *p = rank1(*p, l, u);
-            }
-        }
-    }
-
-    /// Rodinia `lud_diagonal`: factorises the 16x16 diagonal block at `(offset, offset)`
-    /// in shared memory, one block of 16 threads (thread `t` owns row `t`).
-    #[inline(always)]
-    pub unsafe fn rodinia_diagonal(n: usize, offset: usize, a: *mut f32) {
-        const BS: usize = RODINIA_BS;
-        let s = dynamic_shared::<f32>(); // s[r + c * BS]
-        let t = thread_idx();
-        let base = unsafe { a.add(offset + offset * n) };
-        for c in 0..BS {
-            unsafe { *s.add(t + c * BS) = *base.add(t + c * n) };
-        }
-        sync_threads();
-        for i in 0..BS - 1 {
-            if t > i {
-                unsafe {
-                    let l = *s.add(t + i * BS) / *s.add(i + i * BS);
-                    *s.add(t + i * BS) = l;
-                    for c in i + 1..BS {
-                        *s.add(t + c * BS) = rank1(*s.add(t + c * BS), l, *s.add(i + c * BS));
-                    }
-                }
-            }
-            sync_threads();
-        }
-        for c in 0..BS {
-            unsafe { *base.add(t + c * n) = *s.add(t + c * BS) };
-        }
-    }
-
-    /// Rodinia `lud_perimeter`: block `b` solves the row block right of the diagonal
-    /// block (`U12 = L11^{-1} A12`, threads 0..16, one column each) and the column block
-    /// below it (`L21 = A21 U11^{-1}`, threads 16..32, one row each), both the
-    /// `(b + 1)`-th block after `offset`.
-    #[inline(always)]
-    pub unsafe fn rodinia_perimeter(n: usize, offset: usize, a: *mut f32) {
-        const BS: usize = RODINIA_BS;
-        let dia = dynamic_shared::<f32>();
-        let blk = unsafe { dia.add(BS * BS) }; // 2 blocks: row block, then column block
-        let t = thread_idx();
-        let off2 = offset + (block_idx() + 1) * BS;
-        let dbase = unsafe { a.add(offset + offset * n) };
-        let rbase = unsafe { a.add(offset + off2 * n) };
-        let cbase = unsafe { a.add(off2 + offset * n) };
-        let r = t % BS;
-        for c in 0..BS {
-            unsafe {
-                if t < BS {
-                    *dia.add(r + c * BS) = *dbase.add(r + c * n);
-                    *blk.add(r + c * BS) = *rbase.add(r + c * n);
-                } else {
-                    *blk.add(BS * BS + r + c * BS) = *cbase.add(r + c * n);
-                }
-            }
-        }
-        sync_threads();
-        if t < BS {
-            // Column t of the row block: forward substitution with unit-lower L11.
-            for i in 1..BS {
-                for p in 0..i {
-                    unsafe {
-                        let x = blk.add(i + t * BS);
-                        *x = rank1(*x, *dia.add(i + p * BS), *blk.add(p + t * BS));
-                    }
-                }
-            }
-        } else {
-            // Row r of the column block: x U11 = a.
-            let cb = unsafe { blk.add(BS * BS) };
-            for c in 0..BS {
-                unsafe {
-                    let x = cb.add(r + c * BS);
-                    for p in 0..c {
-                        *x = rank1(*x, *cb.add(r + p * BS), *dia.add(p + c * BS));
-                    }
-                    *x /= *dia.add(c + c * BS);
-                }
-            }
-        }
-        sync_threads();
-        for c in 0..BS {
-            unsafe {
-                if t < BS {
-                    *rbase.add(r + c * n) = *blk.add(r + c * BS);
-                } else {
-                    *cbase.add(r + c * n) = *blk.add(BS * BS + r + c * BS);
-                }
-            }
-        }
-    }
-
-    /// Rodinia `lud_internal`: block `(bx, by)` of 16x16 threads updates the interior
-    /// block `(offset + (bx + 1) 16, offset + (by + 1) 16)` with the perimeter blocks.
-    #[inline(always)]
-    pub unsafe fn rodinia_internal(n: usize, offset: usize, a: *mut f32) {
-        const BS: usize = RODINIA_BS;
-        let sl = dynamic_shared::<f32>();
-        let su = unsafe { sl.add(BS * BS) };
-        let t = thread_idx();
-        let (tx, ty) = (t % BS, t / BS);
-        let gi = offset + (block_idx() + 1) * BS;
-        let gj = offset + (block_idx_y() + 1) * BS;
-        unsafe {
-            *sl.add(tx + ty * BS) = *a.add(gi + tx + (offset + ty) * n);
-            *su.add(tx + ty * BS) = *a.add(offset + tx + (gj + ty) * n);
-        }
-        sync_threads();
-        let mut sum = 0.0f32;
-        for p in 0..BS {
-            sum = unsafe { *sl.add(tx + p * BS) }.mul_add(unsafe { *su.add(p + ty * BS) }, sum);
-        }
-        unsafe {
-            let x = a.add(gi + tx + (gj + ty) * n);
-            *x -= sum;
+            let l = *a.add(i + k * n);
+            let u = *a.add(k + j * n);
+            let p = a.add(i + j * n);
+            *p = rank1(*p, l, u);
         }
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
-macro_rules! dense_entries {
-    ($t:ty, $sfx:literal, $m:ident) => {
-        mod $m {
-            use super::kernels;
-            #[unsafe(export_name = concat!("lu_panel_step_", $sfx))]
-            pub unsafe extern "ptx-kernel" fn lu_panel_step(
-                n: usize,
-                lda: usize,
-                j0: usize,
-                j: usize,
-                pend: usize,
-                pivot: u32,
-                a: *mut $t,
-                ipiv: *mut u32,
-                info: *mut u32,
-                part_val: *mut f64,
-                part_idx: *mut u32,
-                counter: *mut u32,
-            ) {
-                unsafe {
-                    kernels::lu_panel_step(
-                        n, lda, j0, j, pend, pivot, a, ipiv, info, part_val, part_idx, counter,
-                    )
+/// Rodinia `lud_diagonal`: factorises the 16x16 diagonal block at `(offset, offset)`
+/// in shared memory, one block of 16 threads (thread `t` owns row `t`).
+#[kernel]
+pub unsafe fn rodinia_lud_diagonal_f32(n: usize, offset: usize, a: *mut f32) {
+    const BS: usize = RODINIA_BS;
+    let s = dynamic_shared::<f32>(); // s[r + c * BS]
+    let t = thread_idx();
+    let base = unsafe { a.add(offset + offset * n) };
+    for c in 0..BS {
+        unsafe { *s.add(t + c * BS) = *base.add(t + c * n) };
+    }
+    sync_threads();
+    for i in 0..BS - 1 {
+        if t > i {
+            unsafe {
+                let l = *s.add(t + i * BS) / *s.add(i + i * BS);
+                *s.add(t + i * BS) = l;
+                for c in i + 1..BS {
+                    *s.add(t + c * BS) = rank1(*s.add(t + c * BS), l, *s.add(i + c * BS));
                 }
             }
-            #[unsafe(export_name = concat!("lu_leaf_coop_", $sfx))]
-            pub unsafe extern "ptx-kernel" fn lu_leaf_coop(
-                n: usize,
-                lda: usize,
-                j0: usize,
-                w: usize,
-                pivot: u32,
-                a: *mut $t,
-                ipiv: *mut u32,
-                info: *mut u32,
-                part_val: *mut f64,
-                part_idx: *mut u32,
-                rows: *mut $t,
-                bar: *mut u32,
-                bar_base: u32,
-            ) {
+        }
+        sync_threads();
+    }
+    for c in 0..BS {
+        unsafe { *base.add(t + c * n) = *s.add(t + c * BS) };
+    }
+}
+
+/// Rodinia `lud_perimeter`: block `b` solves the row block right of the diagonal
+/// block (`U12 = L11^{-1} A12`, threads 0..16, one column each) and the column block
+/// below it (`L21 = A21 U11^{-1}`, threads 16..32, one row each), both the
+/// `(b + 1)`-th block after `offset`.
+#[kernel]
+pub unsafe fn rodinia_lud_perimeter_f32(n: usize, offset: usize, a: *mut f32) {
+    const BS: usize = RODINIA_BS;
+    let dia = dynamic_shared::<f32>();
+    let blk = unsafe { dia.add(BS * BS) }; // 2 blocks: row block, then column block
+    let t = thread_idx();
+    let off2 = offset + (block_idx() + 1) * BS;
+    let dbase = unsafe { a.add(offset + offset * n) };
+    let rbase = unsafe { a.add(offset + off2 * n) };
+    let cbase = unsafe { a.add(off2 + offset * n) };
+    let r = t % BS;
+    for c in 0..BS {
+        unsafe {
+            if t < BS {
+                *dia.add(r + c * BS) = *dbase.add(r + c * n);
+                *blk.add(r + c * BS) = *rbase.add(r + c * n);
+            } else {
+                *blk.add(BS * BS + r + c * BS) = *cbase.add(r + c * n);
+            }
+        }
+    }
+    sync_threads();
+    if t < BS {
+        // Column t of the row block: forward substitution with unit-lower L11.
+        for i in 1..BS {
+            for p in 0..i {
                 unsafe {
-                    kernels::lu_leaf_coop(
-                        n, lda, j0, w, pivot, a, ipiv, info, part_val, part_idx, rows, bar,
-                        bar_base,
-                    )
+                    let x = blk.add(i + t * BS);
+                    *x = rank1(*x, *dia.add(i + p * BS), *blk.add(p + t * BS));
                 }
             }
-            #[unsafe(export_name = concat!("lu_laswp_", $sfx))]
-            pub unsafe extern "ptx-kernel" fn lu_laswp(
-                ncols: usize,
-                lda: usize,
-                k0: usize,
-                w: usize,
-                skip0: usize,
-                skip1: usize,
-                a: *mut $t,
-                plan: *const u32,
-            ) {
-                unsafe { kernels::lu_laswp(ncols, lda, k0, w, skip0, skip1, a, plan) }
+        }
+    } else {
+        // Row r of the column block: x U11 = a.
+        let cb = unsafe { blk.add(BS * BS) };
+        for c in 0..BS {
+            unsafe {
+                let x = cb.add(r + c * BS);
+                for p in 0..c {
+                    *x = rank1(*x, *cb.add(r + p * BS), *dia.add(p + c * BS));
+                }
+                *x /= *dia.add(c + c * BS);
             }
-            #[unsafe(export_name = concat!("lu_trsm_", $sfx))]
-            pub unsafe extern "ptx-kernel" fn lu_trsm(
-                ncols: usize,
-                kb: usize,
-                l: *const $t,
-                ldl: usize,
-                x: *mut $t,
-                ldx: usize,
-            ) {
-                unsafe { kernels::lu_trsm(ncols, kb, l, ldl, x, ldx) }
+        }
+    }
+    sync_threads();
+    for c in 0..BS {
+        unsafe {
+            if t < BS {
+                *rbase.add(r + c * n) = *blk.add(r + c * BS);
+            } else {
+                *cbase.add(r + c * n) = *blk.add(BS * BS + r + c * BS);
             }
-            #[unsafe(export_name = concat!("lu_copy_", $sfx))]
-            pub unsafe extern "ptx-kernel" fn lu_copy(
-                rows: usize,
-                cols: usize,
-                eye: u32,
-                s: *const $t,
-                lds: usize,
-                d: *mut $t,
-                ldd: usize,
-            ) {
-                unsafe { kernels::lu_copy(rows, cols, eye, s, lds, d, ldd) }
-            }
-            #[unsafe(export_name = concat!("gemm_nn_", $sfx))]
-            pub unsafe extern "ptx-kernel" fn gemm_nn(
-                m: usize,
-                n: usize,
-                k: usize,
-                alpha: $t,
-                a: *const $t,
-                lda: usize,
-                b: *const $t,
-                ldb: usize,
-                beta: $t,
-                c: *mut $t,
-                ldc: usize,
-            ) {
-                unsafe { kernels::gemm_nn(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) }
+        }
+    }
+}
+
+/// Rodinia `lud_internal`: block `(bx, by)` of 16x16 threads updates the interior
+/// block `(offset + (bx + 1) 16, offset + (by + 1) 16)` with the perimeter blocks.
+#[kernel]
+pub unsafe fn rodinia_lud_internal_f32(n: usize, offset: usize, a: *mut f32) {
+    const BS: usize = RODINIA_BS;
+    let sl = dynamic_shared::<f32>();
+    let su = unsafe { sl.add(BS * BS) };
+    let t = thread_idx();
+    let (tx, ty) = (t % BS, t / BS);
+    let gi = offset + (block_idx() + 1) * BS;
+    let gj = offset + (block_idx_y() + 1) * BS;
+    unsafe {
+        *sl.add(tx + ty * BS) = *a.add(gi + tx + (offset + ty) * n);
+        *su.add(tx + ty * BS) = *a.add(offset + tx + (gj + ty) * n);
+    }
+    sync_threads();
+    let mut sum = 0.0f32;
+    for p in 0..BS {
+        sum = unsafe { *sl.add(tx + p * BS) }.mul_add(unsafe { *su.add(p + ty * BS) }, sum);
+    }
+    unsafe {
+        let x = a.add(gi + tx + (gj + ty) * n);
+        *x -= sum;
+    }
+}
+
+/// `C <- alpha A B + beta C` (see [`gemm_nn`] and [`gemm_dmma`]): with `TENSOR` on the
+/// FP64 tensor cores, else on the CUDA cores. Generic in `T` for both so that the host's
+/// generic LU code names one handle type; the `TENSOR` instance exists for `f64` only.
+#[kernel(args = Gemm)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm<T: RealScalar, const TENSOR: bool>(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: T,
+    a: *const T,
+    lda: usize,
+    b: *const T,
+    ldb: usize,
+    beta: T,
+    c: *mut T,
+    ldc: usize,
+) {
+    if TENSOR {
+        let (alpha, beta) = (alpha.to_f64(), beta.to_f64());
+        unsafe {
+            gemm_dmma(
+                m,
+                n,
+                k,
+                alpha,
+                a.cast(),
+                lda,
+                b.cast(),
+                ldb,
+                beta,
+                c.cast(),
+                ldc,
+            )
+        }
+    } else {
+        unsafe { gemm_nn(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) }
+    }
+}
+
+/// The dense LU kernels of one real type.
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait DenseKernels: RealScalar {
+    /// `lu_panel_step_<t>`
+    const LU_PANEL_STEP: Kernel<LuPanelStep<'static, Self>>;
+    /// `lu_leaf_coop_<t>` (a cooperative launch)
+    const LU_LEAF_COOP: Kernel<LuLeafCoop<'static, Self>>;
+    /// `lu_laswp_<t>`
+    const LU_LASWP: Kernel<LuLaswp<'static, Self>>;
+    /// `lu_trsm_<t>`
+    const LU_TRSM: Kernel<LuTrsm<'static, Self>>;
+    /// `lu_copy_<t>`
+    const LU_COPY: Kernel<LuCopy<'static, Self>>;
+    /// `gemm_nn_<t>` (CUDA cores)
+    const GEMM: Kernel<Gemm<'static, Self>>;
+}
+
+macro_rules! dense_instances {
+    ($t:ty, $sfx:literal) => {
+        instances! {
+            impl DenseKernels for $t {
+                LU_PANEL_STEP = lu_panel_step::<$t>(concat!("lu_panel_step_", $sfx));
+                LU_LEAF_COOP = lu_leaf_coop::<$t>(concat!("lu_leaf_coop_", $sfx));
+                LU_LASWP = lu_laswp::<$t>(concat!("lu_laswp_", $sfx));
+                LU_TRSM = lu_trsm::<$t>(concat!("lu_trsm_", $sfx));
+                LU_COPY = lu_copy::<$t>(concat!("lu_copy_", $sfx));
+                GEMM = gemm::<$t, false>(concat!("gemm_nn_", $sfx));
             }
         }
     };
 }
 
-#[cfg(target_arch = "nvptx64")]
-dense_entries!(f32, "f32", entries_f32);
-#[cfg(target_arch = "nvptx64")]
-dense_entries!(f64, "f64", entries_f64);
+dense_instances!(f32, "f32");
+dense_instances!(f64, "f64");
 
-#[cfg(target_arch = "nvptx64")]
-mod entries_special {
-    use super::kernels;
-    #[unsafe(export_name = "gemm_dmma_f64")]
-    pub unsafe extern "ptx-kernel" fn gemm_dmma_f64(
-        m: usize,
-        n: usize,
-        k: usize,
-        alpha: f64,
-        a: *const f64,
-        lda: usize,
-        b: *const f64,
-        ldb: usize,
-        beta: f64,
-        c: *mut f64,
-        ldc: usize,
-    ) {
-        unsafe { kernels::gemm_dmma(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) }
-    }
-    #[unsafe(export_name = "lu_swap_plan")]
-    pub unsafe extern "ptx-kernel" fn lu_swap_plan(
-        k0: usize,
-        w: usize,
-        ipiv: *const u32,
-        plan: *mut u32,
-    ) {
-        unsafe { kernels::lu_swap_plan(k0, w, ipiv, plan) }
-    }
-    #[unsafe(export_name = "thesis_lu_scale_f64")]
-    pub unsafe extern "ptx-kernel" fn thesis_lu_scale_f64(n: usize, k: usize, a: *mut f64) {
-        unsafe { kernels::thesis_lu_scale(n, k, a) }
-    }
-    #[unsafe(export_name = "thesis_lu_update_f64")]
-    pub unsafe extern "ptx-kernel" fn thesis_lu_update_f64(n: usize, k: usize, a: *mut f64) {
-        unsafe { kernels::thesis_lu_update(n, k, a) }
-    }
-    #[unsafe(export_name = "rodinia_lud_diagonal_f32")]
-    pub unsafe extern "ptx-kernel" fn rodinia_lud_diagonal_f32(
-        n: usize,
-        offset: usize,
-        a: *mut f32,
-    ) {
-        unsafe { kernels::rodinia_diagonal(n, offset, a) }
-    }
-    #[unsafe(export_name = "rodinia_lud_perimeter_f32")]
-    pub unsafe extern "ptx-kernel" fn rodinia_lud_perimeter_f32(
-        n: usize,
-        offset: usize,
-        a: *mut f32,
-    ) {
-        unsafe { kernels::rodinia_perimeter(n, offset, a) }
-    }
-    #[unsafe(export_name = "rodinia_lud_internal_f32")]
-    pub unsafe extern "ptx-kernel" fn rodinia_lud_internal_f32(
-        n: usize,
-        offset: usize,
-        a: *mut f32,
-    ) {
-        unsafe { kernels::rodinia_internal(n, offset, a) }
-    }
+instances! {
+    pub const GEMM_DMMA_F64 = gemm::<f64, true>("gemm_dmma_f64");
 }

@@ -236,33 +236,78 @@ mod kernels {
     }
 }
 
-#[cfg(all(target_arch = "nvptx64", ferrocuda_sm90))]
-macro_rules! hopper_gemm_entry {
-    ($name:ident, $s:literal) => {
-        /// See the module docs.
-        #[unsafe(no_mangle)]
-        #[allow(clippy::too_many_arguments)]
-        pub unsafe extern "ptx-kernel" fn $name(
-            m: usize,
-            n: usize,
-            k: usize,
-            alpha: f64,
-            a: *const f64,
-            lda: usize,
-            b: *const f64,
-            ldb: usize,
-            beta: f64,
-            c: *mut f64,
-            ldc: usize,
-        ) {
-            unsafe { kernels::gemm::<$s>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) }
-        }
-    };
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::abi::Kernel;
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm90))]
+use crate::{instances, kernel, scalar::RealScalar};
+
+/// `gemm_dmma_sm90_k<S>_f64`: see the module docs. Generic in `T` only so that the
+/// host's generic LU code names one handle type; instantiated for `f64` only.
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm90))]
+#[kernel]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_dmma_sm90<T: RealScalar, const S: usize>(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: T,
+    a: *const T,
+    lda: usize,
+    b: *const T,
+    ldb: usize,
+    beta: T,
+    c: *mut T,
+    ldc: usize,
+) {
+    let (alpha, beta) = (alpha.to_f64(), beta.to_f64());
+    unsafe {
+        kernels::gemm::<S>(
+            m,
+            n,
+            k,
+            alpha,
+            a.cast(),
+            lda,
+            b.cast(),
+            ldb,
+            beta,
+            c.cast(),
+            ldc,
+        )
+    }
 }
 
-#[cfg(all(target_arch = "nvptx64", ferrocuda_sm90))]
-hopper_gemm_entry!(gemm_dmma_sm90_k4_f64, 4);
-#[cfg(all(target_arch = "nvptx64", ferrocuda_sm90))]
-hopper_gemm_entry!(gemm_dmma_sm90_k8_f64, 8);
-#[cfg(all(target_arch = "nvptx64", ferrocuda_sm90))]
-hopper_gemm_entry!(gemm_dmma_sm90_k16_f64, 16);
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm90))]
+instances! {
+    pub const GEMM_DMMA_SM90_K4_F64 = gemm_dmma_sm90::<f64, 4>("gemm_dmma_sm90_k4_f64");
+    pub const GEMM_DMMA_SM90_K8_F64 = gemm_dmma_sm90::<f64, 8>("gemm_dmma_sm90_k8_f64");
+    pub const GEMM_DMMA_SM90_K16_F64 = gemm_dmma_sm90::<f64, 16>("gemm_dmma_sm90_k16_f64");
+}
+
+/// The Hopper GEMMs by instruction shape `m16n8k4`, `m16n8k8`, `m16n8k16`.
+#[cfg(not(target_arch = "nvptx64"))]
+pub const SM90_GEMM_F64: [Kernel<GemmDmmaSm90<'static, f64>>; 3] = [
+    GEMM_DMMA_SM90_K4_F64,
+    GEMM_DMMA_SM90_K8_F64,
+    GEMM_DMMA_SM90_K16_F64,
+];
+
+/// The same arguments as the `sm_80` GEMMs take ([`crate::dense::Gemm`]).
+#[cfg(not(target_arch = "nvptx64"))]
+impl<'a, T: RealScalar> From<crate::dense::Gemm<'a, T>> for GemmDmmaSm90<'a, T> {
+    fn from(g: crate::dense::Gemm<'a, T>) -> Self {
+        GemmDmmaSm90 {
+            m: g.m,
+            n: g.n,
+            k: g.k,
+            alpha: g.alpha,
+            a: g.a,
+            lda: g.lda,
+            b: g.b,
+            ldb: g.ldb,
+            beta: g.beta,
+            c: g.c,
+            ldc: g.ldc,
+        }
+    }
+}

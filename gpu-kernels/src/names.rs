@@ -95,9 +95,6 @@ pub const ALL: &[&[&str]] = &[
     &spmv_thesis_list(<Complex<f64> as SpmvThesisKernels<Complex<f64>>>::SPMV_THESIS),
     &spmv_thesis_list(<f32 as SpmvThesisKernels<Complex<f32>>>::SPMV_THESIS),
     &spmv_thesis_list(<f64 as SpmvThesisKernels<Complex<f64>>>::SPMV_THESIS),
-    &dense_list(<f32 as DenseKernels>::DENSE),
-    &dense_list(<f64 as DenseKernels>::DENSE),
-    &dense_special_list(DENSE_SPECIAL),
 ];
 
 /// Names of the thesis's SpMV variants (`crate::spmv_thesis`) of one (matrix scalar,
@@ -209,101 +206,7 @@ const fn spmv_thesis_list(n: SpmvThesisNames) -> [&'static str; 18] {
     ]
 }
 
-/// Names of the dense LU kernels (`crate::dense`) of one real scalar type.
-#[derive(Debug, Clone, Copy)]
-pub struct DenseNames {
-    /// `(n, lda, j0, j, pend, pivot, a, ipiv, info, part_val, part_idx, counter)`: one column
-    /// of the pivoting panel factorisation.
-    pub panel_step: &'static str,
-    /// `(n, lda, j0, w, pivot, a, ipiv, info, part_val, part_idx, rows, bar, bar_base)`:
-    /// a leaf of `w` panel columns in one cooperative launch.
-    pub leaf_coop: &'static str,
-    /// `(ncols, lda, k0, w, skip0, skip1, a, plan)`: a swap plan applied outside a panel.
-    pub laswp: &'static str,
-    /// `(ncols, kb, l, ldl, x, ldx)`: `X <- L11^{-1} X`.
-    pub trsm: &'static str,
-    /// `(rows, cols, eye, s, lds, d, ldd)`: `D <- S` (or `D <- I`).
-    pub copy: &'static str,
-    /// `(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)`: `C <- alpha A B + beta C` on the
-    /// CUDA cores.
-    pub gemm: &'static str,
-}
-
-/// Real scalars with dense LU kernels.
-pub trait DenseKernels: Scalar {
-    /// This type's kernel names.
-    const DENSE: DenseNames;
-}
-
-macro_rules! dense_names {
-    ($t:ty, $sfx:literal) => {
-        impl DenseKernels for $t {
-            const DENSE: DenseNames = DenseNames {
-                panel_step: concat!("lu_panel_step_", $sfx),
-                leaf_coop: concat!("lu_leaf_coop_", $sfx),
-                laswp: concat!("lu_laswp_", $sfx),
-                trsm: concat!("lu_trsm_", $sfx),
-                copy: concat!("lu_copy_", $sfx),
-                gemm: concat!("gemm_nn_", $sfx),
             };
         }
     };
 }
-dense_names!(f32, "f32");
-dense_names!(f64, "f64");
-
-const fn dense_list(n: DenseNames) -> [&'static str; 6] {
-    [n.panel_step, n.leaf_coop, n.laswp, n.trsm, n.copy, n.gemm]
-}
-
-/// The dense kernels of one type only: the FP64 tensor-core GEMM and seed 004's
-/// reproductions.
-#[derive(Debug, Clone, Copy)]
-pub struct DenseSpecialNames {
-    /// `gemm_dmma_f64(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)`.
-    pub gemm_dmma_f64: &'static str,
-    /// `lu_swap_plan(k0, w, ipiv, plan)`: a panel's interchanges as one permutation.
-    pub swap_plan: &'static str,
-    /// `(n, k, a)`: unblocked LU step `k`, the column scaling (seed 004, ch. 3).
-    pub thesis_scale_f64: &'static str,
-    /// `(n, k, a)`: unblocked LU step `k`, the trailing update.
-    pub thesis_update_f64: &'static str,
-    /// `(n, offset, a)`: Rodinia's diagonal block (seed 004, ch. 4), block size 16.
-    pub rodinia_diagonal_f32: &'static str,
-    /// `(n, offset, a)`: Rodinia's perimeter blocks.
-    pub rodinia_perimeter_f32: &'static str,
-    /// `(n, offset, a)`: Rodinia's interior blocks.
-    pub rodinia_internal_f32: &'static str,
-}
-
-/// The single-type dense kernel names.
-pub const DENSE_SPECIAL: DenseSpecialNames = DenseSpecialNames {
-    gemm_dmma_f64: "gemm_dmma_f64",
-    swap_plan: "lu_swap_plan",
-    thesis_scale_f64: "thesis_lu_scale_f64",
-    thesis_update_f64: "thesis_lu_update_f64",
-    rodinia_diagonal_f32: "rodinia_lud_diagonal_f32",
-    rodinia_perimeter_f32: "rodinia_lud_perimeter_f32",
-    rodinia_internal_f32: "rodinia_lud_internal_f32",
-};
-
-const fn dense_special_list(n: DenseSpecialNames) -> [&'static str; 7] {
-    [
-        n.gemm_dmma_f64,
-        n.swap_plan,
-        n.thesis_scale_f64,
-        n.thesis_update_f64,
-        n.rodinia_diagonal_f32,
-        n.rodinia_perimeter_f32,
-        n.rodinia_internal_f32,
-    ]
-}
-
-/// The Hopper-only `f64` GEMM kernels ([`crate::hopper`], in the second, `sm_90` PTX
-/// module; not in [`ALL`], which lists the main module), by instruction shape
-/// `m16n8k4`, `m16n8k8`, `m16n8k16`. Arguments as `gemm_dmma_f64`.
-pub const HOPPER_GEMM_F64: [&str; 3] = [
-    "gemm_dmma_sm90_k4_f64",
-    "gemm_dmma_sm90_k8_f64",
-    "gemm_dmma_sm90_k16_f64",
-];

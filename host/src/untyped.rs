@@ -5,7 +5,7 @@
 
 use std::ffi::c_void;
 
-use cudarc::driver::{CudaFunction, result, sys};
+use cudarc::driver::{CudaFunction, result};
 
 use crate::error::{DriverStatus, Error, Result};
 use crate::gpu::Gpu;
@@ -32,11 +32,6 @@ impl Gpu {
         Err(last.expect("two modules were tried"))
     }
 
-    #[doc(hidden)]
-    pub fn with_module(&self, _ptx: &'static str) -> Gpu {
-        self.clone()
-    }
-
     /// # Safety
     /// `params` match the kernel's parameters and the pointers are valid.
     #[doc(hidden)]
@@ -46,38 +41,11 @@ impl Gpu {
         cfg: LaunchConfig,
         params: &mut [*mut c_void],
     ) -> Result<()> {
-        unsafe { self.untyped_via(kernel, cfg, params, false) }
-    }
-
-    /// # Safety
-    /// As [`Gpu::launch_untyped`].
-    #[doc(hidden)]
-    pub unsafe fn launch_cooperative_untyped(
-        &self,
-        kernel: &'static str,
-        cfg: LaunchConfig,
-        params: &mut [*mut c_void],
-    ) -> Result<()> {
-        unsafe { self.untyped_via(kernel, cfg, params, true) }
-    }
-
-    unsafe fn untyped_via(
-        &self,
-        kernel: &'static str,
-        cfg: LaunchConfig,
-        params: &mut [*mut c_void],
-        cooperative: bool,
-    ) -> Result<()> {
         cfg.validate(kernel)?;
         let f = self.function_untyped(kernel)?;
         self.bind_to_thread()?;
-        let how = if cooperative {
-            result::launch_cooperative_kernel
-        } else {
-            result::launch_kernel
-        };
         unsafe {
-            how(
+            result::launch_kernel(
                 f.cu_function(),
                 cfg.grid,
                 cfg.block,
@@ -92,19 +60,5 @@ impl Gpu {
         })?;
         self.set_last_kernel(kernel);
         Ok(())
-    }
-
-    #[doc(hidden)]
-    pub fn allow_dynamic_shared_untyped(&self, kernel: &'static str, bytes: usize) -> Result<()> {
-        let f = self.function_untyped(kernel)?;
-        self.bind_to_thread()?;
-        f.set_attribute(
-            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            bytes as i32,
-        )
-        .map_err(|e| Error::Driver {
-            call: format!("cuFuncSetAttribute({kernel})"),
-            status: DriverStatus(e),
-        })
     }
 }

@@ -25,15 +25,16 @@
 //! Same options, report and pivoting rule as [`super::cpu`]; the GEMM sums in another
 //! order, so the factors agree with the CPU's to rounding.
 
-use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, LaunchConfig, arg};
+use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, LaunchConfig};
+use ferrocuda_kernels::abi::{In, Kernel, Out};
 use ferrocuda_kernels::dense::{
-    DMMA_SHARED_BYTES, DMMA_TILE, GEMM_K, GEMM_TILE, LASWP_COLS, LASWP_THREADS, LEAF_MAX,
-    LEAF_MAX_BLOCKS, LEAF_ROWS_LEN, PANEL_MAX_BLOCKS, PANEL_SHARED_BYTES, PANEL_THREADS, SWAP_MAX,
+    DMMA_SHARED_BYTES, DMMA_TILE, GEMM_K, GEMM_TILE, Gemm, LASWP_COLS, LASWP_THREADS, LEAF_MAX,
+    LEAF_MAX_BLOCKS, LEAF_ROWS_LEN, LU_SWAP_PLAN, LuCopy, LuLaswp, LuLeafCoop, LuPanelStep,
+    LuSwapPlan, LuTrsm, PANEL_MAX_BLOCKS, PANEL_SHARED_BYTES, PANEL_THREADS, SWAP_MAX,
     SWAP_PLAN_THREADS, TRSM_COLS, TRSM_MAX_KB, TRSM_THREADS, leaf_shared_bytes, swap_plan_len,
     swap_plan_shared_bytes, trsm_shared_bytes,
 };
-use ferrocuda_kernels::hopper::{HOPPER_SHARED_BYTES, HOPPER_THREADS, HOPPER_TILE};
-use ferrocuda_kernels::names::DENSE_SPECIAL;
+use ferrocuda_kernels::hopper::{GemmDmmaSm90, HOPPER_SHARED_BYTES, HOPPER_THREADS, HOPPER_TILE};
 
 use super::condition::{self, Finished, zero_pivot_error};
 use super::{Lu, LuOptions, LuReport, LuScalar, Matrix, Pivoting, check_square};
@@ -208,34 +209,34 @@ pub fn factor_device<T: LuScalar>(
     };
     let trsm_bytes = trsm_shared_bytes(TRSM_MAX_KB, size_of::<T>());
     if trsm_bytes > 48 * 1024 {
-        allow_shared(&gpu, T::DENSE.trsm, trsm_bytes)?;
+        gpu.allow_dynamic_shared(&T::LU_TRSM, trsm_bytes)?;
     }
     ws.reserve(n, opts.block)?;
     ws.info.copy_from_host(&[0])?;
     ws.counter.copy_from_host(&[0])?;
     ws.barrier.copy_from_host(&[0])?;
     let partial = opts.pivoting == Pivoting::Partial;
+    // The 8-byte scratch entries viewed as T (f32: two per entry).
+    let mut rows = ws.rows.view_mut(..)?.cast::<T>()?;
+    let mut scratch = ws.scratch.view_mut(..)?.cast::<T>()?;
     let mut run = Run::<T> {
         n,
-        a: a.device_ptr(),
-        ipiv: ipiv.device_ptr(),
-        ws: [
-            ws.part_val.device_ptr(),
-            ws.part_idx.device_ptr(),
-            ws.counter.device_ptr(),
-            ws.info.device_ptr(),
-            ws.rows.device_ptr(),
-            ws.barrier.device_ptr(),
-        ],
-        plan: ws.plan.device_ptr(),
-        scratch: ws.scratch.device_ptr(),
+        a: a.as_out(),
+        ipiv: ipiv.as_out(),
+        part_val: ws.part_val.as_out(),
+        part_idx: ws.part_idx.as_out(),
+        counter: ws.counter.as_out(),
+        info: ws.info.as_out(),
+        rows: rows.as_out(),
+        barrier: ws.barrier.as_out(),
+        plan: ws.plan.as_out(),
+        scratch: scratch.as_out(),
         nb: opts.block,
         pivot: partial as u32,
         gemm: gemm_kernel,
         leaf,
         bar_base: 0,
         phases: Phases::from_env(),
-        _t: std::marker::PhantomData,
     };
     let nb = opts.block;
     // Look-ahead: panels are factorised on a second stream of the greatest priority
@@ -400,17 +401,24 @@ impl Phases {
     }
 }
 
-/// One factorisation's device pointers and plan; its methods issue the launches.
-struct Run<T> {
+/// One factorisation's device pointers and plan; its methods issue the launches. The
+/// pointers borrow the matrix, the pivots and the workspace for `'a`; blocks of the
+/// matrix are offsets from `a` ([`Run::at`]).
+struct Run<'a, T> {
     n: usize,
-    a: u64,
-    ipiv: u64,
-    /// part_val, part_idx, counter, info, rows, barrier.
-    ws: [u64; 6],
+    a: Out<'a, T>,
+    ipiv: Out<'a, u32>,
+    /// [`LuWorkspace`]'s scratch, as named there.
+    part_val: Out<'a, f64>,
+    part_idx: Out<'a, u32>,
+    counter: Out<'a, u32>,
+    info: Out<'a, u32>,
+    rows: Out<'a, T>,
+    barrier: Out<'a, u32>,
     /// Swap plans ([`LuWorkspace`]).
-    plan: u64,
+    plan: Out<'a, u32>,
     /// Two `L11^{-1}` and the triangular solves' copy ([`LuWorkspace`]).
-    scratch: u64,
+    scratch: Out<'a, T>,
     /// Panel width.
     nb: usize,
     pivot: u32,
@@ -418,13 +426,15 @@ struct Run<T> {
     leaf: Option<LeafPlan>,
     bar_base: u32,
     phases: Phases,
-    _t: std::marker::PhantomData<T>,
 }
 
-impl<T: LuScalar> Run<T> {
-    /// Device address of element `(i, j)`.
-    fn at(&self, i: usize, j: usize) -> u64 {
-        self.a + ((i + j * self.n) * size_of::<T>()) as u64
+impl<'a, T: LuScalar> Run<'a, T> {
+    /// Pointer to element `(i, j)` (`i, j <= n`).
+    fn at(&self, i: usize, j: usize) -> Out<'a, T> {
+        debug_assert!(i <= self.n && j <= self.n);
+        // SAFETY: an offset inside the n x n matrix (or one past a column); what a
+        // launch reads or writes from it is stated at that launch.
+        unsafe { self.a.add(i + j * self.n) }
     }
 
     /// Factorises columns `c0..c1` (rows `c0..n`) with partial pivoting, interchanging
@@ -467,8 +477,9 @@ impl<T: LuScalar> Run<T> {
     /// As [`Run::panel`].
     unsafe fn leaf(&mut self, g: &Gpu, c0: usize, c1: usize) -> Result<()> {
         let n = self.n;
-        let (ap, pp) = (self.a, self.ipiv);
-        let [vp, ip, cp, infop, rp, bp] = self.ws;
+        let (a, ipiv, info) = (self.a, self.ipiv, self.info);
+        let (part_val, part_idx) = (self.part_val, self.part_idx);
+        let (rows, bar, counter) = (self.rows, self.barrier, self.counter);
         let pivot = self.pivot;
         let lw = c1 - c0;
         if let Some(plan) = &self.leaf {
@@ -481,27 +492,22 @@ impl<T: LuScalar> Run<T> {
                 // part_idx, rows, bar, bar_base) touches rows c0..n of columns c0..c1,
                 // ipiv[c0..c1], `blocks <= LEAF_MAX_BLOCKS` partials and candidate
                 // rows, and the barrier counter; the caller's promise.
-                unsafe {
-                    g.launch_cooperative_untyped(
-                        T::DENSE.leaf_coop,
-                        cfg,
-                        &mut [
-                            arg(&n),
-                            arg(&n),
-                            arg(&c0),
-                            arg(&lw),
-                            arg(&pivot),
-                            arg(&ap),
-                            arg(&pp),
-                            arg(&infop),
-                            arg(&vp),
-                            arg(&ip),
-                            arg(&rp),
-                            arg(&bp),
-                            arg(&bar_base),
-                        ],
-                    )?;
-                }
+                let args = LuLeafCoop {
+                    n,
+                    lda: n,
+                    j0: c0,
+                    w: lw,
+                    pivot,
+                    a,
+                    ipiv,
+                    info,
+                    part_val,
+                    part_idx,
+                    rows,
+                    bar,
+                    bar_base,
+                };
+                unsafe { g.launch_cooperative(&T::LU_LEAF_COOP, cfg, args)? };
                 Ok(())
             })?;
             self.bar_base = bar_base.wrapping_add((blocks * lw) as u32);
@@ -519,44 +525,42 @@ impl<T: LuScalar> Run<T> {
                 // SAFETY: lu_panel_step(n, lda, j0, j, pend, pivot, a, ipiv, info,
                 // part_val, part_idx, counter) touches rows j-1..n of columns c0..c1,
                 // ipiv[j], info, `blocks <= PANEL_MAX_BLOCKS` partials and the counter.
-                unsafe {
-                    g.launch_untyped(
-                        T::DENSE.panel_step,
-                        cfg,
-                        &mut [
-                            arg(&n),
-                            arg(&n),
-                            arg(&c0),
-                            arg(&j),
-                            arg(&c1),
-                            arg(&pivot),
-                            arg(&ap),
-                            arg(&pp),
-                            arg(&infop),
-                            arg(&vp),
-                            arg(&ip),
-                            arg(&cp),
-                        ],
-                    )?;
-                }
+                let args = LuPanelStep {
+                    n,
+                    lda: n,
+                    j0: c0,
+                    j,
+                    pend: c1,
+                    pivot,
+                    a,
+                    ipiv,
+                    info,
+                    part_val,
+                    part_idx,
+                    counter,
+                };
+                unsafe { g.launch(&T::LU_PANEL_STEP, cfg, args)? };
             }
             Ok(())
         })
     }
 
-    /// Device address of the swap plan of the interchanges starting at `k0`.
-    fn plan_at(&self, k0: usize) -> u64 {
-        self.plan + (swap_plan_len(k0) * size_of::<u32>()) as u64
+    /// The swap plan of the interchanges starting at `k0` (`k0 < n`).
+    fn plan_at(&self, k0: usize) -> Out<'a, u32> {
+        // SAFETY: the workspace holds the plans of all n interchanges (`reserve`).
+        unsafe { self.plan.add(swap_plan_len(k0)) }
     }
 
-    /// Device address of panel `k0`'s `L11^{-1}` (`nb x nb`; panels alternate).
-    fn linv_at(&self, k0: usize) -> u64 {
-        self.scratch + ((k0 / self.nb) % 2 * self.nb * self.nb * size_of::<T>()) as u64
+    /// Panel `k0`'s `L11^{-1}` (`nb x nb`; panels alternate).
+    fn linv_at(&self, k0: usize) -> Out<'a, T> {
+        // SAFETY: the scratch starts with two nb x nb slots (`reserve`).
+        unsafe { self.scratch.add((k0 / self.nb) % 2 * self.nb * self.nb) }
     }
 
-    /// Device address of the triangular solves' copy of the rows they rewrite.
-    fn work(&self) -> u64 {
-        self.scratch + (2 * self.nb * self.nb * size_of::<T>()) as u64
+    /// The triangular solves' copy of the rows they rewrite (`nb x n`).
+    fn work(&self) -> Out<'a, T> {
+        // SAFETY: the scratch holds 2 nb nb + nb n entries of T (`reserve`).
+        unsafe { self.scratch.add(2 * self.nb * self.nb) }
     }
 
     /// The swap plan of `ipiv[k0..k1]` (`lu_swap_plan`), timed as `phase`.
@@ -569,7 +573,7 @@ impl<T: LuScalar> Run<T> {
         // SAFETY: the caller's promise; the plan's 3 w entries at 3 k0 lie inside the
         // workspace's 3 n.
         self.phases.time(g, phase, || unsafe {
-            swap_plan_raw(g, (k0, k1), ipiv, plan)
+            swap_plan_raw(g, (k0, k1), ipiv.as_in(), plan)
         })
     }
 
@@ -610,7 +614,7 @@ impl<T: LuScalar> Run<T> {
         let (n, ncols, plan) = (self.n, hi - lo, self.plan_at(k0));
         // SAFETY: the caller's promise; the plan's rows are all < n.
         self.phases.time(g, phase, || unsafe {
-            laswp_raw::<T>(g, (n, ncols, a), (k0, k1), (skip0, skip1), plan)
+            laswp_raw::<T>(g, (n, ncols, a), (k0, k1), (skip0, skip1), plan.as_in())
         })
     }
 
@@ -623,32 +627,28 @@ impl<T: LuScalar> Run<T> {
         g: &Gpu,
         phase: Phase,
         (rows, cols): (usize, usize),
-        s: Option<(u64, usize)>,
-        (d, ldd): (u64, usize),
+        s: Option<(Out<'a, T>, usize)>,
+        (d, ldd): (Out<'a, T>, usize),
     ) -> Result<()> {
-        let (eye, (sp, lds)) = match s {
+        // Without a source the kernel reads nothing; it gets the target's address.
+        let (eye, (s, lds)) = match s {
             Some(s) => (0u32, s),
             None => (1u32, (d, ldd)),
         };
         let cfg = LaunchConfig::for_elements(rows * cols, 256);
         self.phases.time(g, phase, || {
-            // SAFETY: lu_copy(rows, cols, eye, s, lds, d, ldd); the caller's promise.
-            unsafe {
-                g.launch_untyped(
-                    T::DENSE.copy,
-                    cfg,
-                    &mut [
-                        arg(&rows),
-                        arg(&cols),
-                        arg(&eye),
-                        arg(&sp),
-                        arg(&lds),
-                        arg(&d),
-                        arg(&ldd),
-                    ],
-                )
-            }
-            .map_err(Into::into)
+            let args = LuCopy {
+                rows,
+                cols,
+                eye,
+                s: s.as_in(),
+                lds,
+                d,
+                ldd,
+            };
+            // SAFETY: lu_copy touches the rows x cols blocks at s and d; the caller's
+            // promise.
+            unsafe { g.launch(&T::LU_COPY, cfg, args) }.map_err(Into::into)
         })
     }
 
@@ -709,9 +709,9 @@ impl<T: LuScalar> Run<T> {
         &mut self,
         g: &Gpu,
         phase: Phase,
-        (l, ldl): (u64, usize),
+        (l, ldl): (Out<'a, T>, usize),
         kb: usize,
-        (x, ldx): (u64, usize),
+        (x, ldx): (Out<'a, T>, usize),
         ncols: usize,
     ) -> Result<()> {
         if ncols == 0 || kb == 0 {
@@ -719,13 +719,12 @@ impl<T: LuScalar> Run<T> {
         }
         if kb <= TRSM_BASE {
             return self.phases.time(g, phase, || unsafe {
-                trsm::<T>(g, ncols, kb, (l, ldl), (x, ldx))
+                trsm::<T>(g, ncols, kb, (l.as_in(), ldl), (x, ldx))
             });
         }
         let h = (kb / 2).div_ceil(32) * 32;
-        let sz = size_of::<T>() as u64;
-        let (l21, l22) = (l + h as u64 * sz, l + (h + h * ldl) as u64 * sz);
-        let x2 = x + h as u64 * sz;
+        // SAFETY: h < kb rows (and columns) into the kb x kb and kb x ncols blocks.
+        let (l21, l22, x2) = unsafe { (l.add(h), l.add(h + h * ldl), x.add(h)) };
         unsafe {
             self.trsm_rec(g, phase, (l, ldl), h, (x, ldx), ncols)?;
             self.gemm_ptrs(
@@ -753,14 +752,23 @@ impl<T: LuScalar> Run<T> {
         phase: Phase,
         mnk: (usize, usize, usize),
         alpha: T,
-        a: (u64, usize),
-        b: (u64, usize),
+        (a, lda): (Out<'a, T>, usize),
+        (b, ldb): (Out<'a, T>, usize),
         beta: T,
-        c: (u64, usize),
+        c: (Out<'a, T>, usize),
     ) -> Result<()> {
         let kernel = self.gemm;
         self.phases.time(g, phase, || unsafe {
-            gemm_raw::<T>(g, kernel, mnk, alpha, a, b, beta, c)
+            gemm_raw::<T>(
+                g,
+                kernel,
+                mnk,
+                alpha,
+                (a.as_in(), lda),
+                (b.as_in(), ldb),
+                beta,
+                c,
+            )
         })
     }
 
@@ -816,7 +824,7 @@ impl LeafPlan {
             return Ok(None);
         };
         if bytes(blocks) > 48 * 1024 {
-            allow_shared(gpu, T::DENSE.leaf_coop, bytes(blocks))?;
+            gpu.allow_dynamic_shared(&T::LU_LEAF_COOP, bytes(blocks))?;
         }
         Ok(Some(LeafPlan { blocks }))
     }
@@ -876,22 +884,16 @@ pub fn laswp<T: LuScalar>(
     }
     let g = a.gpu().clone();
     let dpiv = g.upload(&ipiv[..k1])?;
-    let plan = g.alloc::<u32>(swap_plan_len(k1))?;
-    let plan_at = |k: usize| plan.device_ptr() + (swap_plan_len(k) * size_of::<u32>()) as u64;
+    let mut plan = g.alloc::<u32>(swap_plan_len(k1))?;
     let mut k = k0;
     while k < k1 {
         let ke = (k + SWAP_MAX).min(k1);
         // SAFETY: the entries of ipiv[k..ke] were checked to lie in k..nrows; the plan
-        // of k..ke fits in plan's 3 k1 entries; `a` holds ncols whole columns.
+        // of k..ke fits in plan's 3 k1 entries at 3 k; `a` holds ncols whole columns.
         unsafe {
-            swap_plan_raw(&g, (k, ke), dpiv.device_ptr(), plan_at(k))?;
-            laswp_raw::<T>(
-                &g,
-                (nrows, ncols, a.device_ptr()),
-                (k, ke),
-                (0, 0),
-                plan_at(k),
-            )?;
+            let at = plan.as_out().add(swap_plan_len(k));
+            swap_plan_raw(&g, (k, ke), dpiv.as_in(), at)?;
+            laswp_raw::<T>(&g, (nrows, ncols, a.as_out()), (k, ke), (0, 0), at.as_in())?;
         }
         k = ke;
     }
@@ -904,21 +906,19 @@ pub fn laswp<T: LuScalar>(
 /// # Safety
 /// `ipiv[k0..k1]` on `gpu`'s device hold rows `k <= ipiv[k] < nrows` (ordered before this
 /// launch); `plan` has room for the plan.
-unsafe fn swap_plan_raw(gpu: &Gpu, (k0, k1): (usize, usize), ipiv: u64, plan: u64) -> Result<()> {
+unsafe fn swap_plan_raw(
+    gpu: &Gpu,
+    (k0, k1): (usize, usize),
+    ipiv: In<'_, u32>,
+    plan: Out<'_, u32>,
+) -> Result<()> {
     let w = k1 - k0;
     debug_assert!(w <= SWAP_MAX);
     let cfg = LaunchConfig::blocks(1, SWAP_PLAN_THREADS as u32)
         .with_shared_bytes(swap_plan_shared_bytes(w) as u32);
     // SAFETY: lu_swap_plan(k0, w, ipiv, plan) reads ipiv[k0..k1] and writes 3 w entries
     // of the plan; the caller's promise.
-    unsafe {
-        gpu.launch_untyped(
-            DENSE_SPECIAL.swap_plan,
-            cfg,
-            &mut [arg(&k0), arg(&w), arg(&ipiv), arg(&plan)],
-        )
-    }
-    .map_err(Into::into)
+    unsafe { gpu.launch(&LU_SWAP_PLAN, cfg, LuSwapPlan { k0, w, ipiv, plan }) }.map_err(Into::into)
 }
 
 /// `lu_laswp`: the plan of interchanges `k0..k1` applied to the `ncols` columns (leading
@@ -929,31 +929,26 @@ unsafe fn swap_plan_raw(gpu: &Gpu, (k0, k1): (usize, usize), ipiv: u64, plan: u6
 /// `ncols` columns on `gpu`'s device.
 unsafe fn laswp_raw<T: LuScalar>(
     gpu: &Gpu,
-    (lda, ncols, a): (usize, usize, u64),
+    (lda, ncols, a): (usize, usize, Out<'_, T>),
     (k0, k1): (usize, usize),
     (skip0, skip1): (usize, usize),
-    plan: u64,
+    plan: In<'_, u32>,
 ) -> Result<()> {
     let w = k1 - k0;
     let cfg = LaunchConfig::blocks(ncols.div_ceil(LASWP_COLS) as u32, LASWP_THREADS as u32);
-    // SAFETY: lu_laswp(ncols, lda, k0, w, skip0, skip1, a, plan); the caller's promise.
-    unsafe {
-        gpu.launch_untyped(
-            T::DENSE.laswp,
-            cfg,
-            &mut [
-                arg(&ncols),
-                arg(&lda),
-                arg(&k0),
-                arg(&w),
-                arg(&skip0),
-                arg(&skip1),
-                arg(&a),
-                arg(&plan),
-            ],
-        )
-    }
-    .map_err(Into::into)
+    let args = LuLaswp {
+        ncols,
+        lda,
+        k0,
+        w,
+        skip0,
+        skip1,
+        a,
+        plan,
+    };
+    // SAFETY: lu_laswp moves rows of the plan (< lda) in the ncols columns at a; the
+    // caller's promise.
+    unsafe { gpu.launch(&T::LU_LASWP, cfg, args) }.map_err(Into::into)
 }
 
 /// `lu_trsm`: `X <- L11^{-1} X` for `ncols` columns.
@@ -966,29 +961,23 @@ unsafe fn trsm<T: LuScalar>(
     gpu: &Gpu,
     ncols: usize,
     kb: usize,
-    (l, ldl): (u64, usize),
-    (x, ldx): (u64, usize),
+    (l, ldl): (In<'_, T>, usize),
+    (x, ldx): (Out<'_, T>, usize),
 ) -> Result<()> {
     debug_assert!(kb <= TRSM_MAX_KB);
     let cfg = LaunchConfig::blocks(ncols.div_ceil(TRSM_COLS) as u32, TRSM_THREADS as u32)
         .with_shared_bytes(trsm_shared_bytes(kb, size_of::<T>()) as u32);
     // SAFETY: lu_trsm(ncols, kb, l, ldl, x, ldx) reads L11 and rewrites X; the caller's
     // promise.
-    unsafe {
-        gpu.launch_untyped(
-            T::DENSE.trsm,
-            cfg,
-            &mut [
-                arg(&ncols),
-                arg(&kb),
-                arg(&l),
-                arg(&ldl),
-                arg(&x),
-                arg(&ldx),
-            ],
-        )
-    }
-    .map_err(Into::into)
+    let args = LuTrsm {
+        ncols,
+        kb,
+        l,
+        ldl,
+        x,
+        ldx,
+    };
+    unsafe { gpu.launch(&T::LU_TRSM, cfg, args) }.map_err(Into::into)
 }
 
 /// `C <- alpha A B + beta C` with ferrocuda's GEMM: `A` is `m x k` (leading dimension
@@ -1104,27 +1093,31 @@ impl GemmKernel {
             })
         };
         match self {
-            GemmKernel::CudaCores => Ok(T::DENSE.gemm),
-            GemmKernel::Dmma884 => T::TENSOR_GEMM.map_or_else(|| tensor("gemm_dmma_f64"), Ok),
+            GemmKernel::CudaCores => Ok(T::GEMM.name()),
+            GemmKernel::Dmma884 => T::TENSOR_GEMM
+                .map(|k| k.name())
+                .map_or_else(|| tensor("gemm_dmma_f64"), Ok),
             GemmKernel::Sm90 { k } => {
-                let i = match k {
-                    4 => 0,
-                    8 => 1,
-                    16 => 2,
-                    _ => {
-                        return Err(Error::InvalidArgument {
-                            op: "dense::gpu::gemm",
-                            reason: format!("Hopper GEMM shape k = {k} is not 4, 8 or 16"),
-                        });
-                    }
-                };
-                let name = ferrocuda_kernels::names::HOPPER_GEMM_F64[i];
-                if T::TENSOR_GEMM.is_none() {
-                    return tensor(name);
+                let i = sm90_index(k)?;
+                match T::SM90_GEMM {
+                    Some(kernels) => Ok(kernels[i].name()),
+                    None => tensor(ferrocuda_kernels::hopper::SM90_GEMM_F64[i].name()),
                 }
-                Ok(name)
             }
         }
+    }
+}
+
+/// Index of the Hopper shape `m16n8k<k>` in [`LuScalar::SM90_GEMM`].
+fn sm90_index(k: usize) -> Result<usize> {
+    match k {
+        4 => Ok(0),
+        8 => Ok(1),
+        16 => Ok(2),
+        _ => Err(Error::InvalidArgument {
+            op: "dense::gpu::gemm",
+            reason: format!("Hopper GEMM shape k = {k} is not 4, 8 or 16"),
+        }),
     }
 }
 
@@ -1154,27 +1147,12 @@ pub fn gemm_with<T: LuScalar>(
             kernel,
             (m, n, k),
             alpha,
-            (a.device_ptr(), lda),
-            (b.device_ptr(), ldb),
+            (a.as_in(), lda),
+            (b.as_in(), ldb),
             beta,
-            (c.device_ptr(), ldc),
+            (c.as_out(), ldc),
         )
     }
-}
-
-/// Raises `kernel`'s dynamic shared-memory limit to `bytes`.
-fn allow_shared(gpu: &Gpu, kernel: &'static str, bytes: usize) -> Result<()> {
-    gpu.bind_to_thread()?;
-    gpu.function_untyped(kernel)?
-        .set_attribute(
-            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            bytes as i32,
-        )
-        .map_err(|e| Error::Vendor {
-            library: "CUDA driver",
-            call: "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
-            status: format!("{e:?}"),
-        })
 }
 
 /// Readies `kernel` on `gpu`'s device: refuses a Hopper kernel before compute
@@ -1183,83 +1161,94 @@ fn allow_shared(gpu: &Gpu, kernel: &'static str, bytes: usize) -> Result<()> {
 fn prepare_gemm<T: LuScalar>(gpu: &Gpu, kernel: GemmKernel) -> Result<()> {
     let name = kernel.name::<T>()?;
     match kernel {
-        GemmKernel::Sm90 { .. } => {
+        GemmKernel::Sm90 { k } => {
             if gpu.compute_capability()?.0 < 9 {
                 return Err(Error::InvalidArgument {
                     op: "dense::gpu::gemm",
                     reason: format!("{name} needs compute capability 9.0 or newer"),
                 });
             }
-            allow_shared(
-                &gpu.with_module(crate::kernels::PTX_SM90),
-                name,
-                HOPPER_SHARED_BYTES,
-            )
+            Ok(gpu.allow_dynamic_shared(&sm90_gemm::<T>(k)?, HOPPER_SHARED_BYTES)?)
         }
-        GemmKernel::Dmma884 => allow_shared(gpu, name, DMMA_SHARED_BYTES),
+        GemmKernel::Dmma884 => {
+            Ok(gpu.allow_dynamic_shared(&tensor_gemm::<T>()?, DMMA_SHARED_BYTES)?)
+        }
         GemmKernel::CudaCores => Ok(()),
     }
 }
 
-/// The GEMM launch on raw device pointers.
+/// `gemm_dmma_f64`, or the error that `T` has no tensor-core GEMM.
+fn tensor_gemm<T: LuScalar>() -> Result<Kernel<Gemm<'static, T>>> {
+    T::TENSOR_GEMM.ok_or_else(|| Error::InvalidArgument {
+        op: "dense::gpu::gemm",
+        reason: "gemm_dmma_f64 is an f64 kernel".into(),
+    })
+}
+
+/// `gemm_dmma_sm90_k<k>_f64`, or the error that `T` has none or `k` is no shape.
+fn sm90_gemm<T: LuScalar>(k: usize) -> Result<Kernel<GemmDmmaSm90<'static, T>>> {
+    let i = sm90_index(k)?;
+    T::SM90_GEMM
+        .map(|kernels| kernels[i])
+        .ok_or_else(|| Error::InvalidArgument {
+            op: "dense::gpu::gemm",
+            reason: format!(
+                "{} is an f64 kernel",
+                ferrocuda_kernels::hopper::SM90_GEMM_F64[i].name()
+            ),
+        })
+}
+
+/// The GEMM launch.
 ///
 /// # Safety
-/// [`prepare_gemm`] ran for `kernel` on this device; the matrices lie inside live
-/// allocations of `gpu`'s device; `C` overlaps neither `A` nor `B`.
+/// [`prepare_gemm`] ran for `kernel` on this device; the `m x k`, `k x n` and `m x n`
+/// blocks at `a`, `b`, `c` (with their leading dimensions) lie inside live allocations
+/// of `gpu`'s device; `C` overlaps neither `A` nor `B`.
 #[allow(clippy::too_many_arguments)]
 unsafe fn gemm_raw<T: LuScalar>(
     gpu: &Gpu,
     kernel: GemmKernel,
     (m, n, k): (usize, usize, usize),
     alpha: T,
-    (a, lda): (u64, usize),
-    (b, ldb): (u64, usize),
+    (a, lda): (In<'_, T>, usize),
+    (b, ldb): (In<'_, T>, usize),
     beta: T,
-    (c, ldc): (u64, usize),
+    (c, ldc): (Out<'_, T>, usize),
 ) -> Result<()> {
-    let name = kernel.name::<T>()?;
-    let (launcher, cfg) = match kernel {
-        GemmKernel::Sm90 { .. } => (
-            gpu.with_module(crate::kernels::PTX_SM90),
-            grid_2d(m, n, HOPPER_TILE, HOPPER_THREADS as u32)
-                .with_shared_bytes(HOPPER_SHARED_BYTES as u32),
-        ),
-        GemmKernel::Dmma884 => (
-            gpu.clone(),
-            grid_2d(m, n, DMMA_TILE, 256).with_shared_bytes(DMMA_SHARED_BYTES as u32),
-        ),
-        GemmKernel::CudaCores => (
-            gpu.clone(),
-            grid_2d(m, n, GEMM_TILE, 256)
-                .with_shared_bytes((2 * GEMM_K * GEMM_TILE * size_of::<T>()) as u32),
-        ),
+    let (tile, threads, shared) = match kernel {
+        GemmKernel::Sm90 { .. } => (HOPPER_TILE, HOPPER_THREADS, HOPPER_SHARED_BYTES),
+        GemmKernel::Dmma884 => (DMMA_TILE, 256, DMMA_SHARED_BYTES),
+        GemmKernel::CudaCores => (GEMM_TILE, 256, 2 * GEMM_K * GEMM_TILE * size_of::<T>()),
     };
+    let cfg = grid_2d(m, n, tile, threads as u32).with_shared_bytes(shared as u32);
     if cfg.grid.1 > ferrocuda_host::MAX_GRID_YZ {
         return Err(Error::InvalidArgument {
             op: "dense::gpu::gemm",
             reason: format!("n = {n} needs more than 65535 block columns"),
         });
     }
-    // SAFETY: the caller's promise; every GEMM kernel takes (m, n, k, alpha, a, lda, b,
-    // ldb, beta, c, ldc).
-    unsafe {
-        launcher.launch_untyped(
-            name,
-            cfg,
-            &mut [
-                arg(&m),
-                arg(&n),
-                arg(&k),
-                arg(&alpha),
-                arg(&a),
-                arg(&lda),
-                arg(&b),
-                arg(&ldb),
-                arg(&beta),
-                arg(&c),
-                arg(&ldc),
-            ],
-        )?;
+    let args = Gemm {
+        m,
+        n,
+        k,
+        alpha,
+        a,
+        lda,
+        b,
+        ldb,
+        beta,
+        c,
+        ldc,
+    };
+    // SAFETY (each launch): the caller's promise; every GEMM kernel reads the blocks at
+    // a and b and writes the one at c, within the extents and leading dimensions given.
+    match kernel {
+        GemmKernel::CudaCores => unsafe { gpu.launch(&T::GEMM, cfg, args)? },
+        GemmKernel::Dmma884 => unsafe { gpu.launch(&tensor_gemm::<T>()?, cfg, args)? },
+        GemmKernel::Sm90 { k } => unsafe {
+            gpu.launch(&sm90_gemm::<T>(k)?, cfg, GemmDmmaSm90::from(args))?
+        },
     }
     Ok(())
 }

@@ -67,19 +67,25 @@ use crate::alloc;
 use crate::blas1::Element;
 use crate::error::{Error, Result};
 use ferrocuda_kernels::RealScalar;
-use ferrocuda_kernels::names::DenseKernels;
+use ferrocuda_kernels::abi::Kernel;
+use ferrocuda_kernels::dense::{DenseKernels, GEMM_DMMA_F64, Gemm};
+use ferrocuda_kernels::hopper::{GemmDmmaSm90, SM90_GEMM_F64};
 
 /// Scalars the LU works in: `f32` and `f64`.
 pub trait LuScalar: Element + RealScalar + DenseKernels {
-    /// The FP64 tensor-core GEMM kernel where this type has one.
-    const TENSOR_GEMM: Option<&'static str>;
+    /// The FP64 tensor-core GEMM (`gemm_dmma_f64`) where this type has one.
+    const TENSOR_GEMM: Option<Kernel<Gemm<'static, Self>>>;
+    /// The Hopper FP64 tensor-core GEMMs (`gemm_dmma_sm90_k{4,8,16}_f64`) where this type
+    /// has them.
+    const SM90_GEMM: Option<[Kernel<GemmDmmaSm90<'static, Self>>; 3]>;
 }
 impl LuScalar for f32 {
-    const TENSOR_GEMM: Option<&'static str> = None;
+    const TENSOR_GEMM: Option<Kernel<Gemm<'static, Self>>> = None;
+    const SM90_GEMM: Option<[Kernel<GemmDmmaSm90<'static, Self>>; 3]> = None;
 }
 impl LuScalar for f64 {
-    const TENSOR_GEMM: Option<&'static str> =
-        Some(ferrocuda_kernels::names::DENSE_SPECIAL.gemm_dmma_f64);
+    const TENSOR_GEMM: Option<Kernel<Gemm<'static, Self>>> = Some(GEMM_DMMA_F64);
+    const SM90_GEMM: Option<[Kernel<GemmDmmaSm90<'static, Self>>; 3]> = Some(SM90_GEMM_F64);
 }
 
 /// A dense column-major matrix.

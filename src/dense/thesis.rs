@@ -15,9 +15,13 @@
 //! first zero or non-finite diagonal entry instead of handing back infinities or NaN
 //! (a zero pivot without pivoting does not mean that the matrix is singular).
 
-use ferrocuda_host::{DeviceSlice, Gpu, LaunchConfig, arg};
+use ferrocuda_host::{DeviceSliceMut, Gpu, LaunchConfig};
 use ferrocuda_kernels::dense::RODINIA_BS;
-use ferrocuda_kernels::names::DENSE_SPECIAL;
+use ferrocuda_kernels::dense::{
+    RODINIA_LUD_DIAGONAL_F32, RODINIA_LUD_INTERNAL_F32, RODINIA_LUD_PERIMETER_F32,
+    RodiniaLudDiagonalF32, RodiniaLudInternalF32, RodiniaLudPerimeterF32, THESIS_LU_SCALE_F64,
+    THESIS_LU_UPDATE_F64, ThesisLuScaleF64, ThesisLuUpdateF64,
+};
 use serde::Serialize;
 
 use super::{LuScalar, Matrix, check_square};
@@ -63,8 +67,7 @@ pub fn unblocked_gpu(gpu: &Gpu, a: &Matrix<f64>) -> Result<(Matrix<f64>, ThesisT
         });
     }
     let total = std::time::Instant::now();
-    let d = gpu.upload(a.as_slice())?;
-    let ap = d.device_ptr();
+    let mut d = gpu.upload(a.as_slice())?;
     let timer = gpu.timer()?;
     timer.start()?;
     for k in 0..n - 1 {
@@ -72,16 +75,24 @@ pub fn unblocked_gpu(gpu: &Gpu, a: &Matrix<f64>) -> Result<(Matrix<f64>, ThesisT
         // SAFETY: thesis_lu_scale_f64(n, k, a) / thesis_lu_update_f64(n, k, a) touch
         // rows and columns k..n of the n x n matrix `d`.
         unsafe {
-            gpu.launch_untyped(
-                DENSE_SPECIAL.thesis_scale_f64,
+            gpu.launch(
+                &THESIS_LU_SCALE_F64,
                 LaunchConfig::for_elements(m, 256),
-                &mut [arg(&n), arg(&k), arg(&ap)],
+                ThesisLuScaleF64 {
+                    n,
+                    k,
+                    a: d.as_out(),
+                },
             )?;
             let b = m.div_ceil(16) as u32;
-            gpu.launch_untyped(
-                DENSE_SPECIAL.thesis_update_f64,
+            gpu.launch(
+                &THESIS_LU_UPDATE_F64,
                 LaunchConfig::blocks(b, 256).with_grid_y(b),
-                &mut [arg(&n), arg(&k), arg(&ap)],
+                ThesisLuUpdateF64 {
+                    n,
+                    k,
+                    a: d.as_out(),
+                },
             )?;
         }
     }
@@ -118,8 +129,7 @@ pub fn blocked_gpu(gpu: &Gpu, a: &Matrix<f32>) -> Result<(Matrix<f32>, ThesisTim
         });
     }
     let total = std::time::Instant::now();
-    let d = gpu.upload(a.as_slice())?;
-    let ap = d.device_ptr();
+    let mut d = gpu.upload(a.as_slice())?;
     let fsize = size_of::<f32>() as u32;
     let bs2 = (BS * BS) as u32;
     let timer = gpu.timer()?;
@@ -129,24 +139,36 @@ pub fn blocked_gpu(gpu: &Gpu, a: &Matrix<f32>) -> Result<(Matrix<f32>, ThesisTim
         // SAFETY: the Rodinia kernels (n, offset, a) touch blocks at offsets >= i of the
         // n x n matrix `d` (n a multiple of 16).
         unsafe {
-            gpu.launch_untyped(
-                DENSE_SPECIAL.rodinia_diagonal_f32,
+            gpu.launch(
+                &RODINIA_LUD_DIAGONAL_F32,
                 LaunchConfig::blocks(1, BS as u32).with_shared_bytes(bs2 * fsize),
-                &mut [arg(&n), arg(&i), arg(&ap)],
+                RodiniaLudDiagonalF32 {
+                    n,
+                    offset: i,
+                    a: d.as_out(),
+                },
             )?;
             if i + BS < n {
                 let nb = ((n - i) / BS - 1) as u32;
-                gpu.launch_untyped(
-                    DENSE_SPECIAL.rodinia_perimeter_f32,
+                gpu.launch(
+                    &RODINIA_LUD_PERIMETER_F32,
                     LaunchConfig::blocks(nb, 2 * BS as u32).with_shared_bytes(3 * bs2 * fsize),
-                    &mut [arg(&n), arg(&i), arg(&ap)],
+                    RodiniaLudPerimeterF32 {
+                        n,
+                        offset: i,
+                        a: d.as_out(),
+                    },
                 )?;
-                gpu.launch_untyped(
-                    DENSE_SPECIAL.rodinia_internal_f32,
+                gpu.launch(
+                    &RODINIA_LUD_INTERNAL_F32,
                     LaunchConfig::blocks(nb, bs2)
                         .with_grid_y(nb)
                         .with_shared_bytes(2 * bs2 * fsize),
-                    &mut [arg(&n), arg(&i), arg(&ap)],
+                    RodiniaLudInternalF32 {
+                        n,
+                        offset: i,
+                        a: d.as_out(),
+                    },
                 )?;
             }
         }
