@@ -125,3 +125,9 @@ pub mod vendor;
 
 pub use error::{Error, Result};
 pub use ferrocuda_kernels::{Complex, RealScalar, Scalar};
+
+/// The Rust blocks of the user's guide (docs/guide.md), compiled and run as doctests so
+/// the guide cannot drift from the code.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/guide.md")]
+pub struct GuideDoctests;
