@@ -26,9 +26,10 @@
 //!   to stderr, the JSON says `"converged": false` with the `reason` (`max_iterations`,
 //!   `stagnation`, `diverged`), and the exit status is 3 (docs/reliability.md). A zero
 //!   `b` gives `x = 0`.
-//! * **Operator format**: CSR on the CPU; SBELL on the GPU (block size `--block-size`, at
-//!   most 8), falling back to BCSR where SBELL cannot take the matrix (the fallback and why
-//!   are reported). `--block-size` is also the block size of block Jacobi (at most 8);
+//! * **Operator format**: the library prepares and solves the system
+//!   ([`ferrocuda::krylov::Solver`], [`ferrocuda::krylov::DeviceSolver`]): CSR on the CPU;
+//!   SBELL on the GPU (block size `--block-size`, at most 8), falling back to BCSR where
+//!   SBELL cannot take the matrix (the fallback and why are reported). `--block-size` is also the block size of block Jacobi (at most 8);
 //!   point Jacobi has none. Where a blocked format or block Jacobi is used and `n` is not
 //!   a multiple of the block size, the system is padded with identity rows
 //!   (`A_pad = diag(A, I)`, `b_pad = (b, 0)`, so `x_pad = (x, 0)` and the
@@ -52,16 +53,15 @@ use ferrocuda::RealScalar;
 use ferrocuda::blas1::Element;
 use ferrocuda::gpu::Gpu;
 use ferrocuda::krylov::gpu::KrylovElement;
-use ferrocuda::krylov::precond::MAX_BLOCK;
+use ferrocuda::krylov::precond::{MAX_BLOCK, PrecondKernels};
 use ferrocuda::krylov::{
-    BlockJacobi, DeviceBlockJacobi, DeviceLinOp, GmresOptions, GmresReport, LinOp,
-    Orthogonalization, Preconditioner, StopReason, cpu as kcpu, gpu as kgpu,
+    DeviceSolver, GmresOptions, Orthogonalization, Preconditioner, Solution, SolveOptions, Solver,
+    StopReason,
 };
-use ferrocuda::sparse::gpu::{DeviceBcsr, DeviceSbell};
+use ferrocuda::sparse::gpu::SpmvKernels;
 use ferrocuda::sparse::mm::MmObject;
-use ferrocuda::sparse::{Bcsr, BlockFit, BlockLayout, Coo, CooParts, Csr, MatrixScalar, Sbell};
+use ferrocuda::sparse::{Coo, Csr, Format, MatrixScalar};
 use ferrocuda::{Error, Result};
-use ferrocuda_kernels::names::{PrecondKernels, SpmvKernels};
 
 use crate::choices::{PrecondArg, choice};
 use crate::device::{DeviceArg, Where};
@@ -434,48 +434,11 @@ fn read_vector<T: Element>(
     Ok(v)
 }
 
-/// `a` (square, `n x n`) with identity rows and columns appended up to `np`.
-fn pad_identity<T: Element>(a: Coo<T>, np: usize) -> Result<Coo<T>> {
-    let n = a.n_rows();
-    if np == n {
-        return Ok(a);
-    }
-    let mut p: CooParts<T> = a.into_parts();
-    let extra = np - n;
-    let what = format!("{extra} identity rows padding the {n} x {n} matrix to {np} x {np}");
-    ferrocuda::alloc::try_reserve(&what, &mut p.rows, extra)?;
-    ferrocuda::alloc::try_reserve(&what, &mut p.cols, extra)?;
-    ferrocuda::alloc::try_reserve(&what, &mut p.values, extra)?;
-    p.n_rows = np;
-    p.n_cols = np;
-    for i in n..np {
-        let i = ferrocuda::sparse::Index::try_from(i)
-            .map_err(|_| invalid(format!("padded size {np} exceeds the index type")))?;
-        p.rows.push(i);
-        p.cols.push(i);
-        p.values.push(T::ONE);
-    }
-    Coo::from_parts(p).map_err(|r| Error::from(r.error))
-}
-
-/// The system as read and padded.
+/// The system as read: `A` (square, finite), `b` and `x0` (checked against the files).
 struct System<T> {
-    /// `n_padded x n_padded`.
     a: Csr<T>,
     b: Vec<T>,
-    x0: Vec<T>,
-    n: usize,
-    nnz: usize,
-}
-
-/// The result of one solve on either device.
-struct Solved<T> {
-    x: Vec<T>,
-    report: GmresReport,
-    format: &'static str,
-    format_note: Option<String>,
-    gpu_name: Option<String>,
-    setup: f64,
+    x0: Option<Vec<T>>,
 }
 
 fn run_typed<T>(
@@ -490,7 +453,7 @@ where
     let bs = args.block_size;
     // A cycle cannot take more than max_iter steps: a larger restart is the same solve
     // with a smaller workspace.
-    let opts = GmresOptions::default()
+    let gmres = GmresOptions::default()
         .restart(args.restart.min(args.max_iter.max(1)))
         .rtol(args.tol)
         .atol(args.atol)
@@ -499,8 +462,12 @@ where
             SolveOrth::Cgs2 => Orthogonalization::Cgs2,
             SolveOrth::Mgs => Orthogonalization::Mgs,
         });
+    let opts = SolveOptions::default()
+        .gmres(gmres)
+        .precond(args.precond)
+        .block_size(bs);
 
-    // Check everything before any work.
+    // Check everything before any work, naming the files.
     let (a, la) = f.a;
     let (n, nc) = a.shape();
     if n != nc {
@@ -528,9 +495,9 @@ where
         )?;
     }
     let b: Vec<T> = read_vector(f.b, "the right-hand side b", n, &la)?;
-    let x0: Vec<T> = match f.x0 {
-        Some(x0) => read_vector(x0, "the initial guess x0", n, &la)?,
-        None => ferrocuda::alloc::try_vec("the initial guess x0 = 0", n, T::ZERO)?,
+    let x0: Option<Vec<T>> = match f.x0 {
+        Some(x0) => Some(read_vector(x0, "the initial guess x0", n, &la)?),
+        None => None,
     };
     let coo: Coo<T> = a.into_coo().map_err(|e| mm_error(OP, &la, e))?;
     if let Some(k) = coo.values().iter().position(|&v| !finite(v)) {
@@ -545,26 +512,10 @@ where
             ),
         ));
     }
-    let read = f.read.elapsed().as_secs_f64();
-
-    // Blocked formats (the GPU's) and block Jacobi need whole blocks.
-    let blocked = on != Where::Cpu || args.precond == Preconditioner::BlockJacobi;
-    let np = if blocked {
-        n.div_ceil(bs)
-            .checked_mul(bs)
-            .ok_or_else(|| invalid(format!("{n} rows padded to blocks of {bs} overflow")))?
-    } else {
-        n
-    };
-    let t_setup = Instant::now();
-    let coo = pad_identity(coo, np)?;
     let a = Csr::try_from_coo(&coo).map_err(|e| mm_error(OP, &la, e))?;
     drop(coo);
-    let nnz = a.nnz() - (np - n);
-    let mut sys = System { a, b, x0, n, nnz };
-    sys.b.resize(np, T::ZERO);
-    sys.x0.resize(np, T::ZERO);
-    let setup_read = t_setup.elapsed().as_secs_f64();
+    let read = f.read.elapsed().as_secs_f64();
+    let sys = System { a, b, x0 };
 
     let progress_every = args.progress_interval;
     let start = Instant::now();
@@ -582,16 +533,16 @@ where
     let progress: Option<&mut dyn FnMut(usize, f64)> =
         if args.quiet { None } else { Some(&mut printer) };
 
-    let mut solved = match on.open()? {
-        None => solve_cpu(&sys, args, &opts, progress)?,
-        Some(g) => solve_gpu(&sys, args, &g, &opts, progress)?,
+    let gpu = on.open()?;
+    let gpu_name = gpu.as_ref().and_then(|g| g.name().ok());
+    let (solution, format_note) = match &gpu {
+        None => (solve_cpu(&sys, &opts, progress)?, None),
+        Some(g) => solve_gpu(&sys, g, &opts, args.quiet, progress)?,
     };
-    solved.setup += setup_read;
-    let mut x = solved.x;
-    x.truncate(n);
-    files::write_array(out, x.len(), 1, &x)?;
+    files::write_array(out, solution.x.len(), 1, &solution.x)?;
 
-    let r = solved.report;
+    let s = solution.report;
+    let r = s.gmres;
     Ok(SolveReport {
         converged: r.converged,
         reason: match r.reason {
@@ -608,15 +559,15 @@ where
         rhs_norm: r.rhs_norm,
         initial_residual: r.initial_residual,
         device: on,
-        gpu_name: solved.gpu_name,
+        gpu_name,
         precond: args.precond,
-        format: solved.format,
-        format_note: solved.format_note,
+        format: s.format.format.name(),
+        format_note,
         block_size: bs,
         scalar: T::SUFFIX,
-        n: sys.n,
-        n_padded: np,
-        nnz: sys.nnz,
+        n: s.n,
+        n_padded: s.n_padded,
+        nnz: sys.a.nnz(),
         restart: args.restart,
         tol: args.tol,
         atol: args.atol,
@@ -635,107 +586,54 @@ where
             precond: r.timing.precond,
             orthogonalization: r.timing.orthogonalization,
             rest: r.timing.rest,
-            setup: solved.setup,
+            setup: s.setup_seconds,
             read,
         },
         history: r.history,
     })
 }
 
-/// The padded matrix in BCSR with `--block-size` blocks.
-fn to_bcsr<T: Element>(sys: &System<T>, bs: usize) -> Result<Bcsr<T>> {
-    Ok(Bcsr::from_csr(
-        &sys.a,
-        bs,
-        BlockLayout::RowMajor,
-        BlockFit::Exact,
-    )?)
-}
-
+/// CSR on the CPU ([`Solver`]).
 fn solve_cpu<T>(
     sys: &System<T>,
-    args: &SolveArgs,
-    opts: &GmresOptions,
+    opts: &SolveOptions,
     progress: Option<&mut dyn FnMut(usize, f64)>,
-) -> Result<Solved<T>>
+) -> Result<Solution<T>>
 where
     T: KrylovElement + MatrixScalar<T>,
 {
-    let t = Instant::now();
-    let m: Option<BlockJacobi<T>> = match args.precond {
-        Preconditioner::None => None,
-        // Point Jacobi needs no blocks: 1 x 1 keeps the copy as small as CSR.
-        Preconditioner::Jacobi => Some(BlockJacobi::point(&to_bcsr(sys, 1)?)?),
-        Preconditioner::BlockJacobi => Some(BlockJacobi::new(&to_bcsr(sys, args.block_size)?)?),
-    };
-    let setup = t.elapsed().as_secs_f64();
-    let mut x = sys.x0.clone();
-    let report = kcpu::gmres_with_progress(
-        &sys.a,
-        m.as_ref().map(|m| m as &dyn LinOp<T>),
-        &sys.b,
-        &mut x,
-        opts,
-        progress,
-    )?;
-    Ok(Solved {
-        x,
-        report,
-        format: "csr",
-        format_note: None,
-        gpu_name: None,
-        setup,
-    })
+    let solver = Solver::new(&sys.a, &opts.clone().format(Format::Csr))?;
+    solver.solve_with_progress(&sys.b, sys.x0.as_deref(), progress)
 }
 
+/// SBELL on the GPU ([`DeviceSolver`]), BCSR where SBELL cannot take the matrix (then
+/// with the note why, also on stderr unless `quiet`).
 fn solve_gpu<T>(
     sys: &System<T>,
-    args: &SolveArgs,
     g: &Gpu,
-    opts: &GmresOptions,
+    opts: &SolveOptions,
+    quiet: bool,
     progress: Option<&mut dyn FnMut(usize, f64)>,
-) -> Result<Solved<T>>
+) -> Result<(Solution<T>, Option<String>)>
 where
     T: KrylovElement + MatrixScalar<T> + SpmvKernels<T> + PrecondKernels<T>,
 {
-    let gpu_name = g.name().ok();
-    let t = Instant::now();
-    let bcsr = to_bcsr(sys, args.block_size)?;
-    let (op, format, format_note): (Box<dyn DeviceLinOp<T>>, _, _) = match Sbell::from_bcsr(&bcsr) {
-        Ok(s) => (Box::new(DeviceSbell::upload(g, &s)?), "sbell", None),
-        Err(e) => {
+    let (solver, note) = match DeviceSolver::upload(g, &sys.a, &opts.clone().format(Format::Sbell))
+    {
+        Ok(s) => (s, None),
+        // A conversion error: the format cannot hold the matrix (device errors pass).
+        Err(Error::Sparse(e)) => {
             let note = format!("SBELL cannot take this matrix ({e}); using BCSR");
-            if !args.quiet {
+            if !quiet {
                 eprintln!("[solve] {note}");
             }
-            (Box::new(DeviceBcsr::upload(g, &bcsr)?), "bcsr", Some(note))
+            let solver = DeviceSolver::upload(g, &sys.a, &opts.clone().format(Format::Bcsr))?;
+            (solver, Some(note))
         }
+        Err(e) => return Err(e),
     };
-    let m: Option<DeviceBlockJacobi<T>> = match args.precond {
-        Preconditioner::None => None,
-        Preconditioner::Jacobi => Some(DeviceBlockJacobi::point(g, &bcsr)?),
-        Preconditioner::BlockJacobi => Some(DeviceBlockJacobi::new(g, &bcsr)?),
-    };
-    drop(bcsr);
-    let db = g.upload(&sys.b)?;
-    let mut dx = g.upload(&sys.x0)?;
-    g.synchronize()?;
-    let setup = t.elapsed().as_secs_f64();
-    let report = kgpu::gmres_with_progress(
-        op.as_ref(),
-        m.as_ref().map(|m| m as &dyn DeviceLinOp<T>),
-        &db,
-        &mut dx,
-        opts,
-        progress,
-    )?;
-    let x = dx.download()?;
-    Ok(Solved {
-        x,
-        report,
-        format,
-        format_note,
-        gpu_name,
-        setup,
-    })
+    Ok((
+        solver.solve_with_progress(&sys.b, sys.x0.as_deref(), progress)?,
+        note,
+    ))
 }

@@ -3,10 +3,13 @@
 //!
 //! Real or complex is taken from the files (a complex matrix or vector makes the product
 //! complex; real values read into complex get zero imaginary parts); precision is f64.
-//! Each file is read once (pipes work). Blocked formats pad the matrix to a multiple of
-//! the block size with zeros and trim the result back; zero entries, stored or padding,
-//! add nothing in every format. The output appears only on success
-//! ([`crate::files`]).
+//! Each file is read once (pipes work). The conversion and the product are the library's
+//! ([`ferrocuda::sparse::Matrix`] on the CPU, [`ferrocuda::sparse::gpu::DeviceMatrix`]
+//! on the GPU; `--format csr` on the GPU runs cuSPARSE); `--format auto` lets the
+//! structure choose ([`Format::Auto`]) and the summary says what and why. Blocked formats
+//! pad the matrix to a multiple of the block size with zeros and trim the result back;
+//! zero entries, stored or padding, add nothing in every format. The output appears only
+//! on success ([`crate::files`]).
 
 use std::path::PathBuf;
 
@@ -15,30 +18,27 @@ use clap::ValueEnum;
 use ferrocuda::Complex;
 use ferrocuda::blas1::Element;
 use ferrocuda::gpu::Gpu;
-use ferrocuda::sparse::gpu::SpmvKernels;
-use ferrocuda::sparse::gpu::{
-    DeviceBcsr, DeviceBdia, DeviceBell, DeviceEll, DeviceSbell, spmv_bcsr, spmv_bdia, spmv_bell,
-    spmv_ell, spmv_sbell,
-};
+use ferrocuda::sparse::gpu::{DeviceMatrix, SpmvKernels};
 use ferrocuda::sparse::mm::MmObject;
 use ferrocuda::sparse::{
-    Bcsr, Bdia, BdiaOptions, Bell, BellOptions, BlockFit, BlockLayout, Csr, Ell, EllOptions, Sbell,
-    cpu,
+    BlockFit, Csr, Format, FormatChoice, FormatOptions, Matrix, MatrixScalar, Target,
 };
 use ferrocuda::vendor::cusparse::{Cusparse, CusparseScalar};
 use ferrocuda::{Error, Result};
-use ferrocuda_kernels::sparse::MatrixScalar;
 
 use crate::device::{DeviceArg, Where};
 use crate::files::{self, Input, file_error, mm_error};
 use crate::numbers::count;
-use ferrocuda_bench::output::Target;
 
 const OP: &str = "spmv";
 
 /// Storage format for `ferrocuda spmv`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SpmvFormat {
+    /// Chosen from the structure of the matrix for the device (the summary says what and
+    /// why): blocks where they pay (SBELL or BCSR on the GPU, BCSR on the CPU), else ELL
+    /// or CSR. The block size is `--block-size`, or detected.
+    Auto,
     /// Compressed sparse rows.
     Csr,
     /// Block CSR (`--block-size`, row-major blocks).
@@ -55,8 +55,22 @@ pub enum SpmvFormat {
 }
 
 impl SpmvFormat {
+    /// Whether `--block-size` applies (and must fit the matrix).
     fn blocked(self) -> bool {
         !matches!(self, SpmvFormat::Csr | SpmvFormat::Ell)
+    }
+
+    /// The library's format.
+    fn format(self) -> Format {
+        match self {
+            SpmvFormat::Auto => Format::Auto,
+            SpmvFormat::Csr => Format::Csr,
+            SpmvFormat::Bcsr => Format::Bcsr,
+            SpmvFormat::Ell => Format::Ell,
+            SpmvFormat::Bell => Format::Bell,
+            SpmvFormat::Bdia => Format::Bdia,
+            SpmvFormat::Sbell => Format::Sbell,
+        }
     }
 }
 
@@ -97,20 +111,21 @@ impl SpmvArgs {
         Ok(())
     }
 
-    /// The block size for an `rows x cols` matrix.
-    fn block_size(&self, rows: usize, cols: usize) -> Result<usize> {
+    /// The block size for an `rows x cols` matrix (`None`: `--format auto` detects it).
+    fn block_size(&self, rows: usize, cols: usize) -> Result<Option<usize>> {
         let smaller = [rows, cols]
             .into_iter()
             .filter(|&d| d > 0)
             .min()
             .unwrap_or(1);
         match self.block_size {
-            None => Ok(DEFAULT_BLOCK.min(smaller)),
+            None if self.format == SpmvFormat::Auto => Ok(None),
+            None => Ok(Some(DEFAULT_BLOCK.min(smaller))),
             Some(b) if b > smaller && self.format.blocked() => Err(invalid(format!(
                 "--block-size {b} is larger than the {rows} x {cols} matrix of --matrix {}: the blocked formats take at most {smaller}",
                 self.matrix.display()
             ))),
-            Some(b) => Ok(b),
+            Some(b) => Ok(Some(b)),
         }
     }
 }
@@ -148,13 +163,23 @@ pub fn run(args: &SpmvArgs, on: Where) -> Result<String> {
     let b = args.block_size(rows, cols)?;
     let complex = a.is_complex() || x.is_complex();
     let files = Files { a, x, la, lx };
-    let (nnz, scalar) = if complex {
+    let (nnz, scalar, choice) = if complex {
         run_typed::<Complex<f64>>(files, args, b, on, &out)?
     } else {
         run_typed::<f64>(files, args, b, on, &out)?
     };
+    let chosen = match choice {
+        Some(c) if args.format == SpmvFormat::Auto => format!(
+            " -> {}{} ({})",
+            c.format,
+            c.block_size
+                .map_or(String::new(), |b| format!(" with {b} x {b} blocks")),
+            c.reason
+        ),
+        _ => String::new(),
+    };
     Ok(format!(
-        "wrote {} ({rows} x 1, {scalar}) = A x with A {rows} x {cols}, {nnz} stored entries, format {:?} on {}",
+        "wrote {} ({rows} x 1, {scalar}) = A x with A {rows} x {cols}, {nnz} stored entries, format {:?}{chosen} on {}",
         args.out.display(),
         args.format,
         match on {
@@ -172,136 +197,133 @@ struct Files {
     lx: String,
 }
 
-/// Converts, multiplies and writes `y`; returns the stored entries and the scalar type.
+/// Converts, multiplies and writes `y`; returns the stored entries, the scalar type and
+/// the library's format choice (none for cuSPARSE).
 fn run_typed<T>(
     f: Files,
     args: &SpmvArgs,
-    b: usize,
+    b: Option<usize>,
     on: Where,
-    out: &Target,
-) -> Result<(usize, &'static str)>
+    out: &ferrocuda_bench::output::Target,
+) -> Result<(usize, &'static str, Option<FormatChoice>)>
 where
     T: Element + MatrixScalar<T> + SpmvKernels<T> + CusparseScalar,
 {
     let a: Csr<T> = f.a.into_csr().map_err(|e| mm_error(OP, &f.la, e))?;
     let x: Vec<T> = f.x.into_array().map_err(|e| mm_error(OP, &f.lx, e))?.values;
-    let y = match on.open()? {
-        None => spmv_cpu(&a, &x, args.format, b)?,
-        Some(g) => spmv_gpu(&g, &a, &x, args.format, b)?,
+    let gpu = on.open()?;
+    let (y, choice) = match &gpu {
+        Some(g) if args.format == SpmvFormat::Csr => (spmv_cusparse(g, &a, &x)?, None),
+        _ => {
+            let (y, choice) = spmv(gpu.as_ref(), &a, &x, args.format.format(), b)?;
+            (y, Some(choice))
+        }
     };
     files::write_array(out, y.len(), 1, &y)?;
-    Ok((a.nnz(), T::SUFFIX))
+    Ok((a.nnz(), T::SUFFIX, choice))
 }
 
-/// `A` padded to blocks of `b` and `x` padded to match.
-fn blocked<T: Element>(a: &Csr<T>, x: &[T], b: usize) -> Result<(Bcsr<T>, Vec<T>)> {
-    let m = Bcsr::from_csr(a, b, BlockLayout::RowMajor, BlockFit::Pad)?;
+/// `A x` by the library: `a` in `format` (blocked ones padded with zeros to whole blocks
+/// of `b`, `x` padded to match and `y` trimmed back) on the GPU `gpu`, else the CPU.
+fn spmv<T>(
+    gpu: Option<&Gpu>,
+    a: &Csr<T>,
+    x: &[T],
+    format: Format,
+    b: Option<usize>,
+) -> Result<(Vec<T>, FormatChoice)>
+where
+    T: Element + MatrixScalar<T> + SpmvKernels<T>,
+{
+    let mut opts = FormatOptions::default().fit(BlockFit::Pad);
+    if let Some(b) = b {
+        opts = opts.block_size(b);
+    }
+    let target = if gpu.is_some() {
+        Target::Gpu
+    } else {
+        Target::Cpu
+    };
+    let m = Matrix::with_options(a, format, target, &opts)?;
     let mut xp = ferrocuda::alloc::try_with_capacity("x padded to whole blocks", m.n_cols())?;
     xp.extend_from_slice(x);
     xp.resize(m.n_cols(), T::ZERO);
-    Ok((m, xp))
-}
-
-/// `y` of `rows` zeros, allocated fallibly.
-fn zeros<T: Element>(rows: usize) -> Result<Vec<T>> {
-    ferrocuda::alloc::try_vec("y", rows, T::ZERO)
-}
-
-fn spmv_cpu<T: Element + MatrixScalar<T>>(
-    a: &Csr<T>,
-    x: &[T],
-    format: SpmvFormat,
-    b: usize,
-) -> Result<Vec<T>> {
     let (one, zero) = (T::ONE, T::ZERO);
-    let mut y = match format {
-        SpmvFormat::Csr => {
-            let mut y = zeros(a.n_rows())?;
-            cpu::spmv_csr(one, a, x, zero, &mut y)?;
-            y
+    let (mut y, choice) = match gpu {
+        None => {
+            let mut y = ferrocuda::alloc::try_vec("y", m.n_rows(), T::ZERO)?;
+            m.spmv(one, &xp, zero, &mut y)?;
+            (y, m.choice().clone())
         }
-        SpmvFormat::Ell => {
-            let m = Ell::from_csr(a, &EllOptions::default())?;
-            let mut y = zeros(a.n_rows())?;
-            cpu::spmv_ell(one, &m, x, zero, &mut y)?;
-            y
-        }
-        SpmvFormat::Bcsr => {
-            let (m, xp) = blocked(a, x, b)?;
-            let mut y = zeros(m.n_rows())?;
-            cpu::spmv_bcsr(one, &m, &xp, zero, &mut y)?;
-            y
-        }
-        SpmvFormat::Bell => {
-            let (m, xp) = blocked(a, x, b)?;
-            let m = Bell::from_bcsr(&m, &BellOptions::default())?;
-            let mut y = zeros(m.n_rows())?;
-            cpu::spmv_bell(one, &m, &xp, zero, &mut y)?;
-            y
-        }
-        SpmvFormat::Bdia => {
-            let (m, xp) = blocked(a, x, b)?;
-            let m = Bdia::from_bcsr(&m, &BdiaOptions::default())?;
-            let mut y = zeros(m.n_rows())?;
-            cpu::spmv_bdia(one, &m, &xp, zero, &mut y)?;
-            y
-        }
-        SpmvFormat::Sbell => {
-            let (m, xp) = blocked(a, x, b)?;
-            let m = Sbell::from_bcsr(&m)?;
-            let mut y = zeros(m.n_rows())?;
-            cpu::spmv_sbell(one, &m, &xp, zero, &mut y)?;
-            y
+        Some(g) => {
+            let dm = DeviceMatrix::from_matrix(g, &m)?;
+            let dx = g.upload(&xp)?;
+            let mut dy = g.alloc::<T>(dm.n_rows())?;
+            dm.spmv(one, &dx, zero, &mut dy)?;
+            (dy.download()?, dm.choice().clone())
         }
     };
     y.truncate(a.n_rows());
-    Ok(y)
+    Ok((y, choice))
 }
 
-fn spmv_gpu<T: Element + MatrixScalar<T> + SpmvKernels<T> + CusparseScalar>(
-    g: &Gpu,
-    a: &Csr<T>,
-    x: &[T],
-    format: SpmvFormat,
-    b: usize,
-) -> Result<Vec<T>> {
-    let (one, zero) = (T::ONE, T::ZERO);
-    if format == SpmvFormat::Csr {
-        // CSR on the GPU is the vendor's: cuSPARSE's generic SpMV, which multiplies
-        // stored zeros; without them it follows the rule of the other formats.
-        let cs = Cusparse::new(g)?;
-        let mut m = cs.upload_csr(&a.without_zeros())?;
-        let dx = g.upload(x)?;
-        let mut dy = g.alloc::<T>(a.n_rows())?;
-        cs.spmv_csr(one, &mut m, &dx, zero, &mut dy)?;
-        return Ok(dy.download()?);
+/// `A x` by cuSPARSE's generic CSR SpMV (the baseline `--format csr` runs on the GPU).
+/// It multiplies stored zeros; without them it follows the rule of the other formats.
+fn spmv_cusparse<T: Element + CusparseScalar>(g: &Gpu, a: &Csr<T>, x: &[T]) -> Result<Vec<T>> {
+    let cs = Cusparse::new(g)?;
+    let mut m = cs.upload_csr(&a.without_zeros())?;
+    let dx = g.upload(x)?;
+    let mut dy = g.alloc::<T>(a.n_rows())?;
+    cs.spmv_csr(T::ONE, &mut m, &dx, T::ZERO, &mut dy)?;
+    Ok(dy.download()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--format auto` on a matrix of full 2 x 2 blocks: the library's choice (BCSR on the
+    /// CPU) and its reason in the summary, and the product.
+    #[test]
+    fn format_auto_reports_the_choice_and_multiplies() {
+        let dir =
+            std::env::temp_dir().join(format!("ferrocuda-cli-spmv-auto-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, x, y) = (dir.join("A.mtx"), dir.join("x.mtx"), dir.join("y.mtx"));
+        std::fs::write(
+            &a,
+            "%%MatrixMarket matrix coordinate real general\n4 4 8\n\
+             1 1 1\n1 2 2\n2 1 3\n2 2 4\n3 3 5\n3 4 6\n4 3 7\n4 4 8\n",
+        )
+        .unwrap();
+        std::fs::write(
+            &x,
+            "%%MatrixMarket matrix array real general\n4 1\n1\n1\n1\n1\n",
+        )
+        .unwrap();
+        let args = SpmvArgs {
+            matrix: a,
+            x,
+            out: y.clone(),
+            format: SpmvFormat::Auto,
+            block_size: None,
+            device: DeviceArg::default(),
+        };
+        let summary = run(&args, Where::Cpu).unwrap();
+        assert!(
+            summary.contains("format Auto -> bcsr with 2 x 2 blocks (") && summary.contains("full"),
+            "{summary}"
+        );
+        let f = std::io::BufReader::new(std::fs::File::open(&y).unwrap());
+        let (n, m, v) = ferrocuda::sparse::mm::read_dense::<f64, _>(f).unwrap();
+        assert_eq!((n, m, v), (4, 1, vec![3.0, 7.0, 11.0, 15.0]));
+        // An explicit format says nothing more.
+        let csr = SpmvArgs {
+            format: SpmvFormat::Csr,
+            ..args
+        };
+        let summary = run(&csr, Where::Cpu).unwrap();
+        assert!(summary.contains("format Csr on Cpu"), "{summary}");
+        let _ = std::fs::remove_dir_all(dir);
     }
-    if format == SpmvFormat::Ell {
-        let m = Ell::from_csr(a, &EllOptions::default())?;
-        let dx = g.upload(x)?;
-        let mut dy = g.alloc::<T>(a.n_rows())?;
-        spmv_ell(one, &DeviceEll::upload(g, &m)?, &dx, zero, &mut dy)?;
-        return Ok(dy.download()?);
-    }
-    let (m, xp) = blocked(a, x, b)?;
-    let dx = g.upload(&xp)?;
-    let mut dy = g.alloc::<T>(m.n_rows())?;
-    match format {
-        SpmvFormat::Bell => {
-            let m = Bell::from_bcsr(&m, &BellOptions::default())?;
-            spmv_bell(one, &DeviceBell::upload(g, &m)?, &dx, zero, &mut dy)?;
-        }
-        SpmvFormat::Sbell => {
-            let m = Sbell::from_bcsr(&m)?;
-            spmv_sbell(one, &DeviceSbell::upload(g, &m)?, &dx, zero, &mut dy)?;
-        }
-        SpmvFormat::Bdia => {
-            let m = Bdia::from_bcsr(&m, &BdiaOptions::default())?;
-            spmv_bdia(one, &DeviceBdia::upload(g, &m)?, &dx, zero, &mut dy)?;
-        }
-        _ => spmv_bcsr(one, &DeviceBcsr::upload(g, &m)?, &dx, zero, &mut dy)?,
-    }
-    let mut y = dy.download()?;
-    y.truncate(a.n_rows());
-    Ok(y)
 }

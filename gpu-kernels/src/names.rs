@@ -75,14 +75,8 @@ const fn blas1_list(n: Blas1Names) -> [&'static str; 10] {
     ]
 }
 
-/// TRANSITIONAL: `cli/src/solve.rs` (edited on another branch) still imports these two
-/// bounds from here; they are the typed traits of [`crate::spmv`] and [`crate::precond`].
-/// Remove with that import.
-#[cfg(not(target_arch = "nvptx64"))]
-pub use crate::{precond::PrecondKernels, spmv::SpmvKernels};
-
 /// Every kernel name the host may still ask for by name, in groups (BLAS-1 per scalar
-/// type, then the thesis's SpMV variants per pair, then dense LU). Typed declarations
+/// type, then the thesis's SpMV variants per pair). Typed declarations
 /// (SpMV, Krylov, block Jacobi, ...) are listed in `abi::KERNELS` instead.
 pub const ALL: &[&[&str]] = &[
     &blas1_list(<f32 as Blas1Kernels>::BLAS1),
@@ -204,9 +198,4 @@ const fn spmv_thesis_list(n: SpmvThesisNames) -> [&'static str; 18] {
         n.bell_v3,
         n.fill_rows,
     ]
-}
-
-            };
-        }
-    };
 }
