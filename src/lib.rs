@@ -105,6 +105,7 @@
 
 pub mod alloc;
 pub mod blas1;
+pub mod comm;
 #[doc(hidden)]
 pub mod cpu_dispatch;
 pub mod dense;

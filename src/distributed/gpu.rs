@@ -21,10 +21,10 @@ use ferrocuda_host::{
     copy_window_to_host,
 };
 
-use super::comm::Communicator;
 use super::halo::HaloPlan;
 use super::partition::RowPartition;
 use crate::blas1::Element;
+use crate::comm::Communicator;
 use crate::error::{Error, Result};
 use crate::krylov::DeviceLinOp;
 use crate::sparse::gpu::{self as sgpu, DeviceBcsr, DeviceSbell, SpmvKernels};

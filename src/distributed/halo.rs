@@ -4,8 +4,8 @@
 
 use std::ops::Range;
 
-use super::comm::Communicator;
 use super::partition::RowPartition;
+use crate::comm::Communicator;
 use crate::error::{Error, Result};
 use crate::sparse::{Bcsr, BcsrParts, Element, Index};
 

@@ -43,7 +43,6 @@
 //! # Ok::<(), ferrocuda::Error>(())
 //! ```
 
-pub mod comm;
 pub mod gpu;
 pub mod halo;
 #[cfg(feature = "mpi")]
@@ -52,7 +51,9 @@ pub mod nccl;
 pub mod op;
 pub mod partition;
 
-pub use comm::{Communicator, SingleRank, ThreadComm, run_on_threads};
+/// The communicator lives below `krylov` ([`crate::comm`]); this keeps its old path.
+pub use crate::comm;
+pub use crate::comm::{Communicator, SingleRank, ThreadComm, run_on_threads};
 pub use gpu::DeviceDistributedBcsr;
 pub use halo::{HaloPlan, SplitRows, split_rows};
 pub use nccl::{Transport, WithNccl, run_on_gpus};

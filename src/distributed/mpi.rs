@@ -26,8 +26,8 @@ use ::mpi::traits::Communicator as _;
 use ::mpi::traits::*;
 use ferrocuda_host::{NcclComm, NcclId};
 
-use super::comm::Communicator;
 use super::nccl::WithNccl;
+use crate::comm::Communicator;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 

@@ -10,7 +10,7 @@
 
 use ferrocuda_host::NcclComm;
 
-use super::comm::{Communicator, ThreadComm};
+use crate::comm::{Communicator, ThreadComm};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 
@@ -179,6 +179,6 @@ pub fn run_on_gpus<T: Send>(
                 })
             })
             .collect();
-        super::comm::join_ranks("run_on_gpus", handles)
+        crate::comm::join_ranks("run_on_gpus", handles)
     })
 }

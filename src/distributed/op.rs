@@ -4,10 +4,10 @@
 
 use std::sync::Mutex;
 
-use super::comm::Communicator;
 use super::halo::{HaloPlan, SplitRows, split_rows};
 use super::partition::RowPartition;
 use crate::blas1::Element;
+use crate::comm::Communicator;
 use crate::error::{Error, Result};
 use crate::krylov::LinOp;
 use crate::sparse::{Bcsr, MatrixScalar, cpu};

@@ -18,7 +18,7 @@ use super::arnoldi::{self, C, Space, from_c, to_c};
 use super::cpu::{agree, check_system};
 use super::{DeviceLinOp, GmresOptions, GmresReport};
 use crate::blas1::{Element, gpu as b1};
-use crate::distributed::Communicator;
+use crate::comm::Communicator;
 use crate::error::{Error, Result};
 
 /// Scalar types GMRES runs on the GPU for: `f32`, `f64`, `Complex<f32>`, `Complex<f64>`.

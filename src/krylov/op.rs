@@ -32,7 +32,7 @@ use crate::sparse::gpu::{
     self as sgpu, DeviceBcsr, DeviceBdia, DeviceBell, DeviceCsr, DeviceEll, DeviceMatrix,
     DeviceSbell, SpmvKernels,
 };
-use crate::sparse::{Bcsr, Bdia, Bell, Coo, Csr, Ell, MatrixScalar, Sbell, cpu};
+use crate::sparse::{Bcsr, Bdia, Bell, Coo, Csr, Ell, Matrix, MatrixScalar, Sbell, cpu};
 
 /// `y <- A x` on the CPU for vectors of `V`.
 pub trait LinOp<V: Element>: Sync {
@@ -112,6 +112,20 @@ macro_rules! cpu_format_op {
 }
 cpu_format_op!(Coo => spmv_coo, Csr => spmv_csr, Bcsr => spmv_bcsr, Ell => spmv_ell,
     Bell => spmv_bell, Bdia => spmv_bdia, Sbell => spmv_sbell);
+
+/// The automatically chosen format: the operator lives here, not in `sparse`, so that
+/// `krylov` depends on `sparse` and never the reverse.
+impl<A: Element + MatrixScalar<V>, V: Element> LinOp<V> for Matrix<A> {
+    fn nrows(&self) -> usize {
+        self.n_rows()
+    }
+    fn ncols(&self) -> usize {
+        self.n_cols()
+    }
+    fn apply_unchecked(&self, x: &[V], y: &mut [V]) -> Result<()> {
+        Ok(self.spmv(V::ONE, x, V::ZERO, y)?)
+    }
+}
 
 macro_rules! gpu_format_op {
     ($($ty:ident => $f:ident),* $(,)?) => {$(

@@ -434,18 +434,6 @@ impl<T: Element> Matrix<T> {
     }
 }
 
-impl<A: Element + MatrixScalar<V>, V: Element> crate::krylov::LinOp<V> for Matrix<A> {
-    fn nrows(&self) -> usize {
-        self.n_rows()
-    }
-    fn ncols(&self) -> usize {
-        self.n_cols()
-    }
-    fn apply_unchecked(&self, x: &[V], y: &mut [V]) -> crate::Result<()> {
-        Ok(self.spmv(V::ONE, x, V::ZERO, y)?)
-    }
-}
-
 /// Bytes per stored entry of `s`-byte values, for messages.
 fn per_entry(bytes: u128, entries: usize) -> f64 {
     bytes as f64 / entries.max(1) as f64

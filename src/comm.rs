@@ -1,6 +1,10 @@
 //! The communication a distributed solve needs, behind one trait: an all-reduce of a few
 //! scalars (dot products, norms) and point-to-point messages (halo exchange).
 //!
+//! It sits below both users: `krylov` sums its dot products through it and `distributed`
+//! exchanges halos through it, so `distributed` may call `krylov` and never the reverse.
+//! The public path `ferrocuda::distributed::comm` re-exports this module.
+//!
 //! [`ThreadComm`] runs the ranks as threads of one process: the CPU tests and CI check
 //! the partitioning, the halo plan and the distributed solvers with it, and it is the
 //! reference the GPU engines (NCCL) are compared against.
@@ -33,7 +37,7 @@ pub trait Communicator: Sync {
     /// message's length. Messages between two ranks arrive in the order they were sent.
     fn recv(&self, peer: usize, data: &mut [u8]) -> Result<()>;
     /// The NCCL communicator of this rank, where the ranks have one
-    /// ([`super::WithNccl`]): the GPU operator then moves its halo GPU to GPU, and the
+    /// ([`crate::distributed::WithNccl`]): the GPU operator then moves its halo GPU to GPU, and the
     /// GPU GMRES sums its dot products on the devices. `None` (the default): everything
     /// goes through the host calls above.
     fn nccl(&self) -> Option<&NcclComm> {
