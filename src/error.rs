@@ -7,7 +7,7 @@
 pub enum Error {
     /// A failure in the GPU runtime (no device, driver call, launch, memory).
     #[error(transparent)]
-    Gpu(#[from] ferrocuda_host::Error),
+    Gpu(ferrocuda_host::Error),
     /// A sparse-matrix failure: invalid arrays, a Matrix Market parse error, a matrix
     /// that is not a block stencil, ... (its out-of-memory case converts into
     /// [`Error::OutOfHostMemory`]).
@@ -175,6 +175,28 @@ pub enum Error {
     },
 }
 
+/// The runtime's errors, except that a vendor library's failure and an invalid argument
+/// keep the variants the library has always reported them with.
+impl From<ferrocuda_host::Error> for Error {
+    fn from(e: ferrocuda_host::Error) -> Self {
+        match e {
+            ferrocuda_host::Error::Vendor {
+                library,
+                call,
+                status,
+            } => Error::Vendor {
+                library,
+                call,
+                status,
+            },
+            ferrocuda_host::Error::InvalidArgument { op, reason } => {
+                Error::InvalidArgument { op, reason }
+            }
+            e => Error::Gpu(e),
+        }
+    }
+}
+
 impl From<crate::sparse::SparseError> for Error {
     /// Wraps it in [`Error::Sparse`], except that a host allocation too large becomes
     /// [`Error::OutOfHostMemory`] as from every other module.
@@ -236,5 +258,45 @@ pub(crate) fn check_len(
             expected,
             found,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    /// The vendor baselines moved into the host crate; their failures still read as
+    /// `Error::Vendor` and `Error::InvalidArgument` here (the CLI files them under those).
+    #[test]
+    fn host_vendor_and_argument_errors_keep_their_variants() {
+        let e = Error::from(ferrocuda_host::Error::Vendor {
+            library: "cuSPARSE",
+            call: "load",
+            status: "libcusparse.so not found".into(),
+        });
+        assert!(matches!(
+            e,
+            Error::Vendor {
+                library: "cuSPARSE",
+                call: "load",
+                ..
+            }
+        ));
+        assert_eq!(e.to_string(), "cuSPARSE: load: libcusparse.so not found");
+        let e = Error::from(ferrocuda_host::Error::InvalidArgument {
+            op: "cuBLAS gemm",
+            reason: "m = 3000000000 exceeds the vendor library's 32-bit sizes".into(),
+        });
+        assert!(matches!(
+            e,
+            Error::InvalidArgument {
+                op: "cuBLAS gemm",
+                ..
+            }
+        ));
+        let e = Error::from(ferrocuda_host::Error::NoDevice {
+            reason: "none".into(),
+        });
+        assert!(e.is_no_device());
     }
 }

@@ -162,6 +162,26 @@ pub enum Error {
         /// The declaring module's path.
         module: &'static str,
     },
+    /// A vendor library (cuSPARSE, cuRAND, cuBLAS, cuSOLVER) is missing or a call into it
+    /// failed.
+    #[error("{library}: {call}: {status}")]
+    Vendor {
+        /// The library.
+        library: &'static str,
+        /// The call, or "load" when the library is missing.
+        call: &'static str,
+        /// What it returned.
+        status: String,
+    },
+    /// An argument a call cannot take (a size beyond a vendor library's 32-bit indices,
+    /// an index array that is not a valid sparse structure).
+    #[error("{op}: {reason}")]
+    InvalidArgument {
+        /// The operation.
+        op: &'static str,
+        /// What is wrong, with the value.
+        reason: String,
+    },
     /// An NCCL call failed, or the NCCL library could not be loaded.
     #[error("{call}: {reason}")]
     Nccl {
@@ -184,4 +204,42 @@ pub(crate) fn check<T>(
         call: call(),
         status: DriverStatus(e),
     })
+}
+
+/// `found == expected`, else [`Error::DimensionMismatch`] naming the operand.
+pub(crate) fn check_len(
+    op: &'static str,
+    what: &'static str,
+    expected: usize,
+    found: usize,
+) -> Result<()> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(Error::DimensionMismatch {
+            op,
+            what,
+            expected,
+            found,
+        })
+    }
+}
+
+/// `found` is the device of `expected`, else [`Error::WrongDevice`] naming the operand.
+pub(crate) fn check_device(
+    op: &'static str,
+    what: &'static str,
+    expected: &crate::Gpu,
+    found: &crate::Gpu,
+) -> Result<()> {
+    if expected.same_device(found) {
+        Ok(())
+    } else {
+        Err(Error::WrongDevice {
+            op,
+            what,
+            expected: expected.ordinal(),
+            found: found.ordinal(),
+        })
+    }
 }

@@ -246,14 +246,7 @@ impl Gpu {
 
     /// Makes this handle's stream wait for all work issued so far on `other`'s stream.
     pub fn wait_for(&self, other: &Gpu) -> Result<()> {
-        if !self.same_device(other) {
-            return Err(Error::WrongDevice {
-                op: "wait_for",
-                what: "the other stream",
-                expected: self.ordinal(),
-                found: other.ordinal(),
-            });
-        }
+        crate::error::check_device("wait_for", "the other stream", self, other)?;
         let event = check(other.state.stream.record_event(None), || {
             "cuEventRecord".into()
         })?;

@@ -6,7 +6,8 @@
 //! handle and its arguments by name ([`Gpu::launch`], handles from `ferrocuda-kernels`;
 //! PTX modules registered with [`register_ptx`] and loaded lazily),
 //! [`EventTimer`], CUDA-graph capture ([`Graph`]), device queries ([`DeviceInfo`]), NCCL
-//! communicators on their own streams ([`NcclComm`]) and
+//! communicators on their own streams ([`NcclComm`]), the vendor libraries used as
+//! baselines ([`vendor`]: cuSPARSE, cuRAND, cuBLAS, cuSOLVER) and
 //! one [`Error`] type whose messages name the failing driver call or kernel.
 //!
 //! The driver is loaded at run time (`dynamic-loading`): programs build and start with
@@ -24,6 +25,7 @@ mod nccl;
 mod pinned;
 mod timing;
 mod untyped;
+pub mod vendor;
 
 pub use bytemuck::Pod;
 pub use error::{DriverStatus, Error, Result};

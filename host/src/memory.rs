@@ -239,14 +239,7 @@ impl<T: Pod> DeviceBuffer<T> {
     /// `data` must stay valid and unchanged until the stream has run the copy (always
     /// true for pageable memory, which the driver stages before returning).
     unsafe fn queue_htod(&mut self, op: &'static str, data: &[T]) -> Result<()> {
-        if data.len() != self.len {
-            return Err(Error::DimensionMismatch {
-                op,
-                what: "host slice",
-                expected: self.len,
-                found: data.len(),
-            });
-        }
+        crate::error::check_len(op, "host slice", self.len, data.len())?;
         if self.len == 0 {
             return Ok(());
         }
@@ -259,14 +252,7 @@ impl<T: Pod> DeviceBuffer<T> {
 
     /// Copies the buffer into `out` (same length), waiting for pending work first.
     pub fn copy_to_host(&self, out: &mut [T]) -> Result<()> {
-        if out.len() != self.len {
-            return Err(Error::DimensionMismatch {
-                op: "copy_to_host",
-                what: "host slice",
-                expected: self.len,
-                found: out.len(),
-            });
-        }
+        crate::error::check_len("copy_to_host", "host slice", self.len, out.len())?;
         if self.len == 0 {
             return Ok(());
         }
@@ -319,22 +305,8 @@ pub fn copy_device<T: Pod>(
     src: &impl DeviceSlice<T>,
     dst: &mut impl DeviceSliceMut<T>,
 ) -> Result<()> {
-    if src.len() != dst.len() {
-        return Err(Error::DimensionMismatch {
-            op: "copy_device",
-            what: "source",
-            expected: dst.len(),
-            found: src.len(),
-        });
-    }
-    if !dst.gpu().same_device(src.gpu()) {
-        return Err(Error::WrongDevice {
-            op: "copy_device",
-            what: "source",
-            expected: dst.gpu().ordinal(),
-            found: src.gpu().ordinal(),
-        });
-    }
+    crate::error::check_len("copy_device", "source", dst.len(), src.len())?;
+    crate::error::check_device("copy_device", "source", dst.gpu(), src.gpu())?;
     if src.is_empty() {
         return Ok(());
     }

@@ -245,16 +245,7 @@ impl NcclComm {
     }
 
     fn same_device(&self, op: &'static str, what: &'static str, gpu: &Gpu) -> Result<()> {
-        if gpu.same_device(&self.stream) {
-            Ok(())
-        } else {
-            Err(Error::WrongDevice {
-                op,
-                what,
-                expected: self.stream.ordinal(),
-                found: gpu.ordinal(),
-            })
-        }
+        crate::error::check_device(op, what, &self.stream, gpu)
     }
 
     fn check_peer(&self, op: &'static str, peer: usize) -> Result<()> {
