@@ -175,8 +175,9 @@ pub enum Error {
     },
 }
 
-/// The runtime's errors, except that a vendor library's failure and an invalid argument
-/// keep the variants the library has always reported them with.
+/// The runtime's errors, except that a vendor library's failure, an invalid argument,
+/// mismatched lengths and a buffer on another device keep the library's own variants
+/// (one variant per kind of failure, whichever crate checked it).
 impl From<ferrocuda_host::Error> for Error {
     fn from(e: ferrocuda_host::Error) -> Self {
         match e {
@@ -192,6 +193,28 @@ impl From<ferrocuda_host::Error> for Error {
             ferrocuda_host::Error::InvalidArgument { op, reason } => {
                 Error::InvalidArgument { op, reason }
             }
+            ferrocuda_host::Error::DimensionMismatch {
+                op,
+                what,
+                expected,
+                found,
+            } => Error::DimensionMismatch {
+                op,
+                what,
+                expected,
+                found,
+            },
+            ferrocuda_host::Error::WrongDevice {
+                op,
+                what,
+                expected,
+                found,
+            } => Error::WrongDevice {
+                op,
+                what,
+                expected,
+                found,
+            },
             e => Error::Gpu(e),
         }
     }
@@ -223,42 +246,26 @@ fn gib(bytes: u128) -> String {
 /// Result with ferrocuda's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// `Err(DimensionMismatch)` unless `found == expected`.
-/// `Err(WrongDevice)` unless `b` is the device of `a` (operand `what` of `op`).
+/// `Err(WrongDevice)` unless `b` is the device of `a` (operand `what` of `op`): the
+/// host crate's check, reported as [`Error::WrongDevice`].
 pub(crate) fn check_device(
     op: &'static str,
     what: &'static str,
     a: &crate::gpu::Gpu,
     b: &crate::gpu::Gpu,
 ) -> Result<()> {
-    if a.same_device(b) {
-        Ok(())
-    } else {
-        Err(Error::WrongDevice {
-            op,
-            what,
-            expected: a.ordinal(),
-            found: b.ordinal(),
-        })
-    }
+    Ok(ferrocuda_host::check_device(op, what, a, b)?)
 }
 
+/// `Err(DimensionMismatch)` unless `found == expected`: the host crate's check, reported
+/// as [`Error::DimensionMismatch`].
 pub(crate) fn check_len(
     op: &'static str,
     what: &'static str,
     expected: usize,
     found: usize,
 ) -> Result<()> {
-    if expected == found {
-        Ok(())
-    } else {
-        Err(Error::DimensionMismatch {
-            op,
-            what,
-            expected,
-            found,
-        })
-    }
+    Ok(ferrocuda_host::check_len(op, what, expected, found)?)
 }
 
 #[cfg(test)]

@@ -207,7 +207,7 @@ pub(crate) fn check<T>(
 }
 
 /// `found == expected`, else [`Error::DimensionMismatch`] naming the operand.
-pub(crate) fn check_len(
+pub fn check_len(
     op: &'static str,
     what: &'static str,
     expected: usize,
@@ -226,7 +226,7 @@ pub(crate) fn check_len(
 }
 
 /// `found` is the device of `expected`, else [`Error::WrongDevice`] naming the operand.
-pub(crate) fn check_device(
+pub fn check_device(
     op: &'static str,
     what: &'static str,
     expected: &crate::Gpu,

@@ -584,12 +584,7 @@ impl Gpu {
         len: usize,
         f: impl FnOnce(&mut crate::DeviceViewMut<'_, T>) -> std::result::Result<R, E>,
     ) -> std::result::Result<R, E> {
-        let bytes = len.checked_mul(size_of::<T>()).ok_or(Error::OutOfMemory {
-            ordinal: self.ordinal(),
-            requested: usize::MAX,
-            free: 0,
-            total: 0,
-        })?;
+        let bytes = self.bytes_of::<T>(len)?;
         self.with_scratch(bytes, |ptr| {
             // SAFETY: the scratch area holds at least `bytes` bytes, is this stream's
             // alone and stays allocated while `f` runs (stream order covers its work).

@@ -28,7 +28,7 @@ mod untyped;
 pub mod vendor;
 
 pub use bytemuck::Pod;
-pub use error::{DriverStatus, Error, Result};
+pub use error::{DriverStatus, Error, Result, check_device, check_len};
 pub use ferrocuda_kernels::abi::{In, Kernel, Out};
 pub use gpu::{Gpu, ModuleSource, device_count, driver_present};
 pub use graph::Graph;

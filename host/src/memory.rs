@@ -169,14 +169,20 @@ fn resolve(range: impl RangeBounds<usize>, len: usize, op: &'static str) -> Resu
 }
 
 impl Gpu {
-    /// Allocates `len` elements with unspecified contents.
-    pub fn alloc<T: Pod>(&self, len: usize) -> Result<DeviceBuffer<T>> {
-        let bytes = len.checked_mul(size_of::<T>()).ok_or(Error::OutOfMemory {
+    /// The bytes of `len` elements of `T`; a count whose bytes overflow `usize` is an
+    /// allocation no device can satisfy ([`Error::OutOfMemory`]), for every allocator.
+    pub(crate) fn bytes_of<T>(&self, len: usize) -> Result<usize> {
+        len.checked_mul(size_of::<T>()).ok_or(Error::OutOfMemory {
             ordinal: self.ordinal(),
             requested: usize::MAX,
             free: 0,
             total: 0,
-        })?;
+        })
+    }
+
+    /// Allocates `len` elements with unspecified contents.
+    pub fn alloc<T: Pod>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        let bytes = self.bytes_of::<T>(len)?;
         Ok(DeviceBuffer {
             gpu: self.clone(),
             mem: Allocation::new(self, bytes)?,
@@ -425,18 +431,31 @@ impl<T> DeviceSlice<T> for DeviceViewMut<'_, T> {
 }
 impl<T> DeviceSliceMut<T> for DeviceViewMut<'_, T> {}
 
-/// Checks that `len` elements from `offset` lie inside a slice of `total`.
-fn check_window(op: &'static str, offset: usize, len: usize, total: usize) -> Result<()> {
-    if offset.checked_add(len).is_some_and(|end| end <= total) {
-        Ok(())
-    } else {
-        Err(Error::DimensionMismatch {
+/// The device and address of `len` elements of `s` from `offset` on, the device bound
+/// to this thread; `None` for an empty window. Errors: a window past the end of `s`.
+fn window<'a, T>(
+    op: &'static str,
+    s: &'a impl DeviceSlice<T>,
+    offset: usize,
+    len: usize,
+) -> Result<Option<(&'a Gpu, u64)>> {
+    if !offset.checked_add(len).is_some_and(|end| end <= s.len()) {
+        return Err(Error::DimensionMismatch {
             op,
             what: "window end",
-            expected: total,
+            expected: s.len(),
             found: offset.saturating_add(len),
-        })
+        });
     }
+    if len == 0 {
+        return Ok(None);
+    }
+    let gpu = s.gpu();
+    gpu.bind()?;
+    Ok(Some((
+        gpu,
+        s.device_ptr() + (offset * size_of::<T>()) as u64,
+    )))
 }
 
 /// Copies `out.len()` elements of `src` from `offset` into `out`, waiting for the work
@@ -446,13 +465,9 @@ pub fn copy_window_to_host<T: Pod>(
     offset: usize,
     out: &mut [T],
 ) -> Result<()> {
-    check_window("copy_window_to_host", offset, out.len(), src.len())?;
-    if out.is_empty() {
+    let Some((gpu, ptr)) = window("copy_window_to_host", src, offset, out.len())? else {
         return Ok(());
-    }
-    let gpu = src.gpu();
-    gpu.bind()?;
-    let ptr = src.device_ptr() + (offset * size_of::<T>()) as u64;
+    };
     // SAFETY: window checked; we synchronise before `out` is used again.
     unsafe { result::memcpy_dtoh_async(out, ptr, gpu.cu_stream()) }
         .map_err(|e| gpu.after_kernel("cuMemcpyDtoHAsync", e))?;
@@ -465,13 +480,9 @@ pub fn copy_host_to_window<T: Pod>(
     dst: &mut impl DeviceSliceMut<T>,
     offset: usize,
 ) -> Result<()> {
-    check_window("copy_host_to_window", offset, data.len(), dst.len())?;
-    if data.is_empty() {
+    let Some((gpu, ptr)) = window("copy_host_to_window", &*dst, offset, data.len())? else {
         return Ok(());
-    }
-    let gpu = dst.gpu();
-    gpu.bind()?;
-    let ptr = dst.device_ptr() + (offset * size_of::<T>()) as u64;
+    };
     // SAFETY: window checked, `&mut dst` excludes aliasing; synchronised before return.
     unsafe { result::memcpy_htod_async(ptr, data, gpu.cu_stream()) }
         .map_err(|e| gpu.after_kernel("cuMemcpyHtoDAsync", e))?;

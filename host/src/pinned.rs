@@ -45,12 +45,7 @@ impl<T> std::fmt::Debug for PinnedBuffer<T> {
 impl Gpu {
     /// Allocates `len` zeroed elements of page-locked host memory.
     pub fn alloc_pinned<T: Pod>(&self, len: usize) -> Result<PinnedBuffer<T>> {
-        let bytes = len.checked_mul(size_of::<T>()).ok_or(Error::OutOfMemory {
-            ordinal: self.ordinal(),
-            requested: usize::MAX,
-            free: 0,
-            total: 0,
-        })?;
+        let bytes = self.bytes_of::<T>(len)?;
         self.bind()?;
         let ptr = if bytes == 0 {
             std::ptr::NonNull::<T>::dangling().as_ptr()
