@@ -27,6 +27,23 @@ impl BlockLayout {
             BlockLayout::ColMajor => c * b + r,
         }
     }
+
+    /// Appends one `b x b` block to `values` in this layout, entry `(r, c)` from
+    /// `entry(r, c)`: how every format converts its blocks to BCSR.
+    pub(crate) fn push_block<T: Element>(
+        self,
+        values: &mut Vec<T>,
+        b: usize,
+        entry: impl Fn(usize, usize) -> T,
+    ) {
+        let base = values.len();
+        values.resize(base + b * b, T::ZERO);
+        for r in 0..b {
+            for c in 0..b {
+                values[base + self.offset(b, r, c)] = entry(r, c);
+            }
+        }
+    }
 }
 
 /// What [`Bcsr::from_csr`] does when a dimension is not a multiple of `b`.
@@ -73,6 +90,25 @@ impl<T: Element> Bcsr<T> {
     /// increasing within its block row; `values.len() != nnzb b b`.
     pub fn from_parts(parts: BcsrParts<T>) -> Result<Self, Rejected<BcsrParts<T>>> {
         accept(parts, validate).map(|p| Self { p })
+    }
+
+    /// Wraps block rows built by a converter from a valid matrix of `shape`.
+    pub(crate) fn from_blocks_trusted(
+        shape: BlockShape,
+        layout: BlockLayout,
+        row_ptr: Vec<usize>,
+        col_idx: Vec<Index>,
+        values: Vec<T>,
+    ) -> Self {
+        Self::from_parts_trusted(BcsrParts {
+            b: shape.b,
+            layout,
+            n_block_rows: shape.n_block_rows,
+            n_block_cols: shape.n_block_cols,
+            row_ptr,
+            col_idx,
+            values,
+        })
     }
 
     /// Wraps arrays known to be valid.
@@ -213,15 +249,13 @@ impl<T: Element> Bcsr<T> {
                 }
             }
         }
-        Ok(Self::from_parts_trusted(BcsrParts {
-            b,
+        Ok(Self::from_blocks_trusted(
+            BlockShape::new(b, nbr, nbc),
             layout,
-            n_block_rows: nbr,
-            n_block_cols: nbc,
             row_ptr,
             col_idx,
             values,
-        }))
+        ))
     }
 
     /// The scalar CSR matrix with every entry of every block (zeros inside blocks stay
@@ -310,12 +344,7 @@ impl<T: Element> Bcsr<T> {
 
 fn validate<T>(p: &BcsrParts<T>) -> Result<(), SparseError> {
     let op = "Bcsr::from_parts";
-    BlockShape {
-        b: p.b,
-        n_block_rows: p.n_block_rows,
-        n_block_cols: p.n_block_cols,
-    }
-    .validate(op, None)?;
+    BlockShape::new(p.b, p.n_block_rows, p.n_block_cols).validate(op, None)?;
     check_ptr(
         op,
         "row_ptr",

@@ -26,8 +26,8 @@ use std::collections::BTreeSet;
 
 use super::pattern::{accept, block_shape_accessors, check_row_list};
 use super::{
-    Bcsr, BcsrParts, BlockLayout, BlockShape, Csr, Element, Index, Rejected, SparseError,
-    check_host_bytes, check_len, checked_mul, round_up, storage_bytes, try_vec,
+    Bcsr, BlockLayout, BlockShape, Csr, Element, Index, Rejected, SparseError, check_host_bytes,
+    check_len, checked_mul, round_up, storage_bytes, try_vec,
 };
 
 /// Options of [`Bdia::from_bcsr`].
@@ -287,27 +287,14 @@ impl<T: Element> Bdia<T> {
                     }
                     // bj < n_block_cols <= Index::MAX.
                     col_idx.push(bj as Index);
-                    let base = values.len();
-                    values.resize(base + b * b, T::ZERO);
-                    for r in 0..b {
-                        for c in 0..b {
-                            values[base + layout.offset(b, r, c)] =
-                                self.p.values[self.value_index(d, s, r, c)];
-                        }
-                    }
+                    layout.push_block(&mut values, b, |r, c| {
+                        self.p.values[self.value_index(d, s, r, c)]
+                    });
                 }
             }
             row_ptr.push(col_idx.len());
         }
-        Bcsr::from_parts_trusted(BcsrParts {
-            b,
-            layout,
-            n_block_rows: self.p.n_block_rows,
-            n_block_cols: self.p.n_block_cols,
-            row_ptr,
-            col_idx,
-            values,
-        })
+        Bcsr::from_blocks_trusted(self.shape(), layout, row_ptr, col_idx, values)
     }
 
     /// The scalar CSR matrix (see [`Bdia::to_bcsr`]).
@@ -318,12 +305,7 @@ impl<T: Element> Bdia<T> {
 
 fn validate<T>(p: &BdiaParts<T>) -> Result<(), SparseError> {
     let op = "Bdia::from_parts";
-    BlockShape {
-        b: p.b,
-        n_block_rows: p.n_block_rows,
-        n_block_cols: p.n_block_cols,
-    }
-    .validate(op, None)?;
+    BlockShape::new(p.b, p.n_block_rows, p.n_block_cols).validate(op, None)?;
     for (d, w) in p.offsets.windows(2).enumerate() {
         if w[1] <= w[0] {
             return Err(SparseError::InvalidStructure {

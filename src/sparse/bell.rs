@@ -17,8 +17,8 @@
 
 use super::pattern::{Slots, accept, block_shape_accessors};
 use super::{
-    Bcsr, BcsrParts, BlockLayout, BlockShape, Csr, Element, Index, Rejected, SparseError,
-    check_host_bytes, check_len, checked_mul, round_up, storage_bytes, try_vec, try_with_capacity,
+    Bcsr, BlockLayout, BlockShape, Csr, Element, Index, Rejected, SparseError, check_host_bytes,
+    check_len, checked_mul, round_up, storage_bytes, try_vec, try_with_capacity,
 };
 
 /// Options of [`Bell::from_bcsr`].
@@ -206,26 +206,13 @@ impl<T: Element> Bell<T> {
         for bi in 0..nbr {
             for k in 0..self.p.row_len[bi] as usize {
                 col_idx.push(self.p.block_col[k * np + bi]);
-                let base = values.len();
-                values.resize(base + b * b, T::ZERO);
-                for r in 0..b {
-                    for c in 0..b {
-                        values[base + layout.offset(b, r, c)] =
-                            self.p.values[self.value_index(k, bi, r, c)];
-                    }
-                }
+                layout.push_block(&mut values, b, |r, c| {
+                    self.p.values[self.value_index(k, bi, r, c)]
+                });
             }
             row_ptr.push(col_idx.len());
         }
-        Bcsr::from_parts_trusted(BcsrParts {
-            b,
-            layout,
-            n_block_rows: nbr,
-            n_block_cols: self.p.n_block_cols,
-            row_ptr,
-            col_idx,
-            values,
-        })
+        Bcsr::from_blocks_trusted(self.shape(), layout, row_ptr, col_idx, values)
     }
 
     /// The scalar CSR matrix of the real blocks (zeros inside blocks stay stored).
@@ -236,12 +223,7 @@ impl<T: Element> Bell<T> {
 
 fn validate<T: Element>(p: &BellParts<T>) -> Result<(), SparseError> {
     let op = "Bell::from_parts";
-    BlockShape {
-        b: p.b,
-        n_block_rows: p.n_block_rows,
-        n_block_cols: p.n_block_cols,
-    }
-    .validate(op, None)?;
+    BlockShape::new(p.b, p.n_block_rows, p.n_block_cols).validate(op, None)?;
     if p.n_block_rows_pad < p.n_block_rows {
         return Err(SparseError::InvalidArgument {
             op,

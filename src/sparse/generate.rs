@@ -31,8 +31,8 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
 use super::{
-    Bcsr, BcsrParts, BlockLayout, Element, Index, SparseError, check_host_bytes, check_index_range,
-    checked_mul, storage_bytes, try_vec, try_with_capacity,
+    Bcsr, BlockLayout, BlockShape, Element, Index, SparseError, check_host_bytes,
+    check_index_range, checked_mul, storage_bytes, try_vec, try_with_capacity,
 };
 use crate::RealScalar;
 use crate::blas1::reference::widen;
@@ -306,15 +306,13 @@ pub fn trace_like<T: Element>(spec: &TraceSpec) -> Result<Bcsr<T>, SparseError> 
             pos += cols.len();
         }
     });
-    Ok(Bcsr::from_parts_trusted(BcsrParts {
-        b: B,
-        layout: BlockLayout::RowMajor,
-        n_block_rows: nbr,
-        n_block_cols: nbr,
+    Ok(Bcsr::from_blocks_trusted(
+        BlockShape::new(B, nbr, nbr),
+        BlockLayout::RowMajor,
         row_ptr,
         col_idx,
         values,
-    }))
+    ))
 }
 
 /// Fills the blocks of one block row (columns sorted, the diagonal among them).

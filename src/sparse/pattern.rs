@@ -22,6 +22,16 @@ pub struct BlockShape {
 }
 
 impl BlockShape {
+    /// `n_block_rows x n_block_cols` blocks of `b x b` (checked by [`Self::validate`]
+    /// where it comes from a user).
+    pub fn new(b: usize, n_block_rows: usize, n_block_cols: usize) -> Self {
+        BlockShape {
+            b,
+            n_block_rows,
+            n_block_cols,
+        }
+    }
+
     /// Scalar rows (`n_block_rows b`).
     pub fn n_rows(&self) -> usize {
         self.n_block_rows * self.b

@@ -39,8 +39,8 @@
 
 use super::pattern::{accept, block_shape_accessors, check_row_list};
 use super::{
-    Bcsr, BcsrParts, BlockLayout, BlockShape, Csr, Element, Index, Rejected, SparseError,
-    check_host_bytes, check_len, checked_add, checked_mul, storage_bytes, try_vec,
+    Bcsr, BlockLayout, BlockShape, Csr, Element, Index, Rejected, SparseError, check_host_bytes,
+    check_len, checked_add, checked_mul, storage_bytes, try_vec,
 };
 
 pub use ferrocuda_kernels::spmv::{SBELL_MAX_B as MAX_B, SBELL_SLICE as SLICE};
@@ -322,15 +322,7 @@ impl<T: Element> Sbell<T> {
             }
             row_ptr[bi + 1] = col_idx.len();
         }
-        Bcsr::from_parts_trusted(BcsrParts {
-            b,
-            layout,
-            n_block_rows: self.p.n_block_rows,
-            n_block_cols: self.p.n_block_cols,
-            row_ptr,
-            col_idx,
-            values,
-        })
+        Bcsr::from_blocks_trusted(self.shape(), layout, row_ptr, col_idx, values)
     }
 
     /// The scalar CSR matrix (see [`Sbell::to_bcsr`]).
@@ -342,12 +334,7 @@ impl<T: Element> Sbell<T> {
 fn validate<T>(p: &SbellParts<T>) -> Result<(), SparseError> {
     let op = "Sbell::from_parts";
     let bad = |reason: String| SparseError::InvalidArgument { op, reason };
-    BlockShape {
-        b: p.b,
-        n_block_rows: p.n_block_rows,
-        n_block_cols: p.n_block_cols,
-    }
-    .validate(op, Some(MAX_B))?;
+    BlockShape::new(p.b, p.n_block_rows, p.n_block_cols).validate(op, Some(MAX_B))?;
     let outside = if p.b * p.b == 64 {
         0
     } else {
