@@ -534,6 +534,25 @@ impl BenchCommand {
     }
 }
 
+/// Where a benchmark's files go and how the saving is announced.
+struct Finish<'a> {
+    note: &'a dyn Fn(Saved),
+    results: &'a ResultsDir,
+}
+
+impl Finish<'_> {
+    /// How every benchmark ends: write its files, say where, show the report.
+    fn save<R: Serialize + 'static>(
+        &self,
+        report: R,
+        write: fn(&R, &ResultsDir) -> Result<Saved>,
+        text: fn(&R) -> String,
+    ) -> Result<Box<dyn Report>> {
+        (self.note)(write(&report, self.results)?);
+        Ok(shown(report, text))
+    }
+}
+
 /// What a GPU-only benchmark reports without a GPU.
 #[derive(Debug, Serialize)]
 struct NothingToRun {
@@ -559,6 +578,10 @@ pub fn run(cmd: &BenchCommand, on: Where) -> Result<Box<dyn Report>> {
     };
     let dir = cmd.results_dir().unwrap_or(Path::new("."));
     let results = ResultsDir::new(dir, gpu.is_some());
+    let out = Finish {
+        note: &note,
+        results: &results,
+    };
     let g = gpu.as_ref();
     Ok(match plan {
         Plan::Scaling(o) => {
@@ -571,27 +594,35 @@ pub fn run(cmd: &BenchCommand, on: Where) -> Result<Box<dyn Report>> {
             None => nothing("the RNG benchmark compares GPU generators"),
             Some(g) => {
                 let report = b::rng::run(g, &o)?;
-                note(b::rng::write_results(&report, &results)?);
-                shown(report, b::rng::RngBenchReport::to_text)
+                out.save(
+                    report,
+                    b::rng::write_results,
+                    b::rng::RngBenchReport::to_text,
+                )?
             }
         },
         Plan::SpmvThesis(o) => match g {
             None => nothing("the thesis tables compare GPU kernels"),
             Some(g) => {
                 let report = b::spmv_thesis::run(g, &o)?;
-                note(b::spmv_thesis::write_results(&report, &results)?);
-                shown(report, b::spmv_thesis::ThesisReport::to_text)
+                out.save(
+                    report,
+                    b::spmv_thesis::write_results,
+                    b::spmv_thesis::ThesisReport::to_text,
+                )?
             }
         },
         Plan::Spmv(o) => {
             let report = b::spmv::run(g, skipped.clone(), &o)?;
-            note(b::spmv::write_results(&report, &results)?);
-            shown(report, b::spmv::SpmvReport::to_text)
+            out.save(report, b::spmv::write_results, b::spmv::SpmvReport::to_text)?
         }
         Plan::Gmres(o) => {
             let report = b::gmres::run(g, &o)?;
-            note(b::gmres::write_results(&report, &results)?);
-            shown(report, b::gmres::GmresBenchReport::to_text)
+            out.save(
+                report,
+                b::gmres::write_results,
+                b::gmres::GmresBenchReport::to_text,
+            )?
         }
         Plan::GmresThesis(o, cases) => {
             let report = b::gmres::run_thesis(g, &cases, &o)?;
@@ -600,23 +631,31 @@ pub fn run(cmd: &BenchCommand, on: Where) -> Result<Box<dyn Report>> {
         }
         Plan::Mpc(o) => {
             let report = b::mpc::run(g, &o)?;
-            note(b::mpc::write_results(&report, &results)?);
-            shown(report, b::mpc::MpcBenchReport::to_text)
+            out.save(
+                report,
+                b::mpc::write_results,
+                b::mpc::MpcBenchReport::to_text,
+            )?
         }
         Plan::Rock4(o) => {
             let report = b::rock4::run(g, &o)?;
-            note(b::rock4::write_results(&report, &results)?);
-            shown(report, b::rock4::Rock4BenchReport::to_text)
+            out.save(
+                report,
+                b::rock4::write_results,
+                b::rock4::Rock4BenchReport::to_text,
+            )?
         }
         Plan::Lu(o) => {
             let report = b::lu::run(g, &o)?;
-            note(b::lu::write_results(&report, &results)?);
-            shown(report, b::lu::LuBenchReport::to_text)
+            out.save(report, b::lu::write_results, b::lu::LuBenchReport::to_text)?
         }
         Plan::Mg(o) => {
             let report = b::multigrid::run(g, &o)?;
-            note(b::multigrid::write_results(&report, &results)?);
-            shown(report, b::multigrid::MgBenchReport::to_text)
+            out.save(
+                report,
+                b::multigrid::write_results,
+                b::multigrid::MgBenchReport::to_text,
+            )?
         }
         Plan::Blas1(o) => {
             let report = b::blas1::run(g, skipped.clone(), &o)?;
