@@ -439,7 +439,7 @@ fn window<'a, T>(
     offset: usize,
     len: usize,
 ) -> Result<Option<(&'a Gpu, u64)>> {
-    if !offset.checked_add(len).is_some_and(|end| end <= s.len()) {
+    if offset.checked_add(len).is_none_or(|end| end > s.len()) {
         return Err(Error::DimensionMismatch {
             op,
             what: "window end",

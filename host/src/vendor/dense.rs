@@ -285,7 +285,7 @@ impl Cusolver {
     fn check_square<T>(&self, n: usize, a: &DeviceBuffer<T>) -> Result<i32> {
         const OP: &str = "cuSOLVER getrf";
         check_device(OP, "A", &self.gpu, a.gpu())?;
-        let nn = n.checked_mul(n).unwrap_or(usize::MAX);
+        let nn = n.saturating_mul(n);
         check_len(OP, "A", nn, a.len())?;
         to_i32(OP, "n", n)
     }
