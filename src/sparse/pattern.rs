@@ -22,7 +22,7 @@ pub struct BlockShape {
 }
 
 impl BlockShape {
-    /// `n_block_rows x n_block_cols` blocks of `b x b` (checked by [`Self::validate`]
+    /// `n_block_rows x n_block_cols` blocks of `b x b` (each format's constructor checks it
     /// where it comes from a user).
     pub fn new(b: usize, n_block_rows: usize, n_block_cols: usize) -> Self {
         BlockShape {

@@ -5,7 +5,7 @@
 //! Each handle is bound to one stream of one [`Gpu`](crate::Gpu); its calls check the
 //! lengths and devices of the buffers they are given, so the `unsafe` blocks inside
 //! only rely on the vendor function's documented contract. Libraries are loaded at run
-//! time; where one is missing, its constructor returns [`Error::Vendor`](crate::Error::Vendor).
+//! time; where one is missing, its constructor returns [`crate::Error::Vendor`].
 
 pub mod curand;
 pub mod cusparse;
