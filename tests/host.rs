@@ -562,6 +562,17 @@ fn round_trip_case<T: ferrocuda::blas1::Element>(gpu: &Gpu, n: usize) {
             .all(|&b| b == 0),
         "{ctx}: alloc_zeroed is not zero"
     );
+    // memset_zero on a view clears exactly its elements.
+    if n >= 3 {
+        let mut buf = gpu.upload(&data).expect("upload");
+        let (lo, hi) = (1, n - 1);
+        Gpu::memset_zero(&mut buf.view_mut(lo..hi).expect("view"))
+            .unwrap_or_else(|e| panic!("{ctx}: memset_zero: {e}"));
+        let got = buf.download().expect("download");
+        let mut want = data.clone();
+        want[lo..hi].fill(bytemuck::Zeroable::zeroed());
+        assert_bits_eq(&format!("{ctx}: memset_zero of {lo}..{hi}"), &got, &want);
+    }
 }
 
 #[test]

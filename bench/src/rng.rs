@@ -153,19 +153,8 @@ pub fn run(gpu: &Gpu, opts: &RngBenchOptions) -> Result<RngBenchReport> {
     let n = 1usize << opts.large_log2;
     let bytes = 4 * n;
     progress(&format!("{device}: ceilings over {} MiB", bytes >> 20));
-    let buf = gpu.alloc::<u32>(n)?;
-    let memset = time_gpu(gpu, 2, opts.reps, || {
-        gpu.bind_to_thread()?;
-        // SAFETY: buf holds `bytes` bytes on this device and stream.
-        unsafe {
-            cudarc::driver::result::memset_d8_async(buf.device_ptr(), 0, bytes, gpu.raw_stream())
-        }
-        .map_err(|e| ferrocuda::Error::Vendor {
-            library: "CUDA driver",
-            call: "cuMemsetD8Async",
-            status: format!("{e:?}"),
-        })
-    })?;
+    let mut buf = gpu.alloc::<u32>(n)?;
+    let memset = time_gpu(gpu, 2, opts.reps, || Ok(Gpu::memset_zero(&mut buf)?))?;
     let mut fbuf = gpu.alloc::<f32>(n)?;
     let fill = time_gpu(gpu, 2, opts.reps, || {
         ferrocuda::blas1::gpu::fill(&mut fbuf, 1.0f32)
