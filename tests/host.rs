@@ -396,18 +396,13 @@ fn unknown_kernel_is_kernel_not_found_and_every_known_kernel_loads() {
         Err(e) => panic!("load_declared(no_such_kernel): expected KernelNotFound, got {e:?}"),
         Ok(()) => panic!("load_declared(no_such_kernel) found a kernel"),
     }
+    register_all_modules();
     for k in ferrocuda_kernels::abi::KERNELS.iter() {
         if let Err(e) = gpu.load_declared(k) {
             panic!(
                 "declared kernel {} ({}) does not load: {e}",
                 k.name, k.module
             );
-        }
-    }
-    // TRANSITIONAL: kernels still launched by name.
-    for name in ferrocuda_kernels::names::ALL.iter().flat_map(|g| g.iter()) {
-        if let Err(e) = gpu.function_untyped(name) {
-            panic!("kernel {name} of names::ALL does not load from the embedded PTX: {e}");
         }
     }
     // With SASS for this device's architecture embedded, the modules came from the
@@ -562,6 +557,7 @@ fn round_trip_case<T: ferrocuda::blas1::Element>(gpu: &Gpu, n: usize) {
             .all(|&b| b == 0),
         "{ctx}: alloc_zeroed is not zero"
     );
+
     // memset_zero on a view clears exactly its elements.
     if n >= 3 {
         let mut buf = gpu.upload(&data).expect("upload");

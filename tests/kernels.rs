@@ -1,53 +1,36 @@
-//! The embedded PTX and the kernel names agree (CPU only): every name the host may launch
-//! is an entry of the PTX, and every entry of the PTX is a name the host knows.
+//! The embedded PTX and the kernel declarations agree (CPU only): every declared kernel is
+//! an entry of the PTX module it is loaded from, with the declared parameters, and every
+//! entry of each module (default, Hopper, reproduction) is declared.
+
+mod common;
 
 use std::collections::BTreeSet;
 
+use common::register_all_modules;
+
 use ferrocuda::kernels::{PTX, PTX_ARCH, entries, has_entry};
+use ferrocuda_kernels::blas1::{Blas1Kernels, RealBlas1Kernels};
 use ferrocuda_kernels::krylov::KrylovKernels;
-use ferrocuda_kernels::names::{ALL, Blas1Kernels};
 use ferrocuda_kernels::precond::PrecondKernels;
 
-#[test]
-fn every_kernel_name_is_an_entry_of_the_ptx() {
-    let missing: Vec<&str> = ALL
-        .iter()
-        .flat_map(|g| g.iter())
-        .copied()
-        .filter(|name| !has_entry(name))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "kernel names without a PTX entry: {missing:?}"
-    );
-}
+/// The Rust module whose kernels load from the reproduction PTX module.
+const REPRO_MODULE: &str = "ferrocuda_kernels::repro";
 
 #[test]
-fn every_ptx_entry_is_a_known_kernel_name() {
-    // TRANSITIONAL: a name in names::ALL (launched by name) or a declared kernel.
-    let known: BTreeSet<&str> = ALL
-        .iter()
-        .flat_map(|g| g.iter())
-        .copied()
-        .chain(ferrocuda_kernels::abi::KERNELS.iter().map(|k| k.name))
-        .collect();
-    let found = entries();
-    assert!(!found.is_empty(), "the embedded PTX has no entries");
-    let orphans: Vec<&str> = found
-        .iter()
-        .copied()
-        .filter(|e| !known.contains(e))
-        .collect();
-    assert!(
-        orphans.is_empty(),
-        "PTX entries neither in names::ALL nor declared (orphan kernels): {orphans:?}"
-    );
-    let unique: BTreeSet<&str> = found.iter().copied().collect();
-    assert_eq!(
-        unique.len(),
-        found.len(),
-        "the PTX defines an entry twice: {found:?}"
-    );
+fn every_ptx_entry_is_defined_once() {
+    for (module, found) in [
+        ("default", entries()),
+        ("sm_90", ferrocuda::kernels::sm90_entries()),
+        ("repro", ferrocuda::kernels::repro::entries()),
+    ] {
+        assert!(!found.is_empty(), "the {module} PTX has no entries");
+        let unique: BTreeSet<&str> = found.iter().copied().collect();
+        assert_eq!(
+            unique.len(),
+            found.len(),
+            "the {module} PTX defines an entry twice: {found:?}"
+        );
+    }
 }
 
 #[test]
@@ -72,17 +55,16 @@ fn has_entry_matches_whole_names_only() {
 #[test]
 fn kernel_names_carry_their_type_suffix() {
     fn check<T: Blas1Kernels>() {
-        let n = T::BLAS1;
         let per_type = [
-            n.fill,
-            n.scal,
-            n.axpy,
-            n.axpby,
-            n.copy,
-            n.dot_partial,
-            n.nrm2_partial,
-            n.multi_dot_partial,
-            n.sum_partials,
+            T::FILL.name(),
+            T::SCAL.name(),
+            T::AXPY.name(),
+            T::AXPBY.name(),
+            T::COPY.name(),
+            T::DOT_PARTIAL.name(),
+            T::NRM2_PARTIAL.name(),
+            T::MULTI_DOT_PARTIAL.name(),
+            T::SUM_PARTIALS.name(),
         ];
         for name in per_type {
             assert!(
@@ -97,7 +79,7 @@ fn kernel_names_carry_their_type_suffix() {
             "f64"
         };
         assert_eq!(
-            n.sqrt_sum_partials,
+            <T::Real as RealBlas1Kernels>::SQRT_SUM_PARTIALS.name(),
             format!("sqrt_sum_partials_{real}"),
             "nrm2 stage two of {}",
             T::SUFFIX
@@ -107,11 +89,6 @@ fn kernel_names_carry_their_type_suffix() {
     check::<f64>();
     check::<ferrocuda::Complex<f32>>();
     check::<ferrocuda::Complex<f64>>();
-    assert_eq!(
-        ALL.len(),
-        10,
-        "names::ALL: 4 BLAS-1 groups and 6 thesis SpMV groups"
-    );
     fn krylov<T: KrylovKernels>() {
         let names = [
             T::GS_DOTS_PARTIAL.name(),
@@ -187,13 +164,43 @@ fn the_sm90_module_holds_exactly_the_hopper_kernels() {
     assert!(hopper_gemm_f64.iter().all(|k| !has_entry(k)));
 }
 
+#[test]
+fn the_repro_module_holds_exactly_the_repro_kernels() {
+    use ferrocuda::kernels::repro;
+    let declared: BTreeSet<&str> = ferrocuda_kernels::abi::KERNELS
+        .iter()
+        .filter(|k| k.module.starts_with(REPRO_MODULE))
+        .map(|k| k.name)
+        .collect();
+    // 18 SpMV variants for 6 scalar pairs, 2 unblocked and 3 Rodinia LU kernels.
+    assert_eq!(declared.len(), 18 * 6 + 5, "declared repro kernels");
+    let found: BTreeSet<&str> = repro::entries().into_iter().collect();
+    assert_eq!(found, declared, "the repro module's entries");
+    // None of them is left in the default module, and no product kernel is in theirs.
+    let leaked: Vec<&str> = declared.iter().copied().filter(|k| has_entry(k)).collect();
+    assert!(
+        leaked.is_empty(),
+        "repro kernels in the default PTX: {leaked:?}"
+    );
+    assert!(
+        !found.contains("fill_f64"),
+        "the repro module has only repro kernels"
+    );
+    assert!(
+        repro::PTX
+            .lines()
+            .any(|l| l.trim() == format!(".target {PTX_ARCH}")),
+        "the repro module targets {PTX_ARCH}"
+    );
+}
+
 /// Every kernel declared with `#[kernel]`/`instances!` is an entry of the PTX module it
 /// is registered for, with exactly the declared parameter sizes; and every PTX entry is
 /// declared once.
 #[test]
 fn declared_kernels_match_the_ptx_param_lists() {
     use ferrocuda_kernels::abi::KERNELS;
-    ferrocuda::gpu::register_modules();
+    register_all_modules();
     assert!(!KERNELS.is_empty(), "no kernel is declared");
     let mut problems = Vec::new();
     let mut seen = BTreeSet::new();
@@ -216,12 +223,11 @@ fn declared_kernels_match_the_ptx_param_lists() {
             Some(_) => {}
         }
     }
-    // TRANSITIONAL: entries still launched by name are listed in names::ALL.
-    let untyped: BTreeSet<&str> = ALL.iter().flat_map(|g| g.iter()).copied().collect();
     let declared: BTreeSet<&str> = KERNELS.iter().map(|k| k.name).collect();
     let sm90 = ferrocuda::kernels::sm90_entries();
-    for e in entries().into_iter().chain(sm90) {
-        if !declared.contains(e) && !untyped.contains(e) {
+    let repro = ferrocuda::kernels::repro::entries();
+    for e in entries().into_iter().chain(sm90).chain(repro) {
+        if !declared.contains(e) {
             problems.push(format!("PTX entry {e} has no declaration"));
         }
     }
@@ -247,6 +253,7 @@ const FATBIN_MAGIC: [u8; 4] = [0x50, 0xED, 0x55, 0xBA];
 
 #[test]
 fn machine_code_is_embedded_when_the_build_had_ptxas() {
+    use ferrocuda::kernels::repro;
     use ferrocuda::kernels::{CUBIN_TOOL, FATBIN, FATBIN_SM90, cubin_archs, cubin_archs_sm90};
     if CUBIN_TOOL.is_empty() {
         // A PTX-only build (no ptxas could be had, or FERROCUDA_CUBIN_ARCHS=none): the
@@ -257,6 +264,7 @@ fn machine_code_is_embedded_when_the_build_had_ptxas() {
             "SKIPPED machine-code checks: this build is PTX-only"
         );
         assert!(FATBIN.is_empty() && cubin_archs().is_empty());
+        assert!(repro::FATBIN.is_empty() && repro::cubin_archs().is_empty());
         return;
     }
     for (name, fatbin, archs, must) in [
@@ -266,6 +274,12 @@ fn machine_code_is_embedded_when_the_build_had_ptxas() {
             FATBIN_SM90,
             cubin_archs_sm90(),
             &["sm_90"][..],
+        ),
+        (
+            "kernels_repro",
+            repro::FATBIN,
+            repro::cubin_archs(),
+            &["sm_80", "sm_90"][..],
         ),
     ] {
         assert_eq!(

@@ -12,11 +12,12 @@ use serde::Serialize;
 use super::plot::{LineChart, LineSeries};
 use crate::markdown_table;
 use ferrocuda::Result;
-use ferrocuda::dense::{LuOptions, Matrix, Pivoting, cpu, gpu as dgpu, thesis};
+use ferrocuda::dense::{LuOptions, Matrix, Pivoting, cpu, gpu as dgpu};
 use ferrocuda::gpu::{Gpu, copy_device};
 use ferrocuda::report::table;
 use ferrocuda::timing::{Stats, time_cpu, time_gpu};
 use ferrocuda::vendor::dense::{Cublas, Cusolver, VendorDense};
+use ferrocuda_repro::dense::thesis;
 
 /// Seed 004, Table 3.1 (AMD A8-3850 CPU, n = 2000, f64, unblocked): `(application, LU s,
 /// total s)`.

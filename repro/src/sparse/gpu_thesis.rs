@@ -1,7 +1,8 @@
 //! The SpMV variants of the thesis (Kautz 2011; digest `docs/notes/seed000-spmv.md` §3-4) on
 //! the GPU, for reproduction tables: `y <- alpha A x + beta y` with the same contract as
-//! [`super::gpu`] (BLAS order, `y` not read where `beta == 0`, typed errors, runs on the
-//! stream of `y` without synchronising).
+//! [`ferrocuda::sparse::gpu`] (BLAS order, `y` not read where `beta == 0`, typed errors,
+//! runs on the stream of `y` without synchronising). The kernels are
+//! `ferrocuda_kernels::repro::spmv`, in the reproduction PTX module.
 //!
 //! All variants work on **ghost-compacted** data, as the thesis's "Aufbereitung der BCSR
 //! Daten" (§6.3.1): the empty (ghost) block rows are removed
@@ -23,23 +24,25 @@
 //! A matrix is prepared on the host ([`ThesisPlan`], no GPU needed: compaction, maps,
 //! conversions, BELL V3's windows, the traffic model) and uploaded once
 //! ([`ThesisMatrix::upload`]); the temp buffer of the reduction variants is allocated then,
-//! like the thesis's "zentraler Datenspeicher" (§6.5.1). [`spmv_thesis`] runs one product.
+//! like the thesis's "zentraler Datenspeicher" (§6.5.1). [`spmv_thesis`] runs one product
+//! (it borrows the matrix mutably: the product writes its temp buffer).
 //!
 //! The reductions (BCSR V1-V3, ELL) split each row's sum into partials, so their results
 //! differ from the CPU path in the last bits; the BELL variants sum each row in the CPU's
 //! order and give its bits.
 
-use cudarc::driver::sys::CUfunction_attribute;
-use ferrocuda_host::{
-    DeviceBuffer, DeviceSlice, DeviceSliceMut, DriverStatus, Gpu, LaunchConfig, arg,
+use ferrocuda::Complex;
+use ferrocuda::sparse::generate::{self, TraceSpec};
+use ferrocuda::sparse::{
+    Bcsr, Bell, BellOptions, BlockLayout, Element, Ell, EllOptions, Index, SparseError, check_len,
 };
-use ferrocuda_kernels::names::SpmvThesisKernels;
+use ferrocuda::{Error, Result};
+use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, LaunchConfig};
+use ferrocuda_kernels::repro::spmv::{
+    BELL_V2_MAX_B, SpmvThesisKernels, THESIS_BLOCK, ThesisBcsrMul, ThesisBcsrReduce, ThesisBell,
+    ThesisBellV3, ThesisEllReduce, ThesisEllSub, ThesisEllV2, ThesisFillRows,
+};
 use ferrocuda_kernels::sparse::MatrixScalar;
-use ferrocuda_kernels::spmv_thesis::{BELL_V2_MAX_B, THESIS_BLOCK};
-
-use super::generate::{self, TraceSpec};
-use super::{Bcsr, Bell, BellOptions, BlockLayout, Element, Ell, EllOptions, Index, SparseError};
-use crate::error::{Error, Result};
 
 /// The thesis's kernel variants, in the order of its chapter 6 (BELL V4, the CUDA port of
 /// BELL, is [`ThesisKernel::Bell`] here: every kernel of this crate is CUDA).
@@ -199,7 +202,7 @@ pub struct Window {
     pub len: usize,
 }
 
-pub use super::ghost_block_rows;
+pub use ferrocuda::sparse::ghost_block_rows;
 
 /// The thesis's "Zeilenindex" of ELL: scalar row `i` of the compacted matrix (block row
 /// `i / b`, row `i % b` in it) is result row `map[i / b] b + i % b`. Errors: a result row
@@ -497,10 +500,10 @@ where
     A: Element + MatrixScalar<V>,
     V: Element,
 {
-    use ferrocuda_kernels::spmv_thesis as t;
+    use ferrocuda_kernels::repro::spmv as t;
     let op = "spmv_thesis_serial";
-    super::check_len(op, "x (one per matrix column)", plan.n_cols, x.len())?;
-    super::check_len(op, "y (one per matrix row)", plan.n_rows, y.len())?;
+    check_len(op, "x (one per matrix column)", plan.n_cols, x.len())?;
+    check_len(op, "y (one per matrix row)", plan.n_rows, y.len())?;
     let b = plan.b;
     let five = b == 5;
     let (xp, yp) = (x.as_ptr(), y.as_mut_ptr());
@@ -704,7 +707,7 @@ struct SharedLimits {
 
 /// A matrix resident on one GPU, prepared for one [`ThesisKernel`], with its temp buffer
 /// (the thesis's central data store).
-pub struct ThesisMatrix<A> {
+pub struct ThesisMatrix<A: Element> {
     kernel: ThesisKernel,
     opts: ThesisOptions,
     b: usize,
@@ -714,15 +717,12 @@ pub struct ThesisMatrix<A> {
     map: DeviceBuffer<u32>,
     ghosts: DeviceBuffer<u32>,
     data: DeviceData<A>,
-    /// Temp values (reduction variants), sized for the widest vector scalar of `A`.
-    tmp: DeviceBuffer<u8>,
+    /// Temp values (reduction variants), `tmp_entries` of the widest vector scalar of `A`
+    /// (complex of its real type); a product with real vectors uses them as twice as many
+    /// real values.
+    tmp: DeviceBuffer<Complex<A::Real>>,
     tmp_entries: usize,
     shared: Option<SharedLimits>,
-}
-
-/// The widest vector scalar an `A` matrix multiplies: complex of `A`'s real type.
-fn widest_vector_bytes<A: Element>() -> usize {
-    2 * size_of::<A::Real>()
 }
 
 impl<A: Element> ThesisMatrix<A> {
@@ -796,14 +796,6 @@ impl<A: Element> ThesisMatrix<A> {
             }
         };
         let tmp_entries = plan.counts.temp_entries;
-        let tmp_bytes = tmp_entries
-            .checked_mul(widest_vector_bytes::<A>())
-            .ok_or_else(|| Error::InvalidArgument {
-                op,
-                reason: format!(
-                    "a temp buffer of {tmp_entries} values overflows the address space"
-                ),
-            })?;
         Ok(Self {
             kernel: plan.kernel,
             opts: plan.opts,
@@ -814,7 +806,7 @@ impl<A: Element> ThesisMatrix<A> {
             map: gpu.upload(&plan.map)?,
             ghosts: gpu.upload(&plan.ghosts)?,
             data,
-            tmp: gpu.alloc(tmp_bytes)?,
+            tmp: gpu.alloc(tmp_entries)?,
             tmp_entries,
             shared,
         })
@@ -871,7 +863,8 @@ impl<A: Element> ThesisMatrix<A> {
                 ..
             } => (row_len.len() + block_col.len() + windows.len()) * u + values.len() * a,
         };
-        data + (self.map.len() + self.ghosts.len()) * u + self.tmp.len()
+        data + (self.map.len() + self.ghosts.len()) * u
+            + self.tmp.len() * size_of::<Complex<A::Real>>()
     }
 
     fn values_gpu(&self) -> &Gpu {
@@ -921,7 +914,7 @@ fn check_operands<A, V>(
 where
     A: Element,
 {
-    super::gpu::check_operands(op, a.n_rows, a.n_cols, a.values_gpu(), x, y)?;
+    ferrocuda::sparse::gpu::check_operands(op, a.n_rows, a.n_cols, a.values_gpu(), x, y)?;
     if a.kernel.has_reduction() && !y.gpu().same_stream(a.tmp.gpu()) {
         return Err(Error::InvalidArgument {
             op,
@@ -942,7 +935,7 @@ where
 /// values larger than the device's shared memory per block.
 pub fn spmv_thesis<A, V>(
     alpha: V,
-    a: &ThesisMatrix<A>,
+    a: &mut ThesisMatrix<A>,
     x: &impl DeviceSlice<V>,
     beta: V,
     y: &mut impl DeviceSliceMut<V>,
@@ -956,20 +949,21 @@ where
     if a.n_rows == 0 {
         return Ok(());
     }
-    let names = <A as SpmvThesisKernels<V>>::SPMV_THESIS;
+    crate::register_module();
     let gpu = y.gpu().clone();
     let b = a.b;
-    let (xp, yp) = (x.device_ptr(), y.device_ptr());
-    let (mp, tp) = (a.map.device_ptr(), a.tmp.device_ptr());
-    if a.tmp_entries * size_of::<V>() > a.tmp.len() {
+    let map = a.map.as_in();
+    // The temp buffer as values of `V`: complex of `A`'s real type, or twice as many reals.
+    let mut tmp = a.tmp.view_mut(..)?.cast::<V>()?;
+    if tmp.len() < a.tmp_entries {
         // Unreachable by construction (sized for the widest V); an error, not UB.
         return Err(Error::InvalidArgument {
             op,
             reason: format!(
-                "the temp buffer holds {} bytes, {} values of {} bytes are needed",
-                a.tmp.len(),
-                a.tmp_entries,
-                size_of::<V>()
+                "the temp buffer holds {} values of {} bytes, {} are needed",
+                tmp.len(),
+                size_of::<V>(),
+                a.tmp_entries
             ),
         });
     }
@@ -977,15 +971,20 @@ where
 
     let n_ghosts = a.ghosts.len();
     if n_ghosts > 0 {
-        let gp = a.ghosts.device_ptr();
-        // SAFETY: thesis_fill_rows_<pair>(n_block_rows, b, beta, rows, y) reads rows[0..n]
-        // (each < n_rows / b, from `ghost_block_rows`) and writes y[rows[j] b + r], r < b,
-        // inside y (length checked).
+        // SAFETY: the fill kernel reads rows[0..n_ghosts] (each < n_rows / b, from
+        // `ghost_block_rows` in the plan) and writes y[rows[j] b + r], r < b, inside y
+        // (length checked by `check_operands`).
         unsafe {
-            gpu.launch_untyped(
-                names.fill_rows,
+            gpu.launch(
+                &A::FILL_ROWS,
                 rows_cfg(n_ghosts * b),
-                &mut [arg(&n_ghosts), arg(&b), arg(&beta), arg(&gp), arg(&yp)],
+                ThesisFillRows {
+                    n_block_rows: n_ghosts,
+                    b,
+                    beta,
+                    rows: a.ghosts.as_in(),
+                    y: y.as_out(),
+                },
             )?
         };
     }
@@ -1004,53 +1003,51 @@ where
             }
             let five = b == 5;
             let (mul, threads) = match (a.kernel, five) {
-                (ThesisKernel::BcsrV1, true) => (names.bcsr_v1_5, nb),
-                (ThesisKernel::BcsrV1, false) => (names.bcsr_v1, nb),
-                (ThesisKernel::BcsrV2, true) => (names.bcsr_v2_5, nb * b),
-                (ThesisKernel::BcsrV2, false) => (names.bcsr_v2, nb * b),
-                (_, true) => (names.bcsr_v3_5, nb * b),
-                (_, false) => (names.bcsr_v3, nb * b),
+                (ThesisKernel::BcsrV1, true) => (A::BCSR_V1_5, nb),
+                (ThesisKernel::BcsrV1, false) => (A::BCSR_V1, nb),
+                (ThesisKernel::BcsrV2, true) => (A::BCSR_V2_5, nb * b),
+                (ThesisKernel::BcsrV2, false) => (A::BCSR_V2, nb * b),
+                (_, true) => (A::BCSR_V3_5, nb * b),
+                (_, false) => (A::BCSR_V3, nb * b),
             };
             let reduce = if five {
-                names.bcsr_reduce_5
+                A::BCSR_REDUCE_5
             } else {
-                names.bcsr_reduce
+                A::BCSR_REDUCE
             };
-            let (rp, ci, va) = (
-                row_ptr.device_ptr(),
-                col_idx.device_ptr(),
-                values.device_ptr(),
-            );
-            // SAFETY: thesis_bcsr_v{1,2,3}*_<pair>(n_blocks, b, col_idx, values, x, tmp)
-            // reads the blocks of the compacted `Bcsr` (block columns < n_cols / b, checked
-            // by `Bcsr`), x[0..n_cols] and writes tmp[0..n_blocks b] (the buffer holds
-            // that many V, checked above).
+            // SAFETY: the multiply reads the blocks of the compacted `Bcsr` (block columns
+            // < n_cols / b, checked by `Bcsr`) and x[0..n_cols] (checked), and writes
+            // tmp[0..n_blocks b] (tmp holds tmp_entries = n_blocks b values, checked
+            // above). The reduction reads row_ptr[0..=nbr], map[0..nbr] (result block rows
+            // < n_rows / b, from the plan) and tmp, and writes rows of y inside y.
             unsafe {
-                gpu.launch_untyped(
-                    mul,
+                gpu.launch(
+                    &mul,
                     rows_cfg(threads),
-                    &mut [arg(&nb), arg(&b), arg(&ci), arg(&va), arg(&xp), arg(&tp)],
-                )?
-            };
-            // SAFETY: thesis_bcsr_reduce*_<pair>(n_block_rows, b, alpha, row_ptr, map, tmp,
-            // beta, y) reads row_ptr[0..=nbr], map[0..nbr] (result block rows < n_rows / b)
-            // and tmp[0..n_blocks b], writes y rows inside y (length checked).
-            unsafe {
-                gpu.launch_untyped(
-                    reduce,
+                    ThesisBcsrMul {
+                        n_blocks: nb,
+                        b,
+                        col_idx: col_idx.as_in(),
+                        values: values.as_in(),
+                        x: x.as_in(),
+                        tmp: tmp.as_out(),
+                    },
+                )?;
+                gpu.launch(
+                    &reduce,
                     rows_cfg(nbr * b),
-                    &mut [
-                        arg(&nbr),
-                        arg(&b),
-                        arg(&alpha),
-                        arg(&rp),
-                        arg(&mp),
-                        arg(&tp),
-                        arg(&beta),
-                        arg(&yp),
-                    ],
-                )?
-            };
+                    ThesisBcsrReduce {
+                        n_block_rows: nbr,
+                        b,
+                        alpha,
+                        row_ptr: row_ptr.as_in(),
+                        map,
+                        tmp: tmp.as_in(),
+                        beta,
+                        y: y.as_out(),
+                    },
+                )?;
+            }
         }
         DeviceData::Ell {
             n_rows,
@@ -1065,75 +1062,65 @@ where
             if n == 0 {
                 return Ok(());
             }
-            let (rl, ci, va, ri) = (
-                row_len.device_ptr(),
-                col_idx.device_ptr(),
-                values.device_ptr(),
-                row_index.device_ptr(),
-            );
             if a.kernel == ThesisKernel::Ell {
-                let l = a.opts.subsection;
                 if ns > 0 {
-                    // SAFETY: thesis_ell_sub_<pair>(n_rows, n_rows_pad, n_sub, sub_len,
-                    // row_len, col_idx, values, x, tmp) reads the slots < row_len[i] <=
-                    // width = n_sub L of the validated `Ell` (columns < n_cols), x, and
-                    // writes tmp[0..n_sub n_rows] (the buffer holds that many V).
+                    // SAFETY: reads the slots < row_len[i] <= width = n_sub L of the
+                    // validated `Ell` (columns < n_cols) and x, writes tmp[0..n_sub n_rows]
+                    // (tmp holds tmp_entries = n_sub n_rows values, checked above).
                     unsafe {
-                        gpu.launch_untyped(
-                            names.ell_sub,
+                        gpu.launch(
+                            &A::ELL_SUB,
                             rows_cfg(n * ns),
-                            &mut [
-                                arg(&n),
-                                arg(&np),
-                                arg(&ns),
-                                arg(&l),
-                                arg(&rl),
-                                arg(&ci),
-                                arg(&va),
-                                arg(&xp),
-                                arg(&tp),
-                            ],
+                            ThesisEllSub {
+                                n_rows: n,
+                                n_rows_pad: np,
+                                n_sub: ns,
+                                sub_len: a.opts.subsection,
+                                row_len: row_len.as_in(),
+                                col_idx: col_idx.as_in(),
+                                values: values.as_in(),
+                                x: x.as_in(),
+                                tmp: tmp.as_out(),
+                            },
                         )?
                     };
                 }
-                // SAFETY: thesis_ell_reduce_<pair>(n_rows, n_sub, alpha, row_index, tmp,
-                // beta, y) reads tmp[0..n_sub n_rows] and row_index[0..n_rows] (result rows
+                // SAFETY: reads tmp[0..n_sub n_rows] and row_index[0..n_rows] (result rows
                 // < y.len(), from the block-row map), writes those rows of y.
                 unsafe {
-                    gpu.launch_untyped(
-                        names.ell_reduce,
+                    gpu.launch(
+                        &A::ELL_REDUCE,
                         rows_cfg(n),
-                        &mut [
-                            arg(&n),
-                            arg(&ns),
-                            arg(&alpha),
-                            arg(&ri),
-                            arg(&tp),
-                            arg(&beta),
-                            arg(&yp),
-                        ],
+                        ThesisEllReduce {
+                            n_rows: n,
+                            n_sub: ns,
+                            alpha,
+                            row_index: row_index.as_in(),
+                            tmp: tmp.as_in(),
+                            beta,
+                            y: y.as_out(),
+                        },
                     )?
                 };
             } else {
-                // SAFETY: thesis_ell_v2_<pair>(n_rows, n_rows_pad, alpha, row_len, col_idx,
-                // values, row_index, x, beta, y) reads the real slots of the validated
-                // `Ell`, x, row_index[0..n_rows] (rows < y.len()), writes those rows of y.
+                // SAFETY: reads the real slots of the validated `Ell`, x and
+                // row_index[0..n_rows] (rows < y.len()), writes those rows of y.
                 unsafe {
-                    gpu.launch_untyped(
-                        names.ell_v2,
+                    gpu.launch(
+                        &A::ELL_V2,
                         rows_cfg(n),
-                        &mut [
-                            arg(&n),
-                            arg(&np),
-                            arg(&alpha),
-                            arg(&rl),
-                            arg(&ci),
-                            arg(&va),
-                            arg(&ri),
-                            arg(&xp),
-                            arg(&beta),
-                            arg(&yp),
-                        ],
+                        ThesisEllV2 {
+                            n_rows: n,
+                            n_rows_pad: np,
+                            alpha,
+                            row_len: row_len.as_in(),
+                            col_idx: col_idx.as_in(),
+                            values: values.as_in(),
+                            row_index: row_index.as_in(),
+                            x: x.as_in(),
+                            beta,
+                            y: y.as_out(),
+                        },
                     )?
                 };
             }
@@ -1150,11 +1137,6 @@ where
             if nbr == 0 {
                 return Ok(());
             }
-            let (rl, bc, va) = (
-                row_len.device_ptr(),
-                block_col.device_ptr(),
-                values.device_ptr(),
-            );
             let five = b == 5;
             match a.kernel {
                 ThesisKernel::BellV3 => {
@@ -1174,9 +1156,11 @@ where
                             ),
                         });
                     }
-                    let kernel = if five { names.bell_v3_5 } else { names.bell_v3 };
+                    let kernel = if five { A::BELL_V3_5 } else { A::BELL_V3 };
                     if shared > limits.default {
-                        opt_in_shared(&gpu, kernel, shared)?;
+                        // Per launch: the attribute belongs to the function of the current
+                        // context, which a later context does not inherit.
+                        gpu.allow_dynamic_shared(&kernel, shared)?;
                     }
                     let wg = a.opts.work_group;
                     let blocks = (nbr * b).div_ceil(wg);
@@ -1188,62 +1172,58 @@ where
                         wg as u32,
                     )
                     .with_shared_bytes(shared as u32);
-                    let wp = windows.device_ptr();
-                    // SAFETY: thesis_bell_v3*_<pair>(n_block_rows, n_block_rows_pad, b,
-                    // alpha, row_len, block_col, values, map, window, x, beta, y): one CUDA
-                    // block per window (windows.len() == 2 blocks); each copies x[lo..lo+len]
-                    // (inside x: from the block columns of the `Bcsr`) into `shared` bytes
-                    // (>= len V); the rows read the validated `Bell` and map (rows < y.len()).
+                    // SAFETY: one CUDA block per window (windows holds 2 values per
+                    // block); each copies x[lo..lo+len] (inside x: from the block columns
+                    // of the `Bcsr`) into `shared` bytes (>= len values of V); the rows
+                    // read the validated `Bell` and map (rows < y.len()).
                     unsafe {
-                        gpu.launch_untyped(
-                            kernel,
+                        gpu.launch(
+                            &kernel,
                             cfg,
-                            &mut [
-                                arg(&nbr),
-                                arg(&nbp),
-                                arg(&b),
-                                arg(&alpha),
-                                arg(&rl),
-                                arg(&bc),
-                                arg(&va),
-                                arg(&mp),
-                                arg(&wp),
-                                arg(&xp),
-                                arg(&beta),
-                                arg(&yp),
-                            ],
+                            ThesisBellV3 {
+                                n_block_rows: nbr,
+                                n_block_rows_pad: nbp,
+                                b,
+                                alpha,
+                                row_len: row_len.as_in(),
+                                block_col: block_col.as_in(),
+                                values: values.as_in(),
+                                map,
+                                window: windows.as_in(),
+                                x: x.as_in(),
+                                beta,
+                                y: y.as_out(),
+                            },
                         )?
                     };
                 }
                 kernel => {
-                    let (name, threads) = match (kernel, five) {
-                        (ThesisKernel::BellV2, true) => (names.bell_v2_5, nbr),
-                        (ThesisKernel::BellV2, false) => (names.bell_v2, nbr),
-                        (_, true) => (names.bell_5, nbr * b),
-                        (_, false) => (names.bell, nbr * b),
+                    let (kernel, threads) = match (kernel, five) {
+                        (ThesisKernel::BellV2, true) => (A::BELL_V2_5, nbr),
+                        (ThesisKernel::BellV2, false) => (A::BELL_V2, nbr),
+                        (_, true) => (A::BELL_5, nbr * b),
+                        (_, false) => (A::BELL, nbr * b),
                     };
-                    // SAFETY: thesis_bell*_<pair> / thesis_bell_v2*_<pair>(n_block_rows,
-                    // n_block_rows_pad, b, alpha, row_len, block_col, values, map, x, beta,
-                    // y) read the validated `Bell` of the compacted matrix (b <= 8 for V2,
-                    // checked by the plan), x, map[0..nbr] (rows < y.len()), write those
-                    // rows of y.
+                    // SAFETY: BELL and BELL V2 read the validated `Bell` of the compacted
+                    // matrix (b <= 8 for V2, checked by the plan), x, map[0..nbr] (rows <
+                    // y.len()), and write those rows of y.
                     unsafe {
-                        gpu.launch_untyped(
-                            name,
+                        gpu.launch(
+                            &kernel,
                             rows_cfg(threads),
-                            &mut [
-                                arg(&nbr),
-                                arg(&nbp),
-                                arg(&b),
-                                arg(&alpha),
-                                arg(&rl),
-                                arg(&bc),
-                                arg(&va),
-                                arg(&mp),
-                                arg(&xp),
-                                arg(&beta),
-                                arg(&yp),
-                            ],
+                            ThesisBell {
+                                n_block_rows: nbr,
+                                n_block_rows_pad: nbp,
+                                b,
+                                alpha,
+                                row_len: row_len.as_in(),
+                                block_col: block_col.as_in(),
+                                values: values.as_in(),
+                                map,
+                                x: x.as_in(),
+                                beta,
+                                y: y.as_out(),
+                            },
                         )?
                     };
                 }
@@ -1251,23 +1231,4 @@ where
         }
     }
     Ok(())
-}
-
-/// Lets `kernel` use `bytes` of dynamic shared memory (beyond the 48 KiB default). Set per
-/// launch: the attribute belongs to the function of the current context, which a later
-/// context (after every handle was dropped) does not inherit.
-pub(crate) fn opt_in_shared(gpu: &Gpu, kernel: &'static str, bytes: usize) -> Result<()> {
-    let f = gpu.function_untyped(kernel)?;
-    gpu.bind_to_thread()?;
-    let value = i32::try_from(bytes).unwrap_or(i32::MAX);
-    f.set_attribute(
-        CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        value,
-    )
-    .map_err(|e| {
-        Error::Gpu(ferrocuda_host::Error::Driver {
-            call: format!("cuFuncSetAttribute({kernel}, MAX_DYNAMIC_SHARED_SIZE_BYTES = {bytes})"),
-            status: DriverStatus(e),
-        })
-    })
 }

@@ -1,24 +1,22 @@
-//! The thesis's SpMV variants (`sparse::gpu_thesis`): every variant and scalar pair against
+//! The thesis's SpMV variants (`sparse::gpu_thesis`, Kautz 2011): every variant and scalar pair against
 //! the serial f64 reference (the reductions change the summation order, so within a
 //! rounding bound; the BELL variants keep the CPU's order and are checked bit for bit),
 //! their errors, and the host-only preparation (maps, windows, Table 6.10, byte counts),
 //! which runs without a GPU.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use ferrocuda::blas1::{Element, reference as bref};
 use ferrocuda::gpu::Gpu;
 use ferrocuda::sparse::generate::{self, TraceSpec};
-use ferrocuda::sparse::gpu_thesis::{
-    ThesisKernel, ThesisMatrix, ThesisOptions, ThesisPlan, Traffic, Window, ell_row_index,
-    ghost_block_rows, shared_windows, spmv_thesis, spmv_thesis_serial, table_6_10,
-};
 use ferrocuda::sparse::{
     Bcsr, BcsrParts, BlockLayout, Csr, Index, MatrixScalar, SparseError, cpu, reference,
 };
 use ferrocuda::{Complex, Error};
-use ferrocuda_kernels::names::SpmvThesisKernels;
+use ferrocuda_kernels::repro::spmv::SpmvThesisKernels;
+use ferrocuda_repro::sparse::gpu_thesis::{
+    ThesisKernel, ThesisMatrix, ThesisOptions, ThesisPlan, Traffic, Window, ell_row_index,
+    ghost_block_rows, shared_windows, spmv_thesis, spmv_thesis_serial, table_6_10,
+};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -101,7 +99,7 @@ fn check_product<A, V>(
     a: &Bcsr<A>,
     kernel: ThesisKernel,
     seed: u64,
-    run: impl Fn(V, &[V], V, &[V]) -> Vec<V>,
+    mut run: impl FnMut(V, &[V], V, &[V]) -> Vec<V>,
 ) where
     A: Element + MatrixScalar<V>,
     V: Element,
@@ -162,13 +160,14 @@ where
     V: Element,
 {
     let case = format!("{kernel} {} x {} {what}", tname::<A>(), tname::<V>());
-    let dm = ThesisMatrix::upload_with(gpu, a, kernel, &opts_for(a.b()))
+    let mut dm = ThesisMatrix::upload_with(gpu, a, kernel, &opts_for(a.b()))
         .unwrap_or_else(|e| panic!("{case}: upload: {e}"));
     assert_eq!((dm.n_rows(), dm.n_cols()), (a.n_rows(), a.n_cols()));
     check_product::<A, V>(&case, a, kernel, seed, |alpha, x, beta, start| {
         let dx = gpu.upload(x).expect("upload x");
         let mut dy = gpu.upload(start).expect("upload y");
-        spmv_thesis(alpha, &dm, &dx, beta, &mut dy).unwrap_or_else(|e| panic!("{case}: spmv: {e}"));
+        spmv_thesis(alpha, &mut dm, &dx, beta, &mut dy)
+            .unwrap_or_else(|e| panic!("{case}: spmv: {e}"));
         dy.download().expect("download y")
     });
 }
@@ -308,10 +307,10 @@ fn thesis_bell_v3_rejects_a_window_beyond_shared_memory() {
         Ok(_) => panic!("a 400 KB window was accepted"),
     }
     // The same matrix works with the other variants.
-    let dm = ThesisMatrix::upload(&gpu, &a, ThesisKernel::Bell).expect("BELL upload");
+    let mut dm = ThesisMatrix::upload(&gpu, &a, ThesisKernel::Bell).expect("BELL upload");
     let x = gpu.upload(&vec![1.0f32; a.n_cols()]).expect("upload");
     let mut y = gpu.upload(&poison::<f32>(a.n_rows())).expect("upload");
-    spmv_thesis(1.0, &dm, &x, 0.0, &mut y).expect("BELL spmv");
+    spmv_thesis(1.0, &mut dm, &x, 0.0, &mut y).expect("BELL spmv");
     assert_eq!(y.download().expect("download"), vec![10.0f32; 5]);
 }
 
@@ -326,9 +325,9 @@ fn thesis_spmv_gpu_rejects_wrong_lengths_and_leaves_y_unchanged() {
     let x_bad = gpu.upload(&vec![1.0f64; a.n_cols() + 1]).expect("upload");
     let y0 = vec![3.0f64; a.n_rows()];
     for kernel in ThesisKernel::ALL {
-        let dm = ThesisMatrix::upload(&gpu, &a, kernel).expect("upload");
+        let mut dm = ThesisMatrix::upload(&gpu, &a, kernel).expect("upload");
         let mut y = gpu.upload(&y0).expect("upload");
-        match spmv_thesis(1.0, &dm, &x_bad, 0.0, &mut y) {
+        match spmv_thesis(1.0, &mut dm, &x_bad, 0.0, &mut y) {
             Err(Error::DimensionMismatch {
                 what: "x",
                 expected,
@@ -340,7 +339,7 @@ fn thesis_spmv_gpu_rejects_wrong_lengths_and_leaves_y_unchanged() {
         let mut y_bad = gpu.upload(&vec![0.0f64; a.n_rows() - 1]).expect("upload");
         assert!(
             matches!(
-                spmv_thesis(1.0, &dm, &x, 0.0, &mut y_bad),
+                spmv_thesis(1.0, &mut dm, &x, 0.0, &mut y_bad),
                 Err(Error::DimensionMismatch { what: "y", .. })
             ),
             "{kernel}: a short y must be rejected"
@@ -359,12 +358,12 @@ fn thesis_reductions_refuse_another_stream() {
     let other = gpu.new_stream().expect("stream");
     let a = random_ghost_bcsr::<f32>(6, 4, 5, 10);
     for kernel in ThesisKernel::ALL {
-        let dm = ThesisMatrix::upload(&gpu, &a, kernel).expect("upload");
+        let mut dm = ThesisMatrix::upload(&gpu, &a, kernel).expect("upload");
         gpu.synchronize()
             .expect("sync the upload before another stream reads it");
         let x = other.upload(&vec![1.0f32; a.n_cols()]).expect("upload");
         let mut y = other.upload(&vec![0.0f32; a.n_rows()]).expect("upload");
-        let r = spmv_thesis(1.0, &dm, &x, 0.0, &mut y);
+        let r = spmv_thesis(1.0, &mut dm, &x, 0.0, &mut y);
         if kernel.has_reduction() {
             assert!(
                 matches!(r, Err(Error::InvalidArgument { .. })),

@@ -1,4 +1,5 @@
-//! Seed 004 (Mißbach 2013, chapters 3 and 4) reproduced: LU without pivoting.
+//! Mißbach (2013), chapters 3 and 4, reproduced: LU without pivoting. The kernels are
+//! `ferrocuda_kernels::repro::lu`, in the reproduction PTX module.
 //!
 //! - [`unblocked_gpu`]: the right-looking unblocked LU in `f64` of chapter 3 (its
 //!   `DECOMPOSE_L` / `DECOMPOSE_R` skeletons): per step `k` one kernel scales column `k`
@@ -10,22 +11,20 @@
 //!
 //! Both report the device time of the factorisation and the total with the copies to
 //! and from the device, the two columns of the thesis's tables. The references are
-//! [`super::cpu::factor`] with [`super::Pivoting::None`]. Without pivoting a zero
+//! [`ferrocuda::dense::cpu::factor`] with [`ferrocuda::dense::Pivoting::None`]. Without pivoting a zero
 //! pivot divides by zero: both check the factors and return [`Error::ZeroPivot`] at the
 //! first zero or non-finite diagonal entry instead of handing back infinities or NaN
 //! (a zero pivot without pivoting does not mean that the matrix is singular).
 
+use ferrocuda::dense::{LuScalar, Matrix, check_square};
+use ferrocuda::{Error, Result};
 use ferrocuda_host::{DeviceSliceMut, Gpu, LaunchConfig};
-use ferrocuda_kernels::dense::RODINIA_BS;
-use ferrocuda_kernels::dense::{
-    RODINIA_LUD_DIAGONAL_F32, RODINIA_LUD_INTERNAL_F32, RODINIA_LUD_PERIMETER_F32,
+use ferrocuda_kernels::repro::lu::{
+    RODINIA_BS, RODINIA_LUD_DIAGONAL_F32, RODINIA_LUD_INTERNAL_F32, RODINIA_LUD_PERIMETER_F32,
     RodiniaLudDiagonalF32, RodiniaLudInternalF32, RodiniaLudPerimeterF32, THESIS_LU_SCALE_F64,
     THESIS_LU_UPDATE_F64, ThesisLuScaleF64, ThesisLuUpdateF64,
 };
 use serde::Serialize;
-
-use super::{LuScalar, Matrix, check_square};
-use crate::error::{Error, Result};
 
 /// Times of one reproduction run, ms.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -55,11 +54,12 @@ fn check_factors<T: LuScalar>(op: &'static str, f: &Matrix<T>) -> Result<()> {
     Ok(())
 }
 
-/// Seed 004 chapter 3: unblocked LU without pivoting in `f64` on the GPU. Returns the
+/// Mißbach (2013) chapter 3: unblocked LU without pivoting in `f64` on the GPU. Returns the
 /// factors (`L` unit lower below the diagonal, `U` on and above) and the times.
 pub fn unblocked_gpu(gpu: &Gpu, a: &Matrix<f64>) -> Result<(Matrix<f64>, ThesisTiming)> {
     const OP: &str = "dense::thesis::unblocked_gpu";
     let n = check_square(OP, a)?;
+    crate::register_module();
     if n.div_ceil(16) > ferrocuda_host::MAX_GRID_YZ as usize {
         return Err(Error::InvalidArgument {
             op: OP,
@@ -110,12 +110,13 @@ pub fn unblocked_gpu(gpu: &Gpu, a: &Matrix<f64>) -> Result<(Matrix<f64>, ThesisT
     ))
 }
 
-/// Seed 004 chapter 4: Rodinia's blocked LU without pivoting in `f32`, block size 16,
+/// Mißbach (2013) chapter 4: Rodinia's blocked LU without pivoting in `f32`, block size 16,
 /// on the GPU. Errors: `n` not a multiple of 16, plus those of [`unblocked_gpu`].
 pub fn blocked_gpu(gpu: &Gpu, a: &Matrix<f32>) -> Result<(Matrix<f32>, ThesisTiming)> {
     const OP: &str = "dense::thesis::blocked_gpu";
     const BS: usize = RODINIA_BS;
     let n = check_square(OP, a)?;
+    crate::register_module();
     if n % BS != 0 {
         return Err(Error::InvalidArgument {
             op: OP,
