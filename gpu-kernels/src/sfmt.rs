@@ -221,7 +221,7 @@ pub fn normals_f64(w: W128) -> [f64; 2] {
 pub const AMD_MAX_WORDS: usize = 8;
 
 /// The seed's per-thread scheme (ch. 5: the APP SDK's OpenCL `gaussianRand` kernel that
-/// the thesis ran as "amd"), re-implemented from its description, quirks included:
+/// Mißbach ran as "amd"), re-implemented from its description, quirks included:
 ///
 /// 1. **Seeding**: five words only, `s_1 = seed` and, lane by lane,
 ///    `s_{j+1} = 1812433253 (s_j ^ (s_j >> 30)) + j` (`j = 1..4`, the same `j` in every
