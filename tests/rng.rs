@@ -5,7 +5,7 @@
 mod common;
 
 use ferrocuda::rng::jump::{self, JumpPoly};
-use ferrocuda::rng::{Mexp, Sfmt, amd_normals_cpu, cpu, transforms};
+use ferrocuda::rng::{Mexp, Sfmt, cpu, transforms};
 
 fn parse<T: std::str::FromStr>(text: &str) -> Vec<T>
 where
@@ -549,45 +549,6 @@ fn transforms_ranges_and_errors() {
         transforms::uniform_f32(&[1, 2, 3], &mut [0.0; 2]).is_err(),
         "lengths"
     );
-}
-
-#[test]
-fn amd_scheme_quirks() {
-    // The seed's scheme: five seeded words, then SFMT607 steps from them.
-    let seed = [0x1234u32, 0x5678, 0x9abc, 0xdef0];
-    let mut out = vec![0f32; 32];
-    amd_normals_cpu(&[seed], 8, &mut out).unwrap();
-    // Recompute from a plain SFMT607 window built the scheme's way.
-    let mut x = vec![seed];
-    for j in 1..5u32 {
-        let p = x[x.len() - 1];
-        x.push(p.map(|s| 1_812_433_253u32.wrapping_mul(s ^ (s >> 30)).wrapping_add(j)));
-    }
-    let g = Sfmt::from_state(Mexp::M607, x.clone(), 0).unwrap();
-    let mut w = g.clone();
-    w.discard_words(5);
-    let words: Vec<[u32; 4]> = w.state().to_vec();
-    let mut w2 = g.clone();
-    w2.discard_words(8);
-    let words8: Vec<[u32; 4]> = (0..8)
-        .map(|i| if i < 5 { words[i] } else { w2.state()[i - 3] })
-        .collect();
-    // Pair 0 takes its radius from word 0 and its angle from word 1; pair 1 reuses word 1.
-    let u = |x: u32| x as f32 * (1.0 / 4_294_967_296.0);
-    for i in 0..4 {
-        for k in 0..4 {
-            let r = libm::sqrtf(-2.0 * libm::logf(u(words8[i][k])));
-            let (s, c) = libm::sincosf(2.0 * std::f32::consts::PI * u(words8[i + 1][k]));
-            assert_eq!(
-                out[8 * i + k].to_bits(),
-                (r * c).to_bits(),
-                "pair {i} lane {k}"
-            );
-            assert_eq!(out[8 * i + 4 + k].to_bits(), (r * s).to_bits());
-        }
-    }
-    assert!(amd_normals_cpu(&[seed], 9, &mut [0.0; 36]).is_err());
-    assert!(amd_normals_cpu(&[seed], 8, &mut [0.0; 31]).is_err());
 }
 
 /// Counts from a user (`rng sfmt --count 1e12 --json`, a million million streams) are

@@ -19,10 +19,11 @@ use crate::markdown_table;
 use ferrocuda::Result;
 use ferrocuda::gpu::{DeviceSlice, Gpu};
 use ferrocuda::report::table;
-use ferrocuda::rng::gpu::{SfmtStreams, amd_normals};
+use ferrocuda::rng::gpu::SfmtStreams;
 use ferrocuda::rng::{Mexp, Sfmt, cpu, jump};
 use ferrocuda::timing::{Stats, copy_ceiling_gbps, time_cpu, time_gpu};
 use ferrocuda::vendor::curand::{Curand, CurandKind};
+use ferrocuda_repro::rng::amd_normals;
 
 /// Options of the RNG benchmark.
 #[derive(Debug, Clone)]

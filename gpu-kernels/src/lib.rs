@@ -106,7 +106,8 @@ pub mod repro;
 #[cfg(not(any(ferrocuda_sm90, ferrocuda_repro)))]
 pub mod rock4;
 pub mod scalar;
-#[cfg(not(any(ferrocuda_sm90, ferrocuda_repro)))]
+// The stream kernels are gated out of the reproduction module, which uses the recursion.
+#[cfg(not(ferrocuda_sm90))]
 pub mod sfmt;
 // No kernels: the per-entry SpMV math, shared with the reproduction module.
 #[cfg(not(ferrocuda_sm90))]

@@ -1,8 +1,9 @@
 //! Reproductions of the experiments of the theses ferrocuda started from, kept apart from
 //! the library: the GPU SpMV variants of Kautz (2011) (BCSR V1-V3, ELL with subsections,
 //! BELL V1-V3, [`sparse::gpu_thesis`]) and the LU factorisations without pivoting of
-//! Mißbach (2013) (unblocked right-looking and Rodinia's blocked LU, [`dense::thesis`]).
-//! `ferrocuda bench spmv-thesis` and `bench lu` print their tables.
+//! Mißbach (2013) (unblocked right-looking and Rodinia's blocked LU, [`dense::thesis`])
+//! and its per-thread "amd" random-number scheme ([`rng`]).
+//! `ferrocuda bench spmv-thesis`, `bench lu` and `bench rng` print their tables.
 //!
 //! Their kernels are in `ferrocuda_kernels::repro`, compiled into a PTX module of their
 //! own (`kernels_repro.ptx` and its fatbin, built by the library's build script but not
@@ -11,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod dense;
+pub mod rng;
 pub mod sparse;
 
 /// The Rust module whose kernels load from the reproduction module.

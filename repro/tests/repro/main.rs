@@ -6,4 +6,5 @@
 mod common;
 mod kernels;
 mod lu;
+mod rng;
 mod spmv;
