@@ -18,7 +18,9 @@
 
 use ferrocuda::dense::{LuScalar, Matrix, check_square};
 use ferrocuda::{Error, Result};
-use ferrocuda_host::{DeviceSliceMut, Gpu, LaunchConfig};
+use std::time::Instant;
+
+use ferrocuda_host::{DeviceBuffer, DeviceSliceMut, EventTimer, Gpu, LaunchConfig};
 use ferrocuda_kernels::repro::lu::{
     RODINIA_BS, RODINIA_LUD_DIAGONAL_F32, RODINIA_LUD_INTERNAL_F32, RODINIA_LUD_PERIMETER_F32,
     RodiniaLudDiagonalF32, RodiniaLudInternalF32, RodiniaLudPerimeterF32, THESIS_LU_SCALE_F64,
@@ -66,7 +68,7 @@ pub fn unblocked_gpu(gpu: &Gpu, a: &Matrix<f64>) -> Result<(Matrix<f64>, ThesisT
             reason: format!("n = {n} needs more than 65535 block columns"),
         });
     }
-    let total = std::time::Instant::now();
+    let total = Instant::now();
     let mut d = gpu.upload(a.as_slice())?;
     let timer = gpu.timer()?;
     timer.start()?;
@@ -96,18 +98,7 @@ pub fn unblocked_gpu(gpu: &Gpu, a: &Matrix<f64>) -> Result<(Matrix<f64>, ThesisT
             )?;
         }
     }
-    timer.stop()?;
-    let factors = Matrix::new(n, n, d.download()?)?;
-    let factor_ms = timer.elapsed_ms()?;
-    let total_ms = total.elapsed().as_secs_f64() * 1e3;
-    check_factors(OP, &factors)?;
-    Ok((
-        factors,
-        ThesisTiming {
-            factor_ms,
-            total_ms,
-        },
-    ))
+    finish(OP, n, &d, &timer, total)
 }
 
 /// Mißbach (2013) chapter 4: Rodinia's blocked LU without pivoting in `f32`, block size 16,
@@ -129,7 +120,7 @@ pub fn blocked_gpu(gpu: &Gpu, a: &Matrix<f32>) -> Result<(Matrix<f32>, ThesisTim
             reason: format!("n = {n} needs more than 65535 block columns"),
         });
     }
-    let total = std::time::Instant::now();
+    let total = Instant::now();
     let mut d = gpu.upload(a.as_slice())?;
     let fsize = size_of::<f32>() as u32;
     let bs2 = (BS * BS) as u32;
@@ -175,11 +166,23 @@ pub fn blocked_gpu(gpu: &Gpu, a: &Matrix<f32>) -> Result<(Matrix<f32>, ThesisTim
         }
         i += BS;
     }
+    finish(OP, n, &d, &timer, total)
+}
+
+/// The tail both variants share: stops the device timer, downloads the `n x n` factors,
+/// takes the host time since `total` and checks the factors.
+fn finish<T: LuScalar>(
+    op: &'static str,
+    n: usize,
+    d: &DeviceBuffer<T>,
+    timer: &EventTimer,
+    total: Instant,
+) -> Result<(Matrix<T>, ThesisTiming)> {
     timer.stop()?;
     let factors = Matrix::new(n, n, d.download()?)?;
     let factor_ms = timer.elapsed_ms()?;
     let total_ms = total.elapsed().as_secs_f64() * 1e3;
-    check_factors(OP, &factors)?;
+    check_factors(op, &factors)?;
     Ok((
         factors,
         ThesisTiming {
