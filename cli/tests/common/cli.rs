@@ -135,6 +135,18 @@ pub fn small_system_args(test: &str, out: &str) -> (std::path::PathBuf, String, 
     (d, a.display().to_string(), x.display().to_string(), out)
 }
 
+/// `ferrocuda solve` of [`small_system`] in a fresh [`scratch`] folder (the output
+/// `z.mtx` there) with `options`; the folder and the run's output.
+pub fn solve_small(test: &str, options: &[&str]) -> (std::path::PathBuf, std::process::Output) {
+    let (d, a, x, out) = small_system_args(test, "z.mtx");
+    let r = run(&[
+        &["solve", "--matrix", &a, "--rhs", &x, "--out", &out],
+        options,
+    ]
+    .concat());
+    (d, r)
+}
+
 /// Writes `text` to `dir/name`; returns the path as text (for argument lists).
 pub fn write_text(dir: &std::path::Path, name: &str, text: &str) -> String {
     let p = dir.join(name);

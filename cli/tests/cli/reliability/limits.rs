@@ -2,7 +2,8 @@
 //! never a panic or an abort; options are checked before any work.
 
 use crate::common::cli::{
-    assert_error, run, run_limited, scratch, small_system, small_system_args, write_text,
+    assert_error, run, run_limited, scratch, small_system, small_system_args, solve_small,
+    write_text,
 };
 
 /// A little more than the binary needs, far less than any request below: the tests
@@ -236,21 +237,10 @@ fn multigrid_under_ulimit_is_refused_not_aborted() {
 /// most max_iter steps), not a workspace that wraps around.
 #[test]
 fn a_huge_restart_with_a_small_iteration_limit_solves() {
-    let d = scratch("limits-restart");
-    let (a, x) = small_system(&d);
-    let out = d.join("z.mtx");
-    let r = run(&[
-        "solve",
-        "--matrix",
-        a.to_str().unwrap(),
-        "--rhs",
-        x.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--restart",
-        "18446744073709551615",
-        "--json",
-    ]);
+    let (d, r) = solve_small(
+        "limits-restart",
+        &["--restart", "18446744073709551615", "--json"],
+    );
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     assert_eq!(v["converged"], true);
@@ -489,30 +479,16 @@ fn a_gpu_workspace_beyond_memory_is_an_error_naming_the_bytes() {
     if !crate::common::cli::gpu_present("limits::a_gpu_workspace_beyond_memory") {
         return;
     }
-    let d = scratch("limits-gpu");
-    let (a, x) = small_system(&d);
-    let out = d.join("z.mtx");
-    let r = run(&[
-        "solve",
-        "--matrix",
-        a.to_str().unwrap(),
-        "--rhs",
-        x.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--device",
-        "gpu",
-        "--restart",
-        "1e11",
-        "--max-iter",
-        "1e11",
-    ]);
+    let (d, r) = solve_small(
+        "limits-gpu",
+        &["--device", "gpu", "--restart", "1e11", "--max-iter", "1e11"],
+    );
     assert_error(
         &r,
         1,
         &["GMRES workspace", "bytes"],
         "solve --device gpu --restart 1e11",
     );
-    assert!(!out.exists());
+    assert!(!d.join("z.mtx").exists());
     let _ = std::fs::remove_dir_all(d);
 }
