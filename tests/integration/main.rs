@@ -3,9 +3,9 @@
 //! submodule beside the CPU tests they mirror (`krylov::gpu::...` next to `krylov::...`).
 //! Run one domain with a filter: `cargo test --release --test integration krylov::`.
 //!
-//! Separate binaries, each for a reason stated in its header: `distributed_mpi` (needs
-//! the `mpi` feature and runs itself under `mpirun`) and `sparse_gpu_thesis` (moving to
-//! the `repro` crate).
+//! One separate binary, for the reason stated in its header: `distributed_mpi` (needs the
+//! `mpi` feature and runs itself under `mpirun`). The reproductions' tests live in the
+//! `repro` crate (`repro/tests/repro/`).
 //!
 //! Every test passes from any working directory (the packed binaries run on a GPU machine
 //! without the source tree): inputs are embedded with `include_str!`, and what needs the
