@@ -2,11 +2,9 @@
 //! an entry of the PTX module it is loaded from, with the declared parameters, and every
 //! entry of each module (default, Hopper, reproduction) is declared.
 
-mod common;
-
 use std::collections::BTreeSet;
 
-use common::register_all_modules;
+use crate::common::register_all_modules;
 
 use ferrocuda::kernels::{PTX, PTX_ARCH, entries, has_entry};
 use ferrocuda_kernels::blas1::{Blas1Kernels, RealBlas1Kernels};
