@@ -1,5 +1,7 @@
 //! Compiles `gpu-kernels/` to PTX with rustc's own nvptx64 backend and leaves it at
-//! `$OUT_DIR/kernels.ptx`, where `src/kernels.rs` embeds it with `include_str!`.
+//! `$OUT_DIR/kernels.ptx`, where `src/kernels.rs` embeds it with `include_str!`; likewise
+//! the Hopper-only module (`kernels_sm90.ptx`) and the reproduction module
+//! (`kernels_repro.ptx`), each with its fatbin of machine code.
 //!
 //! The recipe (../shared/TOOLCHAIN.md): a pinned nightly with `rust-src`,
 //! `-Zbuild-std=core`, fat LTO and `--emit=asm`; the link step is skipped with a no-op
@@ -20,6 +22,9 @@ const DEFAULT_PTX_ARCH: &str = "sm_80";
 const HOPPER_PTX_ARCH: &str = "sm_90";
 /// The `--cfg` that reduces the kernel crate to its Hopper-only kernels.
 const HOPPER_CFG: &str = "ferrocuda_sm90";
+/// The `--cfg` that reduces the kernel crate to the reproduction kernels
+/// (`ferrocuda_kernels::repro`, registered by the `ferrocuda-repro` crate).
+const REPRO_CFG: &str = "ferrocuda_repro";
 const KERNEL_CRATE_DIR: &str = "gpu-kernels";
 const KERNEL_LIB_NAME: &str = "ferrocuda_kernels";
 
@@ -75,14 +80,21 @@ fn main() {
     );
     std::fs::write(out_dir.join("kernels_sm90.ptx"), ptx)
         .unwrap_or_else(|e| fail(&format!("cannot write kernels_sm90.ptx: {e}")));
+    // The reproduction module: only `ferrocuda_kernels::repro` (the kernel variants that
+    // reproduce the theses' experiments) and what it uses, for the same architecture as
+    // the default module, which no longer contains them.
+    let ptx = build_ptx(&kernel_dir, &ptx_target_dir, &arch, Some(REPRO_CFG));
+    std::fs::write(out_dir.join("kernels_repro.ptx"), ptx)
+        .unwrap_or_else(|e| fail(&format!("cannot write kernels_repro.ptx: {e}")));
 
     build_machine_code(&out_dir, &arch);
 }
 
-/// Leaves `kernels.fatbin` and `kernels_sm90.fatbin` in `out_dir` (empty files when no
-/// machine code could be built) and tells the library which architectures have SASS
-/// (`FERROCUDA_CUBIN_ARCHS`, `FERROCUDA_CUBIN_ARCHS_SM90`, comma lists) and which
-/// assembler made it (`FERROCUDA_CUBIN_TOOL`).
+/// Leaves `kernels.fatbin`, `kernels_sm90.fatbin` and `kernels_repro.fatbin` in `out_dir`
+/// (empty files when no machine code could be built) and tells the library which
+/// architectures have SASS (`FERROCUDA_CUBIN_ARCHS`, `FERROCUDA_CUBIN_ARCHS_SM90`,
+/// `FERROCUDA_CUBIN_ARCHS_REPRO`, comma lists) and which assembler made it
+/// (`FERROCUDA_CUBIN_TOOL`).
 fn build_machine_code(out_dir: &Path, ptx_arch: &str) {
     let modules = [
         ("kernels", ptx_arch, "FERROCUDA_CUBIN_ARCHS"),
@@ -91,6 +103,7 @@ fn build_machine_code(out_dir: &Path, ptx_arch: &str) {
             HOPPER_PTX_ARCH,
             "FERROCUDA_CUBIN_ARCHS_SM90",
         ),
+        ("kernels_repro", ptx_arch, "FERROCUDA_CUBIN_ARCHS_REPRO"),
     ];
     let archs = machine_code::requested_archs();
     let tools = if archs.is_empty() {

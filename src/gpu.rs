@@ -4,7 +4,7 @@ pub use ferrocuda_host::{
     CUDA_BINDINGS_VERSION, DeviceBuffer, DeviceInfo, DeviceSlice, DeviceSliceMut, DeviceView,
     DeviceViewMut, EventTimer, Gpu, Graph, LaunchConfig, ModuleImage, ModuleSource, NcclComm,
     NcclId, PcieLink, PinnedBuffer, copy_device, device_count, driver_cuda_version, driver_present,
-    nccl_available, nccl_version,
+    nccl_available, nccl_version, register_module,
 };
 
 use crate::error::Result;

@@ -1,6 +1,7 @@
 //! The PTX that `build.rs` compiled from `gpu-kernels/`, embedded in the library.
 
-/// PTX of every kernel in `ferrocuda-kernels`.
+/// PTX of every kernel in `ferrocuda-kernels` but the Hopper-only and the reproduction
+/// ones.
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 
 /// The architecture the PTX was generated for (`FERROCUDA_PTX_ARCH`, default `sm_80`);
@@ -123,4 +124,26 @@ fn param_size(decl: &str) -> usize {
             Some(bits / 8)
         })
         .unwrap_or(0)
+}
+
+/// The reproduction module (`ferrocuda_kernels::repro`), compiled by the same build but
+/// not part of the library: the `ferrocuda-repro` crate embeds and registers it. Public
+/// only so that it can; a program that does not name these constants does not carry the
+/// bytes.
+#[doc(hidden)]
+pub mod repro {
+    /// PTX of the reproduction kernels (same architecture as [`super::PTX`]).
+    pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_repro.ptx"));
+    /// Their machine code, like [`super::FATBIN`] ([`cubin_archs`]).
+    pub const FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels_repro.fatbin"));
+
+    /// The architectures [`FATBIN`] holds SASS for.
+    pub fn cubin_archs() -> Vec<&'static str> {
+        super::split_list(env!("FERROCUDA_CUBIN_ARCHS_REPRO"))
+    }
+
+    /// Names of all kernel entries in [`PTX`].
+    pub fn entries() -> Vec<&'static str> {
+        super::entries_of(PTX).collect()
+    }
 }

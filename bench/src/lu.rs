@@ -12,11 +12,12 @@ use serde::Serialize;
 use super::plot::{LineChart, LineSeries};
 use crate::markdown_table;
 use ferrocuda::Result;
-use ferrocuda::dense::{LuOptions, Matrix, Pivoting, cpu, gpu as dgpu, thesis};
+use ferrocuda::dense::{LuOptions, Matrix, Pivoting, cpu, gpu as dgpu};
 use ferrocuda::gpu::{Gpu, copy_device};
 use ferrocuda::report::table;
 use ferrocuda::timing::{Stats, time_cpu, time_gpu};
 use ferrocuda::vendor::dense::{Cublas, Cusolver, VendorDense};
+use ferrocuda_repro::dense::thesis;
 
 /// Seed 004, Table 3.1 (AMD A8-3850 CPU, n = 2000, f64, unblocked): `(application, LU s,
 /// total s)`.
@@ -603,7 +604,7 @@ impl LuBenchReport {
         let (h2, r2) = self.lu_rows();
         let (h3, r3) = self.gemm_kernel_rows();
         let mut s = format!(
-            "# Dense LU (written by `ferrocuda bench lu`)\n\nDevice: {}; CPU twin on {} threads; GPU LU panel width {}.\n\n## Seed 004, Tables 3.1, 3.2, 4.1\n\nSeconds; the thesis's rows as published, ours measured in this run. \"vs CPU ref\": largest difference of the GPU factors to the CPU twin's (same algorithm, no pivoting), relative to the largest entry. Table 4.1's value of order 1 is expected, not a kernel error: without pivoting, the thesis's random matrix (uniform in [1, 3]) meets small pivots and large element growth, so two f32 factorisations that merely round in a different order (GPU blocks of 16 vs the CPU twin's blocking) end up far apart; on diagonally dominant matrices the same kernels agree with the CPU to 1e-5 (tests/lu_gpu.rs), and Table 3.2's f64 run agrees to rounding.\n\n{}\n## Pivoting LU against cuSOLVER and GEMM against cuBLAS\n\nSame matrix, same run; percentages are ours / vendor. GPU LU: each panel factorised recursively within its columns (halves joined by row swaps, a triangular solve and a GEMM; leaves of up to 32 columns, one cooperative launch of `lu_leaf_coop` each), with look-ahead (unless `--no-lookahead`): the next panel is factorised on a second stream of the greatest priority while the main stream runs the trailing update by ferrocuda's GEMM (the \"used\" kernel below).\n\n{}\n## f64 GEMM kernels against cuBLAS DGEMM\n\nSame operands, same run. `gemm_dmma_f64`: the sm_80 shape m8n8k4; `gemm_dmma_sm90_k*`: the Hopper shapes m16n8k4/k8/k16 (second PTX module, compute capability 9.0 and newer).\n\n{}\n",
+            "# Dense LU (written by `ferrocuda bench lu`)\n\nDevice: {}; CPU twin on {} threads; GPU LU panel width {}.\n\n## Seed 004, Tables 3.1, 3.2, 4.1\n\nSeconds; the thesis's rows as published, ours measured in this run. \"vs CPU ref\": largest difference of the GPU factors to the CPU twin's (same algorithm, no pivoting), relative to the largest entry. Table 4.1's value of order 1 is expected, not a kernel error: without pivoting, the thesis's random matrix (uniform in [1, 3]) meets small pivots and large element growth, so two f32 factorisations that merely round in a different order (GPU blocks of 16 vs the CPU twin's blocking) end up far apart; on diagonally dominant matrices the same kernels agree with the CPU to 1e-5 (tests/integration/lu/gpu.rs), and Table 3.2's f64 run agrees to rounding.\n\n{}\n## Pivoting LU against cuSOLVER and GEMM against cuBLAS\n\nSame matrix, same run; percentages are ours / vendor. GPU LU: each panel factorised recursively within its columns (halves joined by row swaps, a triangular solve and a GEMM; leaves of up to 32 columns, one cooperative launch of `lu_leaf_coop` each), with look-ahead (unless `--no-lookahead`): the next panel is factorised on a second stream of the greatest priority while the main stream runs the trailing update by ferrocuda's GEMM (the \"used\" kernel below).\n\n{}\n## f64 GEMM kernels against cuBLAS DGEMM\n\nSame operands, same run. `gemm_dmma_f64`: the sm_80 shape m8n8k4; `gemm_dmma_sm90_k*`: the Hopper shapes m16n8k4/k8/k16 (second PTX module, compute capability 9.0 and newer).\n\n{}\n",
             self.device.as_deref().unwrap_or("none (CPU only)"),
             self.cpu_threads,
             self.block,

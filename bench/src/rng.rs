@@ -19,10 +19,11 @@ use crate::markdown_table;
 use ferrocuda::Result;
 use ferrocuda::gpu::{DeviceSlice, Gpu};
 use ferrocuda::report::table;
-use ferrocuda::rng::gpu::{SfmtStreams, amd_normals};
+use ferrocuda::rng::gpu::SfmtStreams;
 use ferrocuda::rng::{Mexp, Sfmt, cpu, jump};
 use ferrocuda::timing::{Stats, copy_ceiling_gbps, time_cpu, time_gpu};
 use ferrocuda::vendor::curand::{Curand, CurandKind};
+use ferrocuda_repro::rng::amd_normals;
 
 /// Options of the RNG benchmark.
 #[derive(Debug, Clone)]
@@ -153,19 +154,8 @@ pub fn run(gpu: &Gpu, opts: &RngBenchOptions) -> Result<RngBenchReport> {
     let n = 1usize << opts.large_log2;
     let bytes = 4 * n;
     progress(&format!("{device}: ceilings over {} MiB", bytes >> 20));
-    let buf = gpu.alloc::<u32>(n)?;
-    let memset = time_gpu(gpu, 2, opts.reps, || {
-        gpu.bind_to_thread()?;
-        // SAFETY: buf holds `bytes` bytes on this device and stream.
-        unsafe {
-            cudarc::driver::result::memset_d8_async(buf.device_ptr(), 0, bytes, gpu.raw_stream())
-        }
-        .map_err(|e| ferrocuda::Error::Vendor {
-            library: "CUDA driver",
-            call: "cuMemsetD8Async",
-            status: format!("{e:?}"),
-        })
-    })?;
+    let mut buf = gpu.alloc::<u32>(n)?;
+    let memset = time_gpu(gpu, 2, opts.reps, || Ok(Gpu::memset_zero(&mut buf)?))?;
     let mut fbuf = gpu.alloc::<f32>(n)?;
     let fill = time_gpu(gpu, 2, opts.reps, || {
         ferrocuda::blas1::gpu::fill(&mut fbuf, 1.0f32)

@@ -24,11 +24,11 @@ use ferrocuda::report::table;
 use ferrocuda::rng::random_vector;
 use ferrocuda::sparse::generate::{self, TraceSpec};
 use ferrocuda::sparse::gpu::{DeviceBell, DeviceSbell, spmv_bell, spmv_sbell};
-use ferrocuda::sparse::gpu_thesis::{
-    ThesisKernel, ThesisMatrix, ThesisOptions, ThesisPlan, spmv_thesis, table_6_10,
-};
 use ferrocuda::sparse::{Bcsr, Bell, BellOptions, Sbell, cpu};
 use ferrocuda::timing::{Stats, time_cpu, time_gpu};
+use ferrocuda_repro::sparse::gpu_thesis::{
+    ThesisKernel, ThesisMatrix, ThesisOptions, ThesisPlan, spmv_thesis, table_6_10,
+};
 
 type C32 = Complex<f32>;
 
@@ -338,7 +338,7 @@ pub fn run(gpu: &Gpu, opts: &ThesisBenchOptions) -> Result<ThesisReport> {
                     Err(e) => why = e.to_string(),
                 }
             }
-            let Some((plan, m, wg)) = prepared else {
+            let Some((plan, mut m, wg)) = prepared else {
                 progress(&format!("case {case}: {kernel} does not run: {why}"));
                 not_run.push((kernel.label().to_string(), case, why));
                 continue;
@@ -351,11 +351,11 @@ pub fn run(gpu: &Gpu, opts: &ThesisBenchOptions) -> Result<ThesisReport> {
                 ));
             }
             let resident = time_gpu(gpu, 2, reps.max(10), || {
-                spmv_thesis(C32::ONE, &m, &dx, C32::ZERO, &mut dy)
+                spmv_thesis(C32::ONE, &mut m, &dx, C32::ZERO, &mut dy)
             })?;
             let with_vectors = time_cpu(1, reps, || -> Result<()> {
                 dx.copy_from_host(&x)?;
-                spmv_thesis(C32::ONE, &m, &dx, C32::ZERO, &mut dy)?;
+                spmv_thesis(C32::ONE, &mut m, &dx, C32::ZERO, &mut dy)?;
                 Ok(dy.copy_to_host(&mut y_host)?)
             });
             let bytes = m.traffic::<C32>(true).total() as f64;
@@ -366,9 +366,9 @@ pub fn run(gpu: &Gpu, opts: &ThesisBenchOptions) -> Result<ThesisReport> {
                     drop(m);
                     // "a": the matrix goes up with every call as well.
                     let with_matrix = time_cpu(0, reps.min(3), || -> Result<()> {
-                        let m = ThesisMatrix::from_plan(gpu, &plan)?;
+                        let mut m = ThesisMatrix::from_plan(gpu, &plan)?;
                         dx.copy_from_host(&x)?;
-                        spmv_thesis(C32::ONE, &m, &dx, C32::ZERO, &mut dy)?;
+                        spmv_thesis(C32::ONE, &mut m, &dx, C32::ZERO, &mut dy)?;
                         Ok(dy.copy_to_host(&mut y_host)?)
                     });
                     entries.push(record(&name("a"), resident, with_matrix, bytes, &y));

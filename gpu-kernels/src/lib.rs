@@ -44,10 +44,14 @@
 //! * The handle names the Rust module that declared it; the library registers which
 //!   PTX module holds which Rust module (`ferrocuda_host::register_ptx`).
 //!
-//! # Two PTX modules
-//! build.rs compiles this crate twice: for `sm_80` (every kernel; the driver JIT-compiles
-//! it for any newer GPU) and for `sm_90` with `--cfg ferrocuda_sm90`, which keeps only
-//! [`hopper`] (kernels with instructions that exist from Hopper on) and what it uses.
+//! # Three PTX modules
+//! build.rs compiles this crate three times: for `sm_80` (every product kernel; the
+//! driver JIT-compiles it for any newer GPU), for `sm_90` with `--cfg ferrocuda_sm90`,
+//! which keeps only [`hopper`] (kernels with instructions that exist from Hopper on) and
+//! what it uses, and for `sm_80` with `--cfg ferrocuda_repro`, which keeps only [`repro`]
+//! (the kernels of the reproductions in `ferrocuda-repro`) and what it uses. A module
+//! with kernels is gated `#[cfg(not(any(ferrocuda_sm90, ferrocuda_repro)))]` unless it
+//! belongs to one of the two smaller modules.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
@@ -78,37 +82,38 @@ macro_rules! unroll {
 }
 
 pub mod abi;
-#[cfg(not(ferrocuda_sm90))]
+#[cfg(not(any(ferrocuda_sm90, ferrocuda_repro)))]
 pub mod blas1;
-#[cfg(not(ferrocuda_sm90))]
+#[cfg(not(any(ferrocuda_sm90, ferrocuda_repro)))]
 pub mod dense;
 #[cfg(target_arch = "nvptx64")]
 pub mod device;
 pub mod hopper;
-#[cfg(not(ferrocuda_sm90))]
+#[cfg(not(any(ferrocuda_sm90, ferrocuda_repro)))]
 pub mod krylov;
 pub mod math;
-#[cfg(not(ferrocuda_sm90))]
+#[cfg(not(any(ferrocuda_sm90, ferrocuda_repro)))]
 pub mod mpc;
-#[cfg(not(ferrocuda_sm90))]
+#[cfg(not(any(ferrocuda_sm90, ferrocuda_repro)))]
 pub mod multigrid;
-#[cfg(not(ferrocuda_sm90))]
-pub mod names;
-#[cfg(not(ferrocuda_sm90))]
+#[cfg(not(any(ferrocuda_sm90, ferrocuda_repro)))]
 pub mod precond;
-#[cfg(not(ferrocuda_sm90))]
+#[cfg(not(any(ferrocuda_sm90, ferrocuda_repro)))]
 pub mod probe;
-#[cfg(not(ferrocuda_sm90))]
+// Host: always (handles, serial twins); device: only in the reproduction module.
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_repro))]
+pub mod repro;
+#[cfg(not(any(ferrocuda_sm90, ferrocuda_repro)))]
 pub mod rock4;
 pub mod scalar;
+// The stream kernels are gated out of the reproduction module, which uses the recursion.
 #[cfg(not(ferrocuda_sm90))]
 pub mod sfmt;
+// No kernels: the per-entry SpMV math, shared with the reproduction module.
 #[cfg(not(ferrocuda_sm90))]
 pub mod sparse;
-#[cfg(not(ferrocuda_sm90))]
+#[cfg(not(any(ferrocuda_sm90, ferrocuda_repro)))]
 pub mod spmv;
-#[cfg(not(ferrocuda_sm90))]
-pub mod spmv_thesis;
 
 pub use num_complex::Complex;
 pub use scalar::{RealScalar, Scalar};

@@ -60,3 +60,9 @@ pub fn sqrt_f32(x: f32) -> f32 {
 /// rustc links no libdevice. Its `sin`/`cos` use a local-memory stack for argument
 /// reduction, so keep them out of hot loops.
 pub use libm;
+
+/// One element of a rank-1 update, `a - l u`, fused.
+#[inline(always)]
+pub fn rank1<T: crate::scalar::RealScalar>(a: T, l: T, u: T) -> T {
+    (-l).mul_add(u, a)
+}

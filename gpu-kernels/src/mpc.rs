@@ -1,11 +1,11 @@
-//! MPC of an object swarm (seed 001 ch. 7-8): per-element math shared by the rayon CPU
+//! MPC of an object swarm (Jahn 2010, ch. 7-8): per-element math shared by the rayon CPU
 //! path (`ferrocuda::mpc::cpu`) and the device kernels below.
 //!
 //! `M` objects, each a planar double integrator with state `(x, vx, y, vy)` and control
-//! `(ax, ay)`, sampled with period `T` (seed 001 §8.3):
+//! `(ax, ay)`, sampled with period `T` (Jahn 2010, §8.3):
 //! `x+ = x + T vx + T^2/2 ax`, `vx+ = vx + T ax` (same in `y`).
 //!
-//! The constraints are folded into one scalar through the thesis's C^2 penalties
+//! The constraints are folded into one scalar through Jahn's C^2 penalties
 //! (Satz 8.3/8.4) `beta_{-a,a}(r) = min(((r^2 - a^2) / a^2)^3, 0)` (forbids `r < a`) and
 //! `alpha_{-a,a}(r) = min(-((r^2 - a^2) / a^2)^3, 0)` (forbids `r > a`); they are
 //! written on the squared norm `s = r^2`, which is the same function (`64 / (2a)^6 =
@@ -13,7 +13,7 @@
 //! are smooth everywhere, also at `r = 0`.
 //!
 //! Layouts (all `f64`): an object's state is 4 consecutive values; the controls of a
-//! horizon are time-major, `u[(i M + j) 2 + c]` (the thesis's `diffindex`); a trajectory
+//! horizon are time-major, `u[(i M + j) 2 + c]` (Jahn's `diffindex`); a trajectory
 //! is `traj[(i M + j) 4 + k]` for `i = 0..=N`.
 
 use crate::math::fma_f64;
@@ -22,13 +22,13 @@ use crate::math::fma_f64;
 pub const NX: usize = 4;
 /// Control dimension of one object.
 pub const NU: usize = 2;
-/// Number of forbidden discs (seed 001 §8.3).
+/// Number of forbidden discs (Jahn 2010, §8.3).
 pub const DISCS: usize = 3;
 /// Threads per block of the per-object and pair kernels (the pair tile is one block).
 pub const BLOCK: usize = 256;
 /// Threads per block of the pair kernel (one tile of other objects per block).
 pub const PAIR_BLOCK: usize = 64;
-/// Largest swarm of the thesis-style forward-difference kernels (one thread per object).
+/// Largest swarm of Jahn-style forward-difference kernels (one thread per object).
 pub const FD_MAX_OBJECTS: usize = 1024;
 
 /// Every parameter of the swarm model, passed by value to the kernels.
@@ -378,7 +378,7 @@ pub fn load_state(x: &[f64], j: usize) -> [f64; NX] {
 // through shared memory), `mpc_adjoint_f64` (one thread per object: local terms, the
 // adjoint sweep, block partials of `J` and `g`) and `mpc_reduce_f64` (one block per
 // problem: the partials in a fixed order); or all of it in one launch for small swarms,
-// `mpc_fused_f64`. Forward differences as the thesis: `mpc_fd_nominal_f64` (one block
+// `mpc_fused_f64`. Forward differences as Jahn: `mpc_fd_nominal_f64` (one block
 // per problem, its `cudafunckernel`) and `mpc_fd_gradient_f64` (one block per perturbed
 // component and problem, its `cadagrakernel`), both running `fd_block`. The problem
 // index is grid y (grid z for the pairs).
@@ -860,7 +860,7 @@ pub unsafe fn mpc_reduce_f64(blocks: usize, partials: *const f64, out: *mut f64)
     }
 }
 
-/// The thesis's block (one thread per object, `m <= blockDim`): from the nominal
+/// Jahn's block (one thread per object, `m <= blockDim`): from the nominal
 /// state at step `i0` (the stored trajectory, or `x0` when `i0 = 0`) runs the horizon
 /// with `u(i0)` of object `jp`, component `cp`, raised by `h` (`jp = usize::MAX`: no
 /// perturbation), and returns through `f(i, sum_J, sum_g)` the per-step sums of every

@@ -1,4 +1,4 @@
-//! Micro-benchmark kernels of `ferrocuda probe` (seed 002), with the CPU twins that give
+//! Micro-benchmark kernels of `ferrocuda probe` (Staudenmaier 2015), with the CPU twins that give
 //! the values each kernel must produce, so a test can prove the work was done (a
 //! compiler that deleted the loop would store the wrong number).
 //!

@@ -2,14 +2,14 @@
 //! (`ferrocuda::rock4::cpu`) and, next, the device kernels.
 //!
 //! Two groups of plain functions, all `f64` (the method works at the edge of stability;
-//! seed 001 ran it in double precision only):
+//! Jahn (2010) ran it in double precision only):
 //! - the stage updates of one ROCK4 step: the three-term recurrence
 //!   ([`recurrence_first`], [`recurrence_step`]), the arguments of the finishing
 //!   procedure ([`finish2`], [`finish3`], [`finish4`]), the new solution
 //!   ([`finish_solution`]) and one term of the weighted error norm ([`error_term`]);
 //! - the stencils of the test problems on an `nx x ny` grid of interior points with
 //!   Dirichlet zero outside: the 5-point Laplacian ([`laplace5`]), central advection
-//!   ([`advection_central`], seed 001 eq. (5.2)), the forward differences of the thesis
+//!   ([`advection_central`], Jahn (2010) eq. (5.2)), the forward differences of Jahn's
 //!   code ([`advection_forward`], its `eval_pde`), the reaction `mu (y - y^3)`
 //!   ([`reaction`]), and Gershgorin bounds of the Jacobian rows
 //!   ([`gershgorin_central`], [`gershgorin_forward`]).
@@ -96,21 +96,21 @@ pub fn laplace5(c: f64, w: f64, e: f64, s: f64, n: f64, rx: f64, ry: f64) -> f64
     fma_f64(rx, fma_f64(-2.0, c, w + e), ry * fma_f64(-2.0, c, s + n))
 }
 
-/// Central advection, seed 001 eq. (5.2): `-(ax (e - w) / (2 hx) + ay (n - s) / (2 hy))`
+/// Central advection, Jahn (2010) eq. (5.2): `-(ax (e - w) / (2 hx) + ay (n - s) / (2 hy))`
 /// with `cx = ax / (2 hx)`, `cy = ay / (2 hy)`.
 #[inline(always)]
 pub fn advection_central(w: f64, e: f64, s: f64, n: f64, cx: f64, cy: f64) -> f64 {
     -fma_f64(cx, e - w, cy * (n - s))
 }
 
-/// Forward differences of the thesis code (`eval_pde`):
+/// Forward differences of Jahn's code (`eval_pde`):
 /// `-(ax (e - c) / hx + ay (n - c) / hy)` with `cx = ax / hx`, `cy = ay / hy`.
 #[inline(always)]
 pub fn advection_forward(c: f64, e: f64, n: f64, cx: f64, cy: f64) -> f64 {
     -fma_f64(cx, e - c, cy * (n - c))
 }
 
-/// The reaction `mu (y - y^3)` (seed 001: `mu = 10`).
+/// The reaction `mu (y - y^3)` (Jahn 2010: `mu = 10`).
 #[inline(always)]
 pub fn reaction(mu: f64, y: f64) -> f64 {
     mu * fma_f64(-y * y, y, y)
@@ -139,7 +139,7 @@ pub fn gershgorin_central(nu: f64, rx: f64, ry: f64, cx: f64, cy: f64, mu: f64, 
 }
 
 /// The Gershgorin bound of one row for the forward differences (`cx = ax / hx`,
-/// `cy = ay / hy`): the thesis's `rho()` kernel (seed 001, Quellcode 6.3) with its
+/// `cy = ay / hy`): Jahn's `rho()` kernel (Jahn 2010, Quellcode 6.3) with its
 /// dropped last term `|nu / hy^2|` restored (a `;` ends the statement one line early
 /// there).
 #[inline(always)]
@@ -162,7 +162,7 @@ pub fn heat_point(nu: f64, c: f64, w: f64, e: f64, s: f64, n: f64, rx: f64, ry: 
 
 /// The coefficients of the reaction-advection-diffusion right-hand side
 /// `nu Laplace(y) - ax y_x1 - ay y_x2 + mu (y - y^3)` on a uniform grid
-/// (seed 001 eq. (5.1): `nu = 0.1`, `ax = ay = 1`, `mu = 10`).
+/// (Jahn 2010, eq. (5.1): `nu = 0.1`, `ax = ay = 1`, `mu = 10`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RadCoeffs {
@@ -181,14 +181,14 @@ pub struct RadCoeffs {
 }
 
 /// One point of the reaction-advection-diffusion equation with central advection
-/// (seed 001 eq. (5.2)); `p.cx = ax / (2 hx)`.
+/// (Jahn 2010, eq. (5.2)); `p.cx = ax / (2 hx)`.
 #[inline(always)]
 pub fn rad_central_point(p: &RadCoeffs, c: f64, w: f64, e: f64, s: f64, n: f64) -> f64 {
     let rest = advection_central(w, e, s, n, p.cx, p.cy) + reaction(p.mu, c);
     fma_f64(p.nu, laplace5(c, w, e, s, n, p.rx, p.ry), rest)
 }
 
-/// One point with the thesis code's forward differences (`eval_pde`); `p.cx = ax / hx`.
+/// One point with Jahn's code's forward differences (`eval_pde`); `p.cx = ax / hx`.
 #[inline(always)]
 pub fn rad_forward_point(p: &RadCoeffs, c: f64, w: f64, e: f64, s: f64, n: f64) -> f64 {
     let rest = advection_forward(c, e, n, p.cx, p.cy) + reaction(p.mu, c);

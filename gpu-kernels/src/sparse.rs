@@ -187,8 +187,8 @@ fn rows5_mul_add<A: Copy, V: Copy>(
 }
 
 /// `acc_r += sum_c block[r * 5 + c] * x[c]` for a 5x5 block stored row-major, **every**
-/// entry multiplied, zeros included: the arithmetic of the thesis's BCSR V1 kernel
-/// (`crate::spmv_thesis`), kept as the thesis had it. SpMV uses [`block5_spmv`].
+/// entry multiplied, zeros included: the arithmetic of the BCSR V1 kernel of Kautz (2011)
+/// (`crate::repro::spmv`), kept as it was. SpMV uses [`block5_spmv`].
 #[inline(always)]
 pub fn block5_mul_add<A: MatrixScalar<V>, V: Scalar>(
     acc: &mut [V; 5],

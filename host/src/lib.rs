@@ -24,7 +24,6 @@ mod modules;
 mod nccl;
 mod pinned;
 mod timing;
-mod untyped;
 pub mod vendor;
 
 pub use bytemuck::Pod;
@@ -42,8 +41,6 @@ pub use modules::{ModuleImage, register_module, register_ptx, registered_module,
 pub use nccl::{NcclComm, NcclId, NcclScalar, nccl_available, nccl_version};
 pub use pinned::PinnedBuffer;
 pub use timing::EventTimer;
-#[doc(hidden)]
-pub use untyped::arg;
 
 /// Version of the CUDA driver API these bindings were generated for.
 pub const CUDA_BINDINGS_VERSION: &str = "12.8";

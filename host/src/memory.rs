@@ -193,17 +193,29 @@ impl Gpu {
 
     /// Allocates `len` elements set to all-zero bytes.
     pub fn alloc_zeroed<T: Pod>(&self, len: usize) -> Result<DeviceBuffer<T>> {
-        let buf = self.alloc::<T>(len)?;
-        if buf.mem.bytes > 0 {
-            self.bind()?;
-            // SAFETY: the allocation has exactly that many bytes.
-            unsafe { result::memset_d8_async(buf.mem.ptr, 0, buf.mem.bytes, self.cu_stream()) }
-                .map_err(|e| Error::Driver {
-                    call: "cuMemsetD8Async".into(),
-                    status: DriverStatus(e),
-                })?;
-        }
+        let mut buf = self.alloc::<T>(len)?;
+        Gpu::memset_zero(&mut buf)?;
         Ok(buf)
+    }
+
+    /// Sets every byte of `buf` to zero on `buf`'s own stream with the driver's memset
+    /// (`cuMemsetD8Async`: no kernel), without waiting. The copy engine's fill rate, the
+    /// ceiling a fill kernel is compared with.
+    pub fn memset_zero<T: Pod>(buf: &mut impl DeviceSliceMut<T>) -> Result<()> {
+        let bytes = buf.len() * size_of::<T>();
+        if bytes == 0 {
+            return Ok(());
+        }
+        let gpu = buf.gpu();
+        gpu.bind()?;
+        // SAFETY: the sealed `DeviceSliceMut` is `len` elements of this device's memory,
+        // borrowed exclusively here, so nobody else uses those bytes meanwhile.
+        unsafe { result::memset_d8_async(buf.device_ptr(), 0, bytes, gpu.cu_stream()) }.map_err(
+            |e| Error::Driver {
+                call: format!("cuMemsetD8Async({bytes} bytes)"),
+                status: DriverStatus(e),
+            },
+        )
     }
 
     /// Copies a host slice into a new device buffer.

@@ -1,5 +1,5 @@
 //! Dense LU factorisation `P A = L U` with partial pivoting (LAPACK `getrf` semantics),
-//! triangular solves, and seed 004's unblocked and blocked LU without pivoting.
+//! and triangular solves.
 //!
 //! Matrices are column-major ([`Matrix`]). `L` is unit lower triangular and stored below
 //! the diagonal of [`Lu::factors`], `U` on and above it; `ipiv[k]` is the row that step
@@ -10,7 +10,6 @@
 //! |---|---|
 //! | [`cpu::factor`] | blocked right-looking LU on all cores (rayon): panel, row swaps, TRSM and update per column |
 //! | [`gpu::factor`] | the same on one GPU: one kernel per panel column (pivot search, swap, scaling, rank-1 update), then row swaps, TRSM and the trailing GEMM (`f64`: FP64 tensor cores) |
-//! | [`thesis`] | seed 004: unblocked right-looking LU (`f64`) and Rodinia's blocked LU (`f32`, block 16), no pivoting |
 //!
 //! What a factorisation checks and reports (CPU and GPU alike):
 //! - **Input**: NaN or infinity in `A` (or in `B` of a solve) is [`Error::NonFinite`]
@@ -56,7 +55,6 @@
 mod condition;
 pub mod cpu;
 pub mod gpu;
-pub mod thesis;
 
 pub use condition::inverse_norm1_estimate;
 
@@ -490,8 +488,10 @@ pub struct Lu<T> {
     pub report: LuReport,
 }
 
-/// `Err(NotSquare)` unless `a` is square and not empty.
-pub(crate) fn check_square<T: LuScalar>(op: &'static str, a: &Matrix<T>) -> Result<usize> {
+/// `Err(NotSquare)` unless `a` is square and not empty. Public for `ferrocuda-repro`'s
+/// LU variants, which check their input the same way.
+#[doc(hidden)]
+pub fn check_square<T: LuScalar>(op: &'static str, a: &Matrix<T>) -> Result<usize> {
     if a.nrows != a.ncols {
         return Err(Error::NotSquare {
             op,

@@ -1,5 +1,5 @@
 //! The CPU twin (rayon): cost `J`, constraint `g` and their gradients, exact (adjoint
-//! sweep), by forward differences as the thesis, or by central differences. Same
+//! sweep), by forward differences as Jahn, or by central differences. Same
 //! per-element math as the kernels (`ferrocuda_kernels::mpc`).
 
 use rayon::prelude::*;
@@ -233,7 +233,7 @@ pub fn gradient(
 
 /// Per-step sums `(S_J(i), S_g(i))` for `i = i0 + 1 ..= N` (and `i = 0` when `i0 = 0`
 /// and `first`), starting from the states `start` at step `i0`, with `u(i0)` of object
-/// `jp`, component `cp` raised by `h` (`None`: no perturbation). The thesis's block,
+/// `jp`, component `cp` raised by `h` (`None`: no perturbation). Jahn's block,
 /// serial: `state` and `pos` are scratch of `M 4` and `M 2` values.
 #[allow(clippy::too_many_arguments)]
 fn fd_run(
@@ -281,7 +281,7 @@ fn fd_run(
     }
 }
 
-/// The thesis's forward differences with step [`super::FD_STEP`]: one run per component
+/// Jahn's forward differences with step [`super::FD_STEP`]: one run per component
 /// from the nominal state at its step, `grad = sum_{i > i0} (S'(i) - S(i)) / h`.
 fn forward_differences(
     model: &SwarmModel,

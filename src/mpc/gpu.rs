@@ -16,7 +16,7 @@
 //!   `mpc_adjoint_f64` (local terms, the backward sweep, block partials) and, for more
 //!   than 256 objects, `mpc_reduce_f64` (partials in a fixed order). Evaluation alone
 //!   runs the same kernels without the sweep.
-//! - **Forward differences as the thesis**: `mpc_fd_nominal_f64` (one block per
+//! - **Forward differences as Jahn**: `mpc_fd_nominal_f64` (one block per
 //!   problem, one thread per object: trajectory and per-step sums) and
 //!   `mpc_fd_gradient_f64` (one block per component: from the stored nominal state at
 //!   the component's step, `sum_{i > i0} (S'(i) - S(i)) / h`); `M <= 1024`.

@@ -1,4 +1,4 @@
-//! Model predictive control of an object swarm (seed 001 ch. 7-8): the cost `J`, one
+//! Model predictive control of an object swarm (Jahn 2010, ch. 7-8): the cost `J`, one
 //! scalar constraint `g` and their gradients on the CPU (rayon, [`cpu`]) and the GPU
 //! ([`gpu`]), an optimiser over them ([`optimize`]) and the closed loop of §8.5.
 //!
@@ -10,14 +10,14 @@
 //! - `J(u) = sum_j (sum_{i=0}^{N-1} l(x_j(i)) + 20 l(x_j(N)))`, with
 //!   `l(x) = (x - x_r)^2 + (y - y_r)^2 + (1/50) ((vx - vx_r)^2 + (vy - vy_r)^2)`;
 //! - `g(u) = sum_{i=1}^{N} (sum_{j<k} beta_{-d,d}(|p_j - p_k|) + sum_j g2(x_j(i)))` with
-//!   `g2 = alpha_{-1,1}(|v|) + sum_{discs} beta_{-0.3,0.3}(|p - c|)` and the thesis's C^2
+//!   `g2 = alpha_{-1,1}(|v|) + sum_{discs} beta_{-0.3,0.3}(|p - c|)` and Jahn's C^2
 //!   penalties `beta_{-a,a}(r) = min(((r^2 - a^2)/a^2)^3, 0)` (zero iff `r >= a`),
 //!   `alpha_{-a,a}(r) = min(-((r^2 - a^2)/a^2)^3, 0)` (zero iff `r <= a`). So `g <= 0`
 //!   always, and `g = 0` exactly when every constraint holds at every step
 //!   (`d = 0.1`, `|v| <= 1`, outside the discs of radius 0.3 at (1.4, 0.4),
 //!   (1.4, -0.4), (2.1, 0)).
 //!
-//! **Gradients** ([`Gradient`]): `Forward` is the thesis's method (step `1e-7`, one run
+//! **Gradients** ([`Gradient`]): `Forward` is Jahn's method (step `1e-7`, one run
 //! per component from the nominal state at that component's step, `N M 2` runs of
 //! `O(N M^2)`); `Exact` is an adjoint sweep over the horizon,
 //! `lam(i) = grad phi_i(x(i)) + A^T lam(i + 1)`, `dJ/du(i) = B^T lam(i + 1)`, at the cost
@@ -47,7 +47,7 @@ pub use model::{ConstraintCheck, SwarmModel};
 
 use crate::error::Result;
 
-/// The thesis's forward-difference step (`cudiffh = 1E-7`).
+/// Jahn's forward-difference step (`cudiffh = 1E-7`).
 pub const FD_STEP: f64 = 1e-7;
 
 /// `J` and `g` at one control sequence.
@@ -65,7 +65,7 @@ pub struct Evaluation {
 pub enum Gradient {
     /// Adjoint sweep: exact to rounding, the cost of one evaluation.
     Exact,
-    /// The thesis's forward differences (step [`FD_STEP`]).
+    /// Jahn's forward differences (step [`FD_STEP`]).
     #[serde(rename = "fd")]
     Forward,
     /// Central differences of full evaluations (CPU only; for checks).

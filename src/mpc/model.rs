@@ -1,4 +1,4 @@
-//! The swarm model of seed 001 §8.3: sizes, parameters, checks of inputs and of the
+//! The swarm model of Jahn (2010) §8.3: sizes, parameters, checks of inputs and of the
 //! constraints themselves (not their penalties).
 
 use ferrocuda_kernels::mpc::{DISCS, NU, NX, SwarmParams};
@@ -6,7 +6,7 @@ use ferrocuda_kernels::mpc::{DISCS, NU, NX, SwarmParams};
 use crate::error::{Error, Result};
 
 /// A swarm of `objects` planar double integrators over a horizon of `horizon` steps,
-/// with every parameter of the thesis's model. `Default` is §8.3 with `M = 32`, `N = 5`.
+/// with every parameter of Jahn's model. `Default` is §8.3 with `M = 32`, `N = 5`.
 ///
 /// ```
 /// use ferrocuda::mpc::SwarmModel;
@@ -36,7 +36,7 @@ pub struct SwarmModel {
     /// Reference state `(x, vx, y, vy)` (0).
     pub reference: [f64; NX],
     /// Weight of the velocity terms in the stage cost: `1/50` as in the formula of
-    /// §8.3.1 (the thesis's code squares `0.02 (v - v_ref)`, a weight of `4e-4`).
+    /// §8.3.1 (Jahn's code squares `0.02 (v - v_ref)`, a weight of `4e-4`).
     pub velocity_weight: f64,
     /// Weight of the terminal cost (20).
     pub terminal_weight: f64,
@@ -68,7 +68,7 @@ fn invalid(reason: String) -> Error {
 }
 
 impl SwarmModel {
-    /// The thesis's model with `objects` objects and horizon `horizon`, checked
+    /// Jahn's model with `objects` objects and horizon `horizon`, checked
     /// ([`SwarmModel::validate`], [`SwarmModel::check_memory`]).
     pub fn new(objects: usize, horizon: usize) -> Result<Self> {
         let m = SwarmModel {

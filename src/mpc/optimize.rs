@@ -1,11 +1,11 @@
-//! The optimiser and the closed loop of seed 001 §8.5.
+//! The optimiser and the closed loop of Jahn (2010) §8.5.
 //!
 //! **One MPC step** minimises `J(u)` over the box `u in [-u_max, u_max]^{N M 2}` subject
-//! to `g(u) = 0` (every constraint holds; `g <= 0` always). The thesis ran Ipopt; here the
+//! to `g(u) = 0` (every constraint holds; `g <= 0` always). Jahn ran Ipopt; here the
 //! pure-Rust `optimization_engine` crate (PANOC with L-BFGS inside its penalty/ALM outer
 //! loop) drives the [`Evaluator`]. Its penalty part takes an equality `F2(u) = 0` and
 //! minimises `psi = J + (c/2) |F2|^2`, raising `c` until `|F2| <= delta`; with
-//! `F2 = sqrt(-g)` that is `psi = J - (c/2) g`, a C^2 function because the thesis's
+//! `F2 = sqrt(-g)` that is `psi = J - (c/2) g`, a C^2 function because Jahn's
 //! penalties are (its gradient `grad J - (c/2) grad g` needs no square root), and the
 //! stopping rule reads `-g <= delta^2`. The constraints are optimised with a small
 //! safety margin ([`MpcOptions::margin`], [`SwarmModel::tightened`]) so that the

@@ -1,5 +1,5 @@
 //! `ferrocuda probe`: the device's parameters and micro-benchmarks, every figure beside
-//! the hardware's limit (seed 002, the CUDA version of its OpenCL library).
+//! the hardware's limit (Staudenmaier 2015, the CUDA version of its OpenCL library).
 //!
 //! [`ceilings`] derives the limits from the driver's attributes and one table of per-SM
 //! throughputs; [`run`] measures, with one Rust PTX kernel per benchmark
@@ -43,11 +43,11 @@
 //!   against the PCIe line rate per direction.
 //! - **Divergence**: the lanes of a warp take `paths` different paths (1..32); the time
 //!   relative to 1 path. A warp runs its paths one after another, so the ideal ratio is
-//!   `paths`. Seed 002's branching ratio (data-dependent add or subtract, 1.40 on an AMD
+//!   `paths`. Staudenmaier's (2015) branching ratio (data-dependent add or subtract, 1.40 on an AMD
 //!   R9 280X) corresponds to 2 paths.
 //!
 //! A figure above 100 % of its ceiling is impossible and is flagged as a measurement
-//! bug (seed 002 published two: see `docs/probe.md`).
+//! bug (Staudenmaier (2015) published two: see `docs/probe.md`).
 
 pub mod ceilings;
 pub mod gpu;

@@ -33,9 +33,7 @@
 //! ```
 
 use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, LaunchConfig};
-use ferrocuda_kernels::sfmt::{
-    self as k, N19937, SFMT_AMD_NORMAL_F32, Sfmt19937, SfmtAmdNormalF32, SfmtKernels,
-};
+use ferrocuda_kernels::sfmt::{self as k, N19937, Sfmt19937, SfmtKernels};
 
 use super::cpu::check_streams;
 use super::{Mexp, Sfmt, W128};
@@ -63,7 +61,12 @@ pub fn default_threads(gpu: &Gpu) -> Result<u32> {
 
 /// Checks that `s` starts on a 16-byte boundary: the kernels load and store whole
 /// 128-bit words, and a view that starts inside one would fault.
-fn check_aligned<T>(op: &'static str, what: &'static str, s: &impl DeviceSlice<T>) -> Result<()> {
+#[doc(hidden)]
+pub fn check_aligned<T>(
+    op: &'static str,
+    what: &'static str,
+    s: &impl DeviceSlice<T>,
+) -> Result<()> {
     let addr = s.device_ptr();
     if addr.is_multiple_of(16) {
         return Ok(());
@@ -253,47 +256,4 @@ impl SfmtStreams {
     ) -> Result<()> {
         self.launch("rng::gpu::fill_normal_f64", blocks, out)
     }
-}
-
-/// The seed's "amd" scheme on the GPU (twin of [`super::amd_normals_cpu`]): `seeds` holds
-/// one 128-bit seed per generator (4 `u32`, lane 0 first), `out` gets `4 mul_factor`
-/// floats per generator. Errors: `mul_factor` not in `1..=8`, `seeds.len()` not a
-/// multiple of 4, `out` of the wrong length, devices differ.
-pub fn amd_normals(
-    seeds: &impl DeviceSlice<u32>,
-    mul_factor: usize,
-    out: &mut impl DeviceSliceMut<f32>,
-) -> Result<()> {
-    const OP: &str = "rng::gpu::amd_normals";
-    if seeds.len() % 4 != 0 {
-        return Err(Error::InvalidArgument {
-            op: OP,
-            reason: format!("seeds has {} u32, not a multiple of 4", seeds.len()),
-        });
-    }
-    let g = seeds.len() / 4;
-    super::check_amd(g, mul_factor, out.len(), OP)?;
-    check_device(OP, "seeds", out.gpu(), seeds.gpu())?;
-    check_aligned(OP, "seeds", seeds)?;
-    if g == 0 {
-        return Ok(());
-    }
-    let gpu = out.gpu().clone();
-    let args = SfmtAmdNormalF32 {
-        n_generators: g,
-        mul_factor,
-        seeds: seeds.as_in(),
-        out: out.as_out(),
-    };
-    // SAFETY: generator i < g reads seed words 4 i .. 4 i + 4 as one 16-byte load (seeds
-    // has 4 g words and is 16-byte aligned) and writes out[4 m i .. 4 m (i + 1)] (out
-    // has 4 m g, m <= 8): all checked above.
-    unsafe {
-        gpu.launch(
-            &SFMT_AMD_NORMAL_F32,
-            LaunchConfig::for_elements(g, 256),
-            args,
-        )?
-    };
-    Ok(())
 }

@@ -9,10 +9,9 @@
 //! | [`Sfmt`]: `init_gen_rand`, `init_by_array`, 32/64-bit draws in the reference order | yes | one stream per thread ([`gpu::SfmtStreams`]) |
 //! | jump-ahead by `2^k` steps, streams `2^k i` apart ([`jump::streams`]) | yes | states computed on the CPU, uploaded |
 //! | uniform `f32` [0,1) 24 bits, `f64` [0,1) 53 bits; Box-Muller on disjoint pairs | yes | normals `f32`, `f64` |
-//! | the seed's per-thread "amd" scheme (ch. 5) | [`amd_normals_cpu`] | [`gpu::amd_normals`] |
 //! | seeded test vectors uniform in [-1, 1] (`rand`, not SFMT): [`random_vector`] | yes | - |
 //!
-//! The recursion, the transforms and the "amd" scheme are written once in
+//! The recursion and the transforms are written once in
 //! `ferrocuda_kernels::sfmt` and called by both sides, so the GPU output of stream `i`
 //! equals the CPU output of stream `i` bit for bit.
 //!
@@ -362,48 +361,6 @@ fn certify(p: &SfmtParams, w0: &mut W128) {
     if let Some((w, q)) = w0.iter_mut().zip(&p.parity).find(|(_, q)| **q != 0) {
         *w ^= 1 << q.trailing_zeros();
     }
-}
-
-/// The seed's "amd" scheme on the CPU, the twin of [`gpu::amd_normals`]: generator `g`
-/// takes `seeds[g]` and writes `4 mul_factor` floats at `out[4 mul_factor g ..]`
-/// (`ferrocuda_kernels::sfmt::amd_generate`, `amd_normals`: overlapping pairs, no
-/// certification, infinite values where a lane is 0; documented there).
-/// Errors: `mul_factor` not in `1..=8`, `out` of the wrong length.
-///
-/// ```
-/// let seeds = [[1u32, 2, 3, 4], [5, 6, 7, 8]];
-/// let mut out = vec![0f32; 2 * 4 * 8];
-/// ferrocuda::rng::amd_normals_cpu(&seeds, 8, &mut out)?;
-/// assert!(out.iter().all(|z| z.is_finite()));
-/// # Ok::<(), ferrocuda::Error>(())
-/// ```
-pub fn amd_normals_cpu(seeds: &[W128], mul_factor: usize, out: &mut [f32]) -> Result<()> {
-    use rayon::prelude::*;
-    check_amd(seeds.len(), mul_factor, out.len(), "rng::amd_normals_cpu")?;
-    let len = 4 * mul_factor;
-    out.par_chunks_mut(len)
-        .zip(seeds.par_iter())
-        .for_each(|(o, s)| {
-            let mut words = [[0u32; 4]; k::AMD_MAX_WORDS];
-            k::amd_generate(*s, mul_factor, &mut words);
-            k::amd_normals(&words, mul_factor, o);
-        });
-    Ok(())
-}
-
-pub(crate) fn check_amd(
-    generators: usize,
-    mul_factor: usize,
-    out_len: usize,
-    op: &'static str,
-) -> Result<()> {
-    if !(1..=k::AMD_MAX_WORDS).contains(&mul_factor) {
-        return Err(Error::InvalidArgument {
-            op,
-            reason: format!("mul_factor {mul_factor} is not in 1..=8"),
-        });
-    }
-    crate::error::check_len(op, "out", 4 * mul_factor * generators, out_len)
 }
 
 /// Seeded random values uniform in [-1, 1] (both parts of a complex value) for test

@@ -4,7 +4,7 @@
 //! ([`gpu::integrate`]: for the built-in stencil problems one persistent kernel takes the
 //! whole integration, step decisions included, see [`Controller`]).
 //!
-//! One step of size `h` from `y_n` (seed 001 ch. 5, Abdulle 2002):
+//! One step of size `h` from `y_n` (Jahn 2010, ch. 5, Abdulle 2002):
 //! 1. **Degree**: from `h rho` (`rho` = spectral radius of the Jacobian), the stage
 //!    count `s0 = floor(sqrt((3 + h rho) / 0.353)) + 1`, capped at 152 (then `h` is
 //!    shortened to `0.8 (0.353 152^2 - 3) / rho`), rounded up to a tabulated degree
@@ -31,7 +31,7 @@
 //!
 //! Users bring their own problem through [`Rhs`]; the test problems are in
 //! [`problems`]: the 2D heat equation with its exact semi-discrete solution
-//! ([`problems::Heat2d`]) and the reaction-advection-diffusion problem of seed 001
+//! ([`problems::Heat2d`]) and the reaction-advection-diffusion problem of Jahn (2010)
 //! ([`problems::ReactionAdvectionDiffusion`]). Per-element math (stencils and stage
 //! updates) lives in `ferrocuda_kernels::rock4`, shared with the coming GPU kernels.
 //!
@@ -164,7 +164,7 @@ pub enum Threads {
     /// All cores of the current rayon pool.
     #[default]
     All,
-    /// One thread (the thesis's CPU column). Same bits as [`Threads::All`].
+    /// One thread (Jahn's CPU column). Same bits as [`Threads::All`].
     Single,
 }
 

@@ -6,11 +6,11 @@
 //!   initial value is an eigenvector of the 5-point Laplacian, so the semi-discrete
 //!   solution is `exp(lambda t) u0` with `lambda = -8 nu sin^2(pi h / 2) / h^2`
 //!   ([`Heat2d::exact`]).
-//! - [`ReactionAdvectionDiffusion`]: seed 001's problem (5.1),
+//! - [`ReactionAdvectionDiffusion`]: Jahn's (2010) problem (5.1),
 //!   `y_t - 0.1 Laplace(y) + y_x1 + y_x2 = 10 (y - y^3)`, `y = 0` on the boundary,
 //!   `y(., 0) = 1`, grid spacing `0.01` in both directions (the domain grows with `N`,
-//!   as in the thesis), with central advection (5.2) or the forward differences of the
-//!   thesis code ([`Advection`]); the spectral-radius bound is Gershgorin's, per row.
+//!   as in Jahn), with central advection (5.2) or the forward differences of
+//!   Jahn's code ([`Advection`]); the spectral-radius bound is Gershgorin's, per row.
 
 use std::f64::consts::PI;
 
@@ -29,10 +29,10 @@ use ferrocuda_kernels::rock4::{self as k, RadCoeffs};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Advection {
-    /// Central differences, seed 001 eq. (5.2) (second order).
+    /// Central differences, Jahn (2010) eq. (5.2) (second order).
     #[default]
     Central,
-    /// Forward differences `(y_{i+1} - y_i) / h`, as in the thesis code's `eval_pde`
+    /// Forward differences `(y_{i+1} - y_i) / h`, as in Jahn's code's `eval_pde`
     /// (first order, downwind for positive velocity).
     Forward,
 }
@@ -247,7 +247,7 @@ impl Rhs for Heat2d {
     }
 }
 
-/// Seed 001's problem (5.1): `y_t = nu Laplace(y) - ax y_x1 - ay y_x2 + mu (y - y^3)` on
+/// Jahn's (2010) problem (5.1): `y_t = nu Laplace(y) - ax y_x1 - ay y_x2 + mu (y - y^3)` on
 /// `n x n` interior points of spacing `h` (thesis: `nu = 0.1`, `ax = ay = 1`, `mu = 10`,
 /// `h = 0.01`), `y = 0` on the boundary, `y(., 0) = 1`.
 #[derive(Debug, Clone)]
@@ -262,7 +262,7 @@ pub struct ReactionAdvectionDiffusion {
 }
 
 impl ReactionAdvectionDiffusion {
-    /// The thesis's setup on `n x n` points with the given advection scheme.
+    /// Jahn's setup on `n x n` points with the given advection scheme.
     /// Errors: `n == 0`.
     pub fn thesis(n: usize, advection: Advection) -> Result<Self> {
         Self::new(n, 0.01, 0.1, (1.0, 1.0), 10.0, advection)
@@ -344,7 +344,7 @@ impl ReactionAdvectionDiffusion {
         vec![1.0; self.n * self.n]
     }
     /// The Gershgorin bound `max_i |J_ii| + sum_{j != i} |J_ij|` at `y` (full stencil in
-    /// every row); for [`Advection::Forward`] the thesis's `rho()` with its dropped
+    /// every row); for [`Advection::Forward`] Jahn's `rho()` with its dropped
     /// `|nu / hy^2|` term restored.
     pub fn gershgorin(&self, y: &[f64]) -> f64 {
         let p = self.stencil.coeffs;

@@ -331,8 +331,10 @@ where
     }
 }
 
-/// Lengths of `x` and `y`, and `x` and the matrix on the device of `y`.
-pub(crate) fn check_operands<V>(
+/// Lengths of `x` and `y`, and `x` and the matrix on the device of `y`. Public for
+/// `ferrocuda-repro`'s SpMV variants, which check their operands the same way.
+#[doc(hidden)]
+pub fn check_operands<V>(
     op: &'static str,
     n_rows: usize,
     n_cols: usize,

@@ -91,7 +91,6 @@ pub mod csr;
 pub mod ell;
 pub mod generate;
 pub mod gpu;
-pub mod gpu_thesis;
 pub mod interop;
 pub mod mm;
 mod pattern;
@@ -398,8 +397,9 @@ pub(crate) fn check_index_range(op: &'static str, what: &str, n: usize) -> Resul
     }
 }
 
-/// `Err(DimensionMismatch)` unless `found == expected`.
-pub(crate) fn check_len(
+/// `Err(DimensionMismatch)` unless `found == expected`. Public for `ferrocuda-repro`.
+#[doc(hidden)]
+pub fn check_len(
     op: &'static str,
     what: &'static str,
     expected: usize,

@@ -36,6 +36,20 @@ pub fn gpu_or_skip(test: &str) -> Option<Gpu> {
     }
 }
 
+/// Registers every PTX module the build made, the reproduction module
+/// (`ferrocuda_kernels::repro`) included, which in a program only `ferrocuda-repro`
+/// registers: for the tests that check or load every declared kernel.
+pub fn register_all_modules() {
+    ferrocuda::gpu::register_modules();
+    ferrocuda::gpu::register_module(
+        "ferrocuda_kernels::repro",
+        ferrocuda::gpu::ModuleImage {
+            ptx: ferrocuda::kernels::repro::PTX,
+            fatbin: ferrocuda::kernels::repro::FATBIN,
+        },
+    );
+}
+
 /// Held by every test while it works at size 2^27, so that at most one huge case (a few
 /// GiB of host memory) runs at a time. A panicking holder does not poison it for others.
 pub static LARGE: Mutex<()> = Mutex::new(());

@@ -37,6 +37,38 @@ pub fn run(args: &[&str]) -> std::process::Output {
     ferrocuda().args(args).output().expect("run ferrocuda")
 }
 
+/// `ferrocuda command... args...`, which must succeed; its output.
+pub fn run_ok(command: &[&str], args: &[&str]) -> std::process::Output {
+    let out = run(&[command, args].concat());
+    assert!(
+        out.status.success(),
+        "{command:?} {args:?}: {}",
+        stderr(&out)
+    );
+    out
+}
+
+/// The report of `ferrocuda command... args... --json`, which must succeed.
+pub fn json(command: &[&str], args: &[&str]) -> serde_json::Value {
+    let out = run_ok(command, &[args, &["--json"]].concat());
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+/// `ferrocuda command... args...`, which must fail with nothing on stdout; its stderr.
+pub fn run_fails(command: &[&str], args: &[&str]) -> String {
+    let out = run(&[command, args].concat());
+    let err = stderr(&out);
+    assert!(
+        !out.status.success(),
+        "{command:?} {args:?} succeeded: {err}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{command:?} {args:?} printed to stdout"
+    );
+    err
+}
+
 /// `ferrocuda args...` under `ulimit -v kib` (the address space a process may use).
 pub fn run_limited(kib: u64, args: &[&str]) -> std::process::Output {
     let bin = ferrocuda().get_program().to_os_string();
@@ -92,6 +124,27 @@ pub fn small_system(dir: &std::path::Path) -> (std::path::PathBuf, std::path::Pa
     )
     .unwrap();
     (a, x)
+}
+
+/// [`small_system`] in a fresh [`scratch`] folder: the folder, then the paths of `A.mtx`,
+/// `x.mtx` and an output `out` in it, as text for argument lists.
+pub fn small_system_args(test: &str, out: &str) -> (std::path::PathBuf, String, String, String) {
+    let d = scratch(test);
+    let (a, x) = small_system(&d);
+    let out = d.join(out).display().to_string();
+    (d, a.display().to_string(), x.display().to_string(), out)
+}
+
+/// `ferrocuda solve` of [`small_system`] in a fresh [`scratch`] folder (the output
+/// `z.mtx` there) with `options`; the folder and the run's output.
+pub fn solve_small(test: &str, options: &[&str]) -> (std::path::PathBuf, std::process::Output) {
+    let (d, a, x, out) = small_system_args(test, "z.mtx");
+    let r = run(&[
+        &["solve", "--matrix", &a, "--rhs", &x, "--out", &out],
+        options,
+    ]
+    .concat());
+    (d, r)
 }
 
 /// Writes `text` to `dir/name`; returns the path as text (for argument lists).

@@ -1,0 +1,328 @@
+//! GMRES on the GPU: the same systems as the CPU tests against nalgebra's dense LU, the
+//! GPU against the CPU twin on the TRACE-like case (SBELL operator), and the errors.
+
+use crate::common;
+
+use common::gpu_or_skip;
+use common::krylov::{dense_solve, nonsymmetric, rel_err, singular_cases, true_residual};
+use common::random_vec;
+use ferrocuda::Complex;
+use ferrocuda::blas1::Element;
+use ferrocuda::gpu::Gpu;
+use ferrocuda::krylov::gpu::{self as kgpu, KrylovElement};
+use ferrocuda::krylov::precond::PrecondKernels;
+use ferrocuda::krylov::{
+    BlockJacobi, DeviceBlockJacobi, DeviceLinOp, GmresOptions, LinOp, Orthogonalization,
+    StopReason, cpu,
+};
+use ferrocuda::sparse::generate::{self, TraceSpec};
+use ferrocuda::sparse::gpu::SpmvKernels;
+use ferrocuda::sparse::gpu::{DeviceBcsr, DeviceSbell};
+use ferrocuda::sparse::{Bcsr, BlockFit, BlockLayout, Csr, MatrixScalar, Sbell};
+
+fn solves_against_dense<A, V>(gpu: &Gpu, name: &str, n: usize, restart: usize, rtol: f64, tol: f64)
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: KrylovElement,
+{
+    let coo = nonsymmetric::<A>(n, 7 + n as u64);
+    let csr = Csr::from(&coo);
+    let bcsr = Bcsr::from_csr(&csr, 1, BlockLayout::RowMajor, BlockFit::Exact).expect("bcsr");
+    let a = DeviceBcsr::upload(gpu, &bcsr).expect("upload");
+    let b: Vec<V> = random_vec(n, 11);
+    let want = dense_solve(&coo, &b);
+    let db = gpu.upload(&b).expect("upload b");
+    for orth in [Orthogonalization::Cgs2, Orthogonalization::Mgs] {
+        let opts = GmresOptions::default()
+            .restart(restart)
+            .rtol(rtol)
+            .orthogonalization(orth);
+        let mut x = gpu.alloc_zeroed::<V>(n).expect("x");
+        let r = kgpu::gmres(&a, None, &db, &mut x, &opts).expect("gmres");
+        assert!(r.converged, "{name} {orth:?}: {r:?}");
+        assert!(
+            r.relative_residual <= rtol,
+            "{name} {orth:?}: {}",
+            r.relative_residual
+        );
+        let e = rel_err(&x.download().expect("x"), &want);
+        assert!(
+            e <= tol,
+            "{name} {orth:?} m={restart}: error {e:e} against the dense LU"
+        );
+    }
+}
+
+#[test]
+fn gmres_gpu_matches_dense_lu() {
+    let Some(gpu) = gpu_or_skip("gmres_gpu_matches_dense_lu") else {
+        return;
+    };
+    for (n, m) in [(1, 5), (2, 1), (50, 60), (50, 10), (257, 30), (257, 5)] {
+        solves_against_dense::<f64, f64>(&gpu, &format!("f64 n={n}"), n, m, 1e-10, 1e-8);
+        solves_against_dense::<Complex<f64>, Complex<f64>>(
+            &gpu,
+            &format!("c64 n={n}"),
+            n,
+            m,
+            1e-10,
+            1e-8,
+        );
+        solves_against_dense::<f64, Complex<f64>>(
+            &gpu,
+            &format!("f64 x c64 n={n}"),
+            n,
+            m,
+            1e-10,
+            1e-8,
+        );
+        solves_against_dense::<f32, f32>(&gpu, &format!("f32 n={n}"), n, m, 1e-5, 1e-4);
+        solves_against_dense::<Complex<f32>, Complex<f32>>(
+            &gpu,
+            &format!("c32 n={n}"),
+            n,
+            m,
+            1e-5,
+            1e-4,
+        );
+    }
+}
+
+/// A preconditioner's name with its CPU and GPU operators.
+type Pair<'a, V> = (
+    &'a str,
+    Option<&'a dyn LinOp<V>>,
+    Option<&'a dyn DeviceLinOp<V>>,
+);
+
+fn gpu_matches_cpu_on_trace_case<A, V>(gpu: &Gpu, name: &str, rtol: f64)
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V> + PrecondKernels<V> + PrecondKernels<A>,
+    V: KrylovElement,
+{
+    let spec = TraceSpec::new(6, 5, 4, 3).seed(5);
+    let a = generate::trace_like::<A>(&spec).expect("case");
+    let s = Sbell::from_bcsr(&a).expect("sbell");
+    let da = DeviceSbell::upload(gpu, &s).expect("upload");
+    // b = A x_true: in the range of A (ghost rows are empty, so b is zero there).
+    let xt: Vec<V> = random_vec(a.n_cols(), 3);
+    let mut b = vec![V::ZERO; a.n_rows()];
+    ferrocuda::sparse::cpu::spmv_bcsr(V::ONE, &a, &xt, V::ZERO, &mut b).expect("spmv");
+    let db = gpu.upload(&b).expect("b");
+    let (cpu_point, cpu_block) = (
+        BlockJacobi::point(&a).expect("point"),
+        BlockJacobi::new(&a).expect("block"),
+    );
+    let (gpu_point, gpu_block) = (
+        DeviceBlockJacobi::point(gpu, &a).expect("point"),
+        DeviceBlockJacobi::new(gpu, &a).expect("block"),
+    );
+    let preconds: [Pair<V>; 3] = [
+        ("none", None, None),
+        ("point Jacobi", Some(&cpu_point), Some(&gpu_point)),
+        ("block Jacobi", Some(&cpu_block), Some(&gpu_block)),
+    ];
+    for ((precond, cm, gm), orth) in preconds
+        .into_iter()
+        .flat_map(|p| [(p, Orthogonalization::Cgs2), (p, Orthogonalization::Mgs)])
+    {
+        let name = format!("{name} {precond}");
+        let opts = GmresOptions::default()
+            .restart(20)
+            .rtol(rtol)
+            .orthogonalization(orth);
+        let mut xc = vec![V::ZERO; a.n_cols()];
+        let rc = cpu::gmres(&s, cm, &b, &mut xc, &opts).expect("cpu gmres");
+        let mut xg = gpu.alloc_zeroed::<V>(a.n_cols()).expect("x");
+        let rg = kgpu::gmres(&da, gm, &db, &mut xg, &opts).expect("gpu gmres");
+        assert!(
+            rc.converged && rg.converged,
+            "{name} {orth:?}: cpu {rc:?} gpu {rg:?}"
+        );
+        assert!(
+            rg.iterations.abs_diff(rc.iterations) <= 2,
+            "{name} {orth:?}: gpu {} iterations, cpu {}",
+            rg.iterations,
+            rc.iterations
+        );
+        assert!(
+            rg.relative_residual <= rtol,
+            "{name} {orth:?}: {}",
+            rg.relative_residual
+        );
+        // The estimates of the first steps agree closely (same algorithm, different
+        // summation trees).
+        for (i, (g, c)) in rg.history.iter().zip(&rc.history).take(5).enumerate() {
+            assert!(
+                (g - c).abs() <= 1e-3 * c,
+                "{name} {orth:?} step {i}: gpu {g} cpu {c}"
+            );
+        }
+    }
+}
+
+#[test]
+fn gmres_gpu_matches_cpu_on_the_trace_like_case() {
+    let Some(gpu) = gpu_or_skip("gmres_gpu_matches_cpu_on_the_trace_like_case") else {
+        return;
+    };
+    gpu_matches_cpu_on_trace_case::<f64, f64>(&gpu, "f64", 1e-9);
+    gpu_matches_cpu_on_trace_case::<Complex<f64>, Complex<f64>>(&gpu, "c64", 1e-9);
+    gpu_matches_cpu_on_trace_case::<Complex<f32>, Complex<f32>>(&gpu, "c32", 1e-4);
+    gpu_matches_cpu_on_trace_case::<f32, Complex<f32>>(&gpu, "f32 x c32", 1e-4);
+}
+
+#[test]
+fn gmres_gpu_behaviour_on_special_and_bad_input() {
+    let Some(gpu) = gpu_or_skip("gmres_gpu_behaviour_on_special_and_bad_input") else {
+        return;
+    };
+    let n = 64;
+    let coo = nonsymmetric::<f64>(n, 9);
+    let bcsr =
+        Bcsr::from_csr(&Csr::from(&coo), 1, BlockLayout::RowMajor, BlockFit::Exact).expect("bcsr");
+    let a = DeviceBcsr::upload(&gpu, &bcsr).expect("upload");
+    let opts = GmresOptions::default();
+    // Zero b: x = 0.
+    let zero = gpu.upload(&vec![0.0; n]).expect("b");
+    let mut x = gpu.upload(&vec![1.5; n]).expect("x");
+    let r = kgpu::gmres(&a, None, &zero, &mut x, &opts).expect("gmres");
+    assert_eq!(r.reason, StopReason::ZeroRhs);
+    assert!(x.download().expect("x").iter().all(|&v| v == 0.0));
+    // NaN in b: an error, x unchanged.
+    let mut b: Vec<f64> = random_vec(n, 1);
+    b[5] = f64::NAN;
+    let db = gpu.upload(&b).expect("b");
+    let mut x = gpu.upload(&vec![0.25; n]).expect("x");
+    let e = kgpu::gmres(&a, None, &db, &mut x, &opts).unwrap_err();
+    assert!(e.to_string().contains("NaN"), "{e}");
+    assert!(x.download().expect("x").iter().all(|&v| v == 0.25));
+    // Dimension mismatch.
+    let db = gpu.upload(&random_vec::<f64>(n, 1)).expect("b");
+    let mut short = gpu.alloc_zeroed::<f64>(n - 1).expect("x");
+    assert!(kgpu::gmres(&a, None, &db, &mut short, &opts).is_err());
+    // Non-convergence is a result.
+    let mut x = gpu.alloc_zeroed::<f64>(n).expect("x");
+    let r =
+        kgpu::gmres(&a, None, &db, &mut x, &opts.clone().max_iter(3).rtol(1e-14)).expect("gmres");
+    assert!(!r.converged);
+    assert_eq!(r.reason, StopReason::MaxIterations);
+    assert_eq!(r.iterations, 3);
+    // A workspace beyond the device's memory: an error naming restart, n and the bytes,
+    // refused before allocating; x unchanged.
+    for restart in [usize::MAX, 1 << 40] {
+        let opts = GmresOptions::default()
+            .restart(restart)
+            .max_iter(usize::MAX);
+        let mut x = gpu.upload(&vec![0.5; n]).expect("x");
+        let e = kgpu::gmres(&a, None, &db, &mut x, &opts).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            matches!(e, ferrocuda::Error::OutOfDeviceMemory { .. })
+                && msg.contains(&format!("restart = {restart}"))
+                && msg.contains("n = 64"),
+            "{msg}"
+        );
+        assert!(x.download().expect("x").iter().all(|&v| v == 0.5));
+    }
+}
+
+/// On singular, inconsistent systems the GPU takes the CPU twin's decisions: the same
+/// reason (stagnation or divergence), about the same number of steps, the best iterate
+/// kept, never worse than `x0`, and the true residual of what it returns.
+#[test]
+fn gmres_gpu_on_singular_systems_matches_the_cpu_reason_and_keeps_the_best_iterate() {
+    let Some(gpu) = gpu_or_skip("gmres_gpu_on_singular_systems_matches_the_cpu_reason") else {
+        return;
+    };
+    let n = 60;
+    let b: Vec<f64> = random_vec(n, 5);
+    let db = gpu.upload(&b).expect("b");
+    for (name, coo) in singular_cases::<f64>(n, 3) {
+        let bcsr = Bcsr::from_csr(&Csr::from(&coo), 1, BlockLayout::RowMajor, BlockFit::Exact)
+            .expect("bcsr");
+        let a = DeviceBcsr::upload(&gpu, &bcsr).expect("upload");
+        for m in [5, 30] {
+            let opts = GmresOptions::default().restart(m).max_iter(5000);
+            let mut want = vec![0.0; n];
+            let c = cpu::gmres(&coo, None, &b, &mut want, &opts).expect("cpu");
+            let mut x = gpu.upload(&vec![0.0; n]).expect("x0");
+            let r = kgpu::gmres(&a, None, &db, &mut x, &opts).expect("gpu");
+            let case = format!("{name} m={m}");
+            assert!(!r.converged, "{case}: {r:?}");
+            assert_eq!(r.reason, c.reason, "{case}: cpu {c:?}");
+            assert!(r.iterations.abs_diff(c.iterations) <= 2 * m, "{case}");
+            assert!(r.residual <= r.initial_residual, "{case}: {r:?}");
+            let x = x.download().expect("x");
+            let (got, scale) = true_residual(&coo, &b, &x);
+            assert!(
+                (got - r.residual).abs() <= 1e-10 * r.rhs_norm + 1e-13 * scale,
+                "{case}: report {:e}, |b - A x| = {got:e}",
+                r.residual
+            );
+        }
+    }
+}
+
+/// The problem-level solve on the GPU ([`ferrocuda::krylov::DeviceSolver`]) against its
+/// CPU twin ([`ferrocuda::krylov::Solver`]): same padding and preconditioner, the format
+/// the GPU's `Format::Auto` rules name, and both solutions within GMRES's tolerance of
+/// the dense LU.
+fn device_solver_case<T>(gpu: &Gpu, name: &str, tol: f64)
+where
+    T: KrylovElement + MatrixScalar<T> + SpmvKernels<T> + PrecondKernels<T>,
+{
+    use common::krylov::{solve_cases, solve_system};
+    use ferrocuda::krylov::{DeviceSolver, Solver};
+    use ferrocuda::sparse::{Format, FormatOptions, Matrix, Target};
+    let (a, b, want) = solve_system::<T>();
+    let n = a.n_rows();
+    let formats = [
+        (Format::Auto, Some(5)),
+        (Format::Sbell, Some(5)),
+        (Format::Auto, None),
+    ];
+    for (case, opts) in solve_cases(&formats) {
+        let (format, bs) = (opts.format, opts.block_size);
+        let case = format!("{name} {case}");
+        let ds =
+            DeviceSolver::upload(gpu, &a, &opts).unwrap_or_else(|e| panic!("{case}: upload: {e}"));
+        let sol = ds.solve(&b, None).unwrap_or_else(|e| panic!("{case}: {e}"));
+        let cpu_sol = Solver::new(&a, &opts)
+            .and_then(|s| s.solve(&b, None))
+            .unwrap_or_else(|e| panic!("{case}: cpu: {e}"));
+        let (r, c) = (&sol.report, &cpu_sol.report);
+        assert!(r.gmres.converged, "{case}: {r:?}");
+        assert_eq!(r.device, Target::Gpu, "{case}");
+        assert_eq!(
+            (r.n, r.n_padded, r.precond_block_size, sol.x.len()),
+            (c.n, c.n_padded, c.precond_block_size, n),
+            "{case}"
+        );
+        // The GPU's choice for the padded matrix, as the host computes it.
+        let padded = if r.n_padded == n {
+            a.clone()
+        } else {
+            a.pad_identity(r.n_padded).expect("pad")
+        };
+        let fopts = match bs {
+            Some(bs) => FormatOptions::default().block_size(bs),
+            None => FormatOptions::default(),
+        };
+        let host = Matrix::with_options(&padded, format, Target::Gpu, &fopts).expect("choice");
+        assert_eq!(&r.format, host.choice(), "{case}");
+        for (which, x) in [("gpu", &sol.x), ("cpu", &cpu_sol.x)] {
+            let e = rel_err(x, &want);
+            assert!(e <= tol, "{case} {which}: error {e:e} against the dense LU");
+        }
+    }
+}
+
+#[test]
+fn device_solver_matches_cpu_solver_and_dense_lu() {
+    let Some(gpu) = gpu_or_skip("device_solver_matches_cpu_solver_and_dense_lu") else {
+        return;
+    };
+    device_solver_case::<f64>(&gpu, "f64", 1e-9);
+    device_solver_case::<Complex<f64>>(&gpu, "c64", 1e-9);
+}

@@ -1,0 +1,193 @@
+//! Multigrid on the GPU against the CPU twin: the deterministic smoothers give the same
+//! iterates bit for bit (f32 and f64, bases 2, 3, 4, 6, V, W and FMG cycles), the norms
+//! agree to rounding (different summation orders), ABL and SBL reach the discretisation
+//! error in f32 and f64, the racy SBL converges, and bad input is an error. Each test
+//! skips visibly without a GPU (`FERROCUDA_REQUIRE_GPU=1` turns that into a failure).
+
+use crate::common;
+
+use common::gpu_or_skip;
+use ferrocuda::Error;
+use ferrocuda::gpu::Gpu;
+use ferrocuda::multigrid::{Cycle, MgOptions, MgReal, MgReport, Smoother, Stop, cpu, gpu};
+
+fn both<T: MgReal>(g: &Gpu, opts: &MgOptions) -> ((Vec<T>, MgReport), (Vec<T>, MgReport)) {
+    let c = cpu::solve::<T>(opts).unwrap_or_else(|e| panic!("cpu {opts:?}: {e}"));
+    let d = gpu::solve::<T>(g, opts).unwrap_or_else(|e| panic!("gpu {opts:?}: {e}"));
+    (c, d)
+}
+
+fn rel(a: f64, b: f64) -> f64 {
+    (a - b).abs() / a.abs().max(b.abs()).max(1e-300)
+}
+
+fn check_same<T: MgReal>(g: &Gpu, opts: &MgOptions) {
+    let ((uc, rc), (ug, rg)) = both::<T>(g, opts);
+    let name = format!(
+        "{} n = {} b = {} {:?} {:?}",
+        rc.precision, opts.n, opts.base, opts.smoother, opts.cycle
+    );
+    let differ = uc.iter().zip(&ug).filter(|(a, b)| a != b).count();
+    assert_eq!(differ, 0, "{name}: {differ} of {} values differ", uc.len());
+    for c in 0..rc.residual_norm.len() {
+        for (what, a, b) in [
+            ("residual", rc.residual_norm[c], rg.residual_norm[c]),
+            ("error", rc.error_norm[c], rg.error_norm[c]),
+            (
+                "algebraic",
+                rc.algebraic_error_norm[c],
+                rg.algebraic_error_norm[c],
+            ),
+        ] {
+            assert!(
+                rel(a, b) < 1e-10,
+                "{name} cycle {}: {what} {a} vs {b}",
+                c + 1
+            );
+        }
+    }
+    eprintln!(
+        "{name}: identical, ||r|| {:.3e}",
+        rg.residual_norm.last().unwrap()
+    );
+}
+
+#[test]
+fn gpu_matches_cpu_bit_for_bit() {
+    let Some(g) = gpu_or_skip("gpu_matches_cpu_bit_for_bit") else {
+        return;
+    };
+    for smoother in [
+        Smoother::Abl,
+        Smoother::Sbl,
+        Smoother::Jacobi,
+        Smoother::Rbgs,
+    ] {
+        for (n, b) in [(33, 2), (28, 3), (65, 4), (37, 6)] {
+            let opts = MgOptions::new(n, b).smoother(smoother).cycles(2);
+            check_same::<f32>(&g, &opts);
+            check_same::<f64>(&g, &opts);
+        }
+    }
+    for cycle in [Cycle::W, Cycle::Fmg] {
+        let opts = MgOptions::new(65, 2).cycle(cycle).cycles(2).smoothing(2, 1);
+        check_same::<f32>(&g, &opts);
+        check_same::<f64>(&g, &opts);
+    }
+    // Block edges other than the base, damping, and edge 5.
+    check_same::<f32>(&g, &MgOptions::new(65, 4).block(2).cycles(2));
+    check_same::<f64>(&g, &MgOptions::new(65, 2).block(5).omega(0.9).cycles(2));
+    // Every kernel that keeps the block's right-hand side in shared memory (edge 4 in
+    // f64, edges 5 and 6), at full and cut blocks, red-black and all-block sweeps.
+    for smoother in [Smoother::Abl, Smoother::Sbl] {
+        for s in [4, 5, 6] {
+            let opts = MgOptions::new(65, 2).smoother(smoother).block(s).cycles(2);
+            check_same::<f32>(&g, &opts);
+            check_same::<f64>(&g, &opts);
+        }
+    }
+}
+
+/// Solves with `opts` in f32 and f64 on the GPU: each must reach the discretisation
+/// error (the final error within 11 % of it). Returns each report with its cycle count.
+fn reach_discretisation(g: &Gpu, opts: &MgOptions, what: &str) -> [(MgReport, usize); 2] {
+    [
+        gpu::solve::<f32>(g, opts).expect("f32").1,
+        gpu::solve::<f64>(g, opts).expect("f64").1,
+    ]
+    .map(|r| {
+        let c = r.cycles_to_discretisation.unwrap_or_else(|| {
+            panic!(
+                "{} {what}: not reached: {:?} (discretisation {:.3e})",
+                r.precision, r.algebraic_error_norm, r.discretisation_error
+            )
+        });
+        let e = *r.error_norm.last().unwrap();
+        assert!((e / r.discretisation_error - 1.0).abs() < 0.11, "{r:?}");
+        (r, c)
+    })
+}
+
+#[test]
+fn gpu_reaches_the_discretisation_error_on_513() {
+    let Some(g) = gpu_or_skip("gpu_reaches_the_discretisation_error_on_513") else {
+        return;
+    };
+    // The f32 floor matters most on fine grids (the discretisation error is 1.1e-6 here):
+    // ABL and SBL reach it in f32 and f64, V-cycles and FMG.
+    for smoother in [Smoother::Abl, Smoother::Sbl] {
+        for cycle in [Cycle::V, Cycle::Fmg] {
+            let opts = MgOptions::new(513, 2)
+                .smoother(smoother)
+                .cycle(cycle)
+                .cycles(10)
+                .stop(Stop::Discretisation);
+            for (r, c) in reach_discretisation(&g, &opts, &format!("513 {smoother:?} {cycle:?}")) {
+                eprintln!("{} 513 {smoother:?} {cycle:?}: {c} cycles", r.precision);
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_reaches_the_discretisation_error() {
+    let Some(g) = gpu_or_skip("gpu_reaches_the_discretisation_error") else {
+        return;
+    };
+    for smoother in [Smoother::Abl, Smoother::Sbl] {
+        for (n, b) in [(129, 2), (257, 4), (217, 6)] {
+            let opts = MgOptions::new(n, b)
+                .smoother(smoother)
+                .cycles(8)
+                .stop(Stop::Discretisation);
+            for (r, c) in reach_discretisation(&g, &opts, &format!("{n} {b} {smoother:?}")) {
+                eprintln!(
+                    "{} {n} {b} {smoother:?}: {c} cycles, {:.4} s",
+                    r.precision,
+                    r.seconds_to_discretisation.unwrap()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn racy_sbl_converges_on_the_gpu() {
+    let Some(g) = gpu_or_skip("racy_sbl_converges_on_the_gpu") else {
+        return;
+    };
+    let opts = MgOptions::new(129, 2)
+        .smoother(Smoother::SblRacy)
+        .cycles(8)
+        .stop(Stop::Discretisation);
+    let r = gpu::solve::<f32>(&g, &opts).expect("racy").1;
+    assert!(
+        r.cycles_to_discretisation.is_some(),
+        "{:?}",
+        r.algebraic_error_norm
+    );
+}
+
+#[test]
+fn gpu_bad_input() {
+    let Some(g) = gpu_or_skip("gpu_bad_input") else {
+        return;
+    };
+    let msg = |o: MgOptions| match gpu::solve::<f32>(&g, &o) {
+        Err(Error::InvalidArgument { reason, .. }) => reason,
+        other => panic!(
+            "{o:?}: expected InvalidArgument, got {:?}",
+            other.map(|r| r.1)
+        ),
+    };
+    assert!(msg(MgOptions::new(65, 8)).contains("block edge 8"));
+    assert!(msg(MgOptions::new(100, 2)).contains("n = 100"));
+    let m = msg(MgOptions::new(4097, 2));
+    assert!(
+        m.contains("n = 4097") && m.contains("free GPU memory"),
+        "{m}"
+    );
+    // The device still works after the refusals.
+    let r = gpu::solve::<f32>(&g, &MgOptions::new(17, 2).cycles(2)).expect("small");
+    assert!(r.1.residual_norm[1] < r.1.residual_norm[0]);
+}
