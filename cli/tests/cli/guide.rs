@@ -82,3 +82,52 @@ fn the_guides_shell_blocks_run_as_written() {
         assert!((ax - b).abs() < 1e-6, "row {i}: (A x)_i = {ax}, b_i = {b}");
     }
 }
+
+/// The guide's `console` blocks (what needs a clean clone, a GPU machine or MPI) are not
+/// run here but by CI, as written: every command line of them is a step of
+/// `.github/workflows/ci.yml` or of `.ci/run` (which its CPU job runs), except the clone
+/// (CI's checkout). Editing either without the other fails here.
+#[test]
+fn the_guides_console_blocks_are_ci_steps() {
+    const GUIDE: &str = include_str!("../../../docs/guide.md");
+    const WORKFLOW: &str = include_str!("../../../.github/workflows/ci.yml");
+    const CI_RUN: &str = include_str!("../../../.ci/run");
+    let ci_lines: Vec<&str> = WORKFLOW
+        .lines()
+        .chain(CI_RUN.lines())
+        .map(|l| l.trim().trim_start_matches("run: ").trim())
+        .collect();
+    let mut in_console = false;
+    let mut commands = 0;
+    for (number, line) in GUIDE.lines().enumerate() {
+        match (in_console, line.trim_end()) {
+            (false, "```console") => in_console = true,
+            (true, "```") => in_console = false,
+            (true, l) => {
+                // A trailing `# ...` is the guide's comment, not part of the command.
+                let command = l.split("  #").next().unwrap_or("").trim();
+                if command.is_empty() || command.starts_with('#') {
+                    continue;
+                }
+                if command.starts_with("git clone ") {
+                    continue;
+                }
+                // `cd ferrocuda` after the clone is the checkout's folder too.
+                let command = command.trim_end_matches(" && cd ferrocuda");
+                commands += 1;
+                assert!(
+                    ci_lines.contains(&command),
+                    "docs/guide.md line {}: `{command}` is not a step of .github/workflows/ci.yml \
+                     or .ci/run, so nothing runs it",
+                    number + 1
+                );
+            }
+            (false, _) => {}
+        }
+    }
+    assert!(!in_console, "docs/guide.md: a console block is not closed");
+    assert!(
+        commands >= 8,
+        "docs/guide.md: only {commands} console commands found (the parser lost them?)"
+    );
+}
