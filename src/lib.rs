@@ -103,6 +103,18 @@
 //! returns an error for which [`Error::is_no_device`] is true.
 #![deny(missing_docs)]
 
+/// Builder methods of option structs, `fn field(mut self, field: T) -> Self` setting one
+/// field, with their docs: `setters! { /// Sets x. x: f64; }` inside an `impl`.
+macro_rules! setters {
+    ($($(#[$attr:meta])* $field:ident: $ty:ty;)*) => {$(
+        $(#[$attr])*
+        pub fn $field(mut self, $field: $ty) -> Self {
+            self.$field = $field;
+            self
+        }
+    )*};
+}
+
 pub mod alloc;
 pub mod blas1;
 pub mod comm;

@@ -418,29 +418,23 @@ impl<'a, T: Pod> DeviceViewMut<'a, T> {
     }
 }
 
-impl<T> DeviceSlice<T> for DeviceView<'_, T> {
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn device_ptr(&self) -> u64 {
-        self.ptr
-    }
-    fn gpu(&self) -> &Gpu {
-        self.gpu
-    }
+// Both views are a (device, address, length) triple taken from a live buffer.
+macro_rules! view_is_a_device_slice {
+    ($($view:ident),*) => {$(
+        impl<T> DeviceSlice<T> for $view<'_, T> {
+            fn len(&self) -> usize {
+                self.len
+            }
+            fn device_ptr(&self) -> u64 {
+                self.ptr
+            }
+            fn gpu(&self) -> &Gpu {
+                self.gpu
+            }
+        }
+    )*};
 }
-
-impl<T> DeviceSlice<T> for DeviceViewMut<'_, T> {
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn device_ptr(&self) -> u64 {
-        self.ptr
-    }
-    fn gpu(&self) -> &Gpu {
-        self.gpu
-    }
-}
+view_is_a_device_slice!(DeviceView, DeviceViewMut);
 impl<T> DeviceSliceMut<T> for DeviceViewMut<'_, T> {}
 
 /// The device and address of `len` elements of `s` from `offset` on, the device bound

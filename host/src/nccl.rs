@@ -335,43 +335,47 @@ impl NcclComm {
         let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         self.stream.bind()?;
         check("ncclGroupStart", result::group_start())?;
-        let mut queued = Ok(());
-        for (peer, r) in sends {
-            let p = from.device_ptr() + (r.start * size) as u64;
-            // SAFETY: the window lies inside `from` (checked above).
-            queued = check("ncclSend", unsafe {
-                result::send(
-                    p as *const std::ffi::c_void,
-                    r.len() * size,
-                    sys::ncclDataType_t::ncclUint8,
-                    *peer as i32,
-                    self.comm,
-                    raw,
-                )
-            });
-            if queued.is_err() {
-                break;
-            }
-        }
-        if queued.is_ok() {
-            for (peer, r) in recvs {
-                let p = into.device_ptr() + (r.start * size) as u64;
-                // SAFETY: the window lies inside `into` (checked above), held by `&mut`.
-                queued = check("ncclRecv", unsafe {
-                    result::recv(
-                        p as *mut std::ffi::c_void,
-                        r.len() * size,
-                        sys::ncclDataType_t::ncclUint8,
-                        *peer as i32,
-                        self.comm,
-                        raw,
-                    )
-                });
-                if queued.is_err() {
-                    break;
+        // Sends first, then receives, all in one group; the first failed call stops the
+        // queueing. Byte windows: NCCL moves `r.len() * size` bytes at `start * size`.
+        let from_ptr = from.device_ptr();
+        let into_ptr = into.device_ptr();
+        let window = |base: u64, r: &Range<usize>| (base + (r.start * size) as u64, r.len() * size);
+        let queued = sends
+            .iter()
+            .map(|(peer, r)| (true, *peer, window(from_ptr, r)))
+            .chain(
+                recvs
+                    .iter()
+                    .map(|(peer, r)| (false, *peer, window(into_ptr, r))),
+            )
+            .try_for_each(|(send, peer, (p, bytes))| {
+                let (dtype, peer) = (sys::ncclDataType_t::ncclUint8, peer as i32);
+                // SAFETY: each window lies inside its buffer (checked above); `into` is
+                // held by `&mut` for the receives.
+                if send {
+                    check("ncclSend", unsafe {
+                        result::send(
+                            p as *const std::ffi::c_void,
+                            bytes,
+                            dtype,
+                            peer,
+                            self.comm,
+                            raw,
+                        )
+                    })
+                } else {
+                    check("ncclRecv", unsafe {
+                        result::recv(
+                            p as *mut std::ffi::c_void,
+                            bytes,
+                            dtype,
+                            peer,
+                            self.comm,
+                            raw,
+                        )
+                    })
                 }
-            }
-        }
+            });
         // The group is closed even after a failed call (NCCL needs the end).
         let ended = check("ncclGroupEnd", result::group_end());
         Ok(queued.and(ended)?)

@@ -238,20 +238,16 @@ pub(crate) fn run(
         report.cycles += 1;
         let m = opts.restart.min(opts.max_iter - report.iterations);
         let before = report.iterations;
+        let mut cycle = Cycle {
+            target,
+            eps,
+            bnorm,
+            report: &mut report,
+            progress: &mut progress,
+        };
         let (y, stalled_cycle) = match opts.orthogonalization {
-            Orthogonalization::Mgs => mgs_cycle(
-                space,
-                m,
-                beta,
-                target,
-                eps,
-                bnorm,
-                &mut report,
-                &mut progress,
-            )?,
-            Orthogonalization::Cgs2 => {
-                dcgs2_cycle(space, m, target, eps, bnorm, &mut report, &mut progress)?
-            }
+            Orthogonalization::Mgs => mgs_cycle(space, m, beta, &mut cycle)?,
+            Orthogonalization::Cgs2 => dcgs2_cycle(space, m, &mut cycle)?,
         };
         if !y.is_empty() {
             space.update_solution(&y)?;
@@ -282,28 +278,36 @@ fn add_times(acc: &mut [f64; 3], t: [f64; 3]) {
     }
 }
 
-/// Records one Arnoldi step's estimate.
-fn record(report: &mut GmresReport, estimate: f64, bnorm: f64, progress: &mut Progress<'_>) {
-    report.iterations += 1;
-    let rel = estimate / bnorm;
-    report.history.push(rel);
-    if let Some(p) = progress.as_mut() {
-        p(report.iterations, rel);
+/// What a cycle needs besides its space: the stopping rule (absolute residual `target`,
+/// breakdown tolerance `eps`, `|b|` for relative figures) and where each step is recorded.
+struct Cycle<'r, 'p, 'f> {
+    target: f64,
+    eps: f64,
+    bnorm: f64,
+    report: &'r mut GmresReport,
+    progress: &'p mut Progress<'f>,
+}
+
+impl Cycle<'_, '_, '_> {
+    /// Records one Arnoldi step's estimate.
+    fn record(&mut self, estimate: f64) {
+        self.report.iterations += 1;
+        let rel = estimate / self.bnorm;
+        self.report.history.push(rel);
+        if let Some(p) = self.progress.as_mut() {
+            p(self.report.iterations, rel);
+        }
     }
 }
 
 /// One MGS cycle of at most `m` steps; returns `y` and whether the space broke down.
-#[allow(clippy::too_many_arguments)]
 fn mgs_cycle(
     space: &mut dyn Space,
     m: usize,
     beta: f64,
-    target: f64,
-    eps: f64,
-    bnorm: f64,
-    report: &mut GmresReport,
-    progress: &mut Progress<'_>,
+    cycle: &mut Cycle<'_, '_, '_>,
 ) -> Result<(Vec<C>, bool)> {
+    let (target, eps) = (cycle.target, cycle.eps);
     space.scale_first(beta)?;
     let mut ls = LeastSquares::new(beta);
     for k in 0..m {
@@ -312,7 +316,7 @@ fn mgs_cycle(
         let hnorm = col.iter().map(|h| h.norm_sqr()).sum::<f64>().sqrt();
         col.push(C::new(hn, 0.0));
         let est = ls.push(col);
-        record(report, est, bnorm, progress);
+        cycle.record(est);
         if !est.is_finite() {
             break;
         }
@@ -335,12 +339,9 @@ fn mgs_cycle(
 fn dcgs2_cycle(
     space: &mut dyn Space,
     m: usize,
-    target: f64,
-    eps: f64,
-    bnorm: f64,
-    report: &mut GmresReport,
-    progress: &mut Progress<'_>,
+    cycle: &mut Cycle<'_, '_, '_>,
 ) -> Result<(Vec<C>, bool)> {
+    let (target, eps) = (cycle.target, cycle.eps);
     let mut hess: Vec<Vec<C>> = Vec::new(); // finished, unrotated columns
     let mut ls: Option<LeastSquares> = None;
     let mut pending: Vec<C> = Vec::new(); // h'_{k-1}
@@ -362,7 +363,7 @@ fn dcgs2_cycle(
             hess.push(col.clone());
             let lsq = ls.as_mut().expect("set at k = 0");
             let est = lsq.push(col);
-            record(report, est, bnorm, progress);
+            cycle.record(est);
             if est <= target || breakdown || k == m || !est.is_finite() {
                 return Ok((lsq.solve(), breakdown && est > target));
             }

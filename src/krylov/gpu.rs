@@ -19,7 +19,7 @@ use super::cpu::{agree, check_system};
 use super::{DeviceLinOp, GmresOptions, GmresReport};
 use crate::blas1::{Element, gpu as b1};
 use crate::comm::Communicator;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, check_device};
 
 /// Scalar types GMRES runs on the GPU for: `f32`, `f64`, `Complex<f32>`, `Complex<f64>`.
 pub trait KrylovElement: Element<Real: Element + NcclScalar> + KrylovKernels {}
@@ -56,14 +56,7 @@ pub fn gmres_with_progress<V: KrylovElement>(
         .into_iter()
         .chain(m.map(|m| ("the preconditioner", m.gpu())))
     {
-        if !gpu.same_device(other) {
-            return Err(Error::WrongDevice {
-                op: "gmres",
-                what,
-                expected: gpu.ordinal(),
-                found: other.ordinal(),
-            });
-        }
+        check_device("gmres", what, &gpu, other)?;
     }
     // The operator may run on another stream of the device: order it after x and b.
     gpu.wait_for(a.gpu())?;
@@ -105,7 +98,7 @@ pub fn gmres_distributed<V: KrylovElement>(
             .into_iter()
             .chain(m.map(|m| ("the preconditioner", m.gpu())))
         {
-            crate::error::check_device("gmres", what, gpu, other)?;
+            check_device("gmres", what, gpu, other)?;
         }
         gpu.wait_for(a.gpu())?;
         check_finite(b, x)?;

@@ -141,30 +141,17 @@ impl Default for GmresOptions {
 }
 
 impl GmresOptions {
-    /// Sets the restart length.
-    pub fn restart(mut self, m: usize) -> Self {
-        self.restart = m;
-        self
-    }
-    /// Sets the relative tolerance.
-    pub fn rtol(mut self, rtol: f64) -> Self {
-        self.rtol = rtol;
-        self
-    }
-    /// Sets the absolute tolerance.
-    pub fn atol(mut self, atol: f64) -> Self {
-        self.atol = atol;
-        self
-    }
-    /// Sets the iteration limit.
-    pub fn max_iter(mut self, n: usize) -> Self {
-        self.max_iter = n;
-        self
-    }
-    /// Sets the orthogonalisation.
-    pub fn orthogonalization(mut self, o: Orthogonalization) -> Self {
-        self.orthogonalization = o;
-        self
+    setters! {
+        /// Sets the restart length.
+        restart: usize;
+        /// Sets the relative tolerance.
+        rtol: f64;
+        /// Sets the absolute tolerance.
+        atol: f64;
+        /// Sets the iteration limit.
+        max_iter: usize;
+        /// Sets the orthogonalisation.
+        orthogonalization: Orthogonalization;
     }
 
     /// Basis vectors one cycle can use: `min(restart, max_iter) + 1` (a cycle takes at

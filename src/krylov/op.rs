@@ -27,7 +27,7 @@
 use ferrocuda_host::{DeviceSlice, DeviceView, DeviceViewMut, Gpu};
 
 use crate::blas1::Element;
-use crate::error::{Result, check_len};
+use crate::error::{Result, check_device, check_len};
 use crate::sparse::gpu::{
     self as sgpu, DeviceBcsr, DeviceBdia, DeviceBell, DeviceCsr, DeviceEll, DeviceMatrix,
     DeviceSbell, SpmvKernels,
@@ -65,14 +65,7 @@ pub trait DeviceLinOp<V: Element> {
         check_len("DeviceLinOp::apply", "x", self.ncols(), x.len())?;
         check_len("DeviceLinOp::apply", "y", self.nrows(), y.len())?;
         for (what, gpu) in [("x", x.gpu()), ("y", y.gpu())] {
-            if !self.gpu().same_device(gpu) {
-                return Err(crate::Error::WrongDevice {
-                    op: "DeviceLinOp::apply",
-                    what,
-                    expected: self.gpu().ordinal(),
-                    found: gpu.ordinal(),
-                });
-            }
+            check_device("DeviceLinOp::apply", what, self.gpu(), gpu)?;
         }
         self.apply_unchecked(x, y)
     }

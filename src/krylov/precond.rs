@@ -72,7 +72,7 @@ use rayon::prelude::*;
 
 use super::op::{DeviceLinOp, LinOp};
 use crate::blas1::Element;
-use crate::error::{Error, Result, check_len};
+use crate::error::{Error, Result, check_device, check_len};
 use crate::sparse::{Bcsr, MatrixScalar};
 
 /// Largest block size of [`BlockJacobi::new`] and [`DeviceBlockJacobi::new`].
@@ -235,6 +235,27 @@ fn apply_chunk[A: Element + MatrixScalar<V>, V: Element](b: usize, inv: &[A], x:
 }
 }
 
+/// The shape accessors of [`BlockJacobi`] and its device twin [`DeviceBlockJacobi`].
+macro_rules! inverse_block_accessors {
+    () => {
+        /// Block size of the inverse blocks (`a.b()` for block Jacobi, 1 for point Jacobi).
+        pub fn b(&self) -> usize {
+            self.b
+        }
+
+        /// Number of inverse blocks (`a.n_block_rows()` for block Jacobi, `a.n_rows()`
+        /// for point Jacobi).
+        pub fn n_block_rows(&self) -> usize {
+            self.n_block_rows
+        }
+
+        /// Rows (= columns) of the operator.
+        pub fn n_rows(&self) -> usize {
+            self.n_block_rows * self.b
+        }
+    };
+}
+
 /// Point or block Jacobi on the CPU: the inverses of the diagonal blocks of a square
 /// [`Bcsr`] matrix, applied with rayon ([module docs](self)).
 #[derive(Debug, Clone, PartialEq)]
@@ -287,21 +308,7 @@ impl<A: Element> BlockJacobi<A> {
         })
     }
 
-    /// Block size of the inverse blocks (`a.b()` for block Jacobi, 1 for point Jacobi).
-    pub fn b(&self) -> usize {
-        self.b
-    }
-
-    /// Number of inverse blocks (`a.n_block_rows()` for block Jacobi, `a.n_rows()` for
-    /// point Jacobi).
-    pub fn n_block_rows(&self) -> usize {
-        self.n_block_rows
-    }
-
-    /// Rows (= columns) of the operator.
-    pub fn n_rows(&self) -> usize {
-        self.n_block_rows * self.b
-    }
+    inverse_block_accessors!();
 
     /// The inverse blocks, `b b` values each, row-major, in block-row order.
     pub fn inverse_blocks(&self) -> &[A] {
@@ -393,20 +400,7 @@ impl<A: Element> DeviceBlockJacobi<A> {
         self.inv.gpu()
     }
 
-    /// Block size of the inverse blocks (1 for point Jacobi).
-    pub fn b(&self) -> usize {
-        self.b
-    }
-
-    /// Number of inverse blocks.
-    pub fn n_block_rows(&self) -> usize {
-        self.n_block_rows
-    }
-
-    /// Rows (= columns) of the operator.
-    pub fn n_rows(&self) -> usize {
-        self.n_block_rows * self.b
-    }
+    inverse_block_accessors!();
 
     /// The inverse blocks on the device, laid out as [`BlockJacobi::inverse_blocks`].
     pub fn inverse_blocks(&self) -> &DeviceBuffer<A> {
@@ -450,14 +444,7 @@ fn block_jacobi_invert<A: Element + InvertKernels>(
     }
     let n = flags.len();
     check_len(op, "blocks (b*b per flag)", n * b * b, blocks.len())?;
-    if !blocks.gpu().same_device(flags.gpu()) {
-        return Err(Error::WrongDevice {
-            op,
-            what: "flags",
-            expected: blocks.gpu().ordinal(),
-            found: flags.gpu().ordinal(),
-        });
-    }
+    check_device(op, "flags", blocks.gpu(), flags.gpu())?;
     if n == 0 {
         return Ok(());
     }
@@ -498,14 +485,7 @@ where
     check_len(op, "x", n, x.len())?;
     check_len(op, "inverse blocks (b*b per block row)", n * b, inv.len())?;
     for (what, gpu) in [("x", x.gpu()), ("inverse blocks", inv.gpu())] {
-        if !y.gpu().same_device(gpu) {
-            return Err(Error::WrongDevice {
-                op,
-                what,
-                expected: y.gpu().ordinal(),
-                found: gpu.ordinal(),
-            });
-        }
+        check_device(op, what, y.gpu(), gpu)?;
     }
     if n == 0 {
         return Ok(());

@@ -91,20 +91,13 @@ pub struct SolveOptions {
 }
 
 impl SolveOptions {
-    /// Sets [`SolveOptions::gmres`].
-    pub fn gmres(mut self, gmres: GmresOptions) -> Self {
-        self.gmres = gmres;
-        self
-    }
-    /// Sets [`SolveOptions::precond`].
-    pub fn precond(mut self, precond: Preconditioner) -> Self {
-        self.precond = precond;
-        self
-    }
-    /// Sets [`SolveOptions::format`].
-    pub fn format(mut self, format: Format) -> Self {
-        self.format = format;
-        self
+    setters! {
+        /// Sets [`SolveOptions::gmres`].
+        gmres: GmresOptions;
+        /// Sets [`SolveOptions::precond`].
+        precond: Preconditioner;
+        /// Sets [`SolveOptions::format`].
+        format: Format;
     }
     /// Sets [`SolveOptions::block_size`].
     pub fn block_size(mut self, b: usize) -> Self {

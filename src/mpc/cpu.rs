@@ -296,20 +296,7 @@ fn forward_differences(
     let traj = trajectory_unchecked(model, x0, u);
     let mut steps = vec![(0.0, 0.0); n + 1];
     steps[0].0 = (0..m).map(|j| stage_cost(&p, 1.0, load_state(x0, j))).sum();
-    {
-        let (mut state, mut pos) = (vec![0.0; m * NX], vec![0.0; 2 * m]);
-        fd_run(
-            model,
-            &p,
-            x0,
-            u,
-            0,
-            None,
-            &mut state,
-            &mut pos,
-            |i, a, b| steps[i] = (a, b),
-        );
-    }
+    fd_run_whole(model, &p, x0, u, |i, a, b| steps[i] = (a, b));
     grad_cost
         .par_iter_mut()
         .zip(grad_constraint.par_iter_mut())
@@ -377,26 +364,27 @@ fn central_differences(
 /// `J` and `g` on one thread.
 fn serial(model: &SwarmModel, x0: &[f64], u: &[f64]) -> Evaluation {
     let p = model.params();
-    let (mut state, mut pos) = (vec![0.0; model.states()], vec![0.0; 2 * model.objects]);
     let mut e = Evaluation {
         cost: (0..model.objects)
             .map(|j| stage_cost(&p, 1.0, load_state(x0, j)))
             .sum(),
         constraint: 0.0,
     };
-    fd_run(
-        model,
-        &p,
-        x0,
-        u,
-        0,
-        None,
-        &mut state,
-        &mut pos,
-        |_, a, b| {
-            e.cost += a;
-            e.constraint += b;
-        },
-    );
+    fd_run_whole(model, &p, x0, u, |_, a, b| {
+        e.cost += a;
+        e.constraint += b;
+    });
     e
+}
+
+/// [`fd_run`] of the whole horizon from `x0`, unperturbed, with its own work arrays.
+fn fd_run_whole(
+    model: &SwarmModel,
+    p: &SwarmParams,
+    x0: &[f64],
+    u: &[f64],
+    out: impl FnMut(usize, f64, f64),
+) {
+    let (mut state, mut pos) = (vec![0.0; model.states()], vec![0.0; 2 * model.objects]);
+    fd_run(model, p, x0, u, 0, None, &mut state, &mut pos, out);
 }

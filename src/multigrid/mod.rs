@@ -234,15 +234,11 @@ impl MgOptions {
             target: 0.1,
         }
     }
-    /// Sets the smoother.
-    pub fn smoother(mut self, s: Smoother) -> Self {
-        self.smoother = s;
-        self
-    }
-    /// Sets the cycle.
-    pub fn cycle(mut self, c: Cycle) -> Self {
-        self.cycle = c;
-        self
+    setters! {
+        /// Sets the smoother.
+        smoother: Smoother;
+        /// Sets the cycle.
+        cycle: Cycle;
     }
     /// Sets `nu1` and `nu2`.
     pub fn smoothing(mut self, nu1: usize, nu2: usize) -> Self {
@@ -265,15 +261,11 @@ impl MgOptions {
         self.omega = Some(w);
         self
     }
-    /// Sets the number of cycles.
-    pub fn cycles(mut self, c: usize) -> Self {
-        self.cycles = c;
-        self
-    }
-    /// Sets the stopping rule.
-    pub fn stop(mut self, s: Stop) -> Self {
-        self.stop = s;
-        self
+    setters! {
+        /// Sets the number of cycles.
+        cycles: usize;
+        /// Sets the stopping rule.
+        stop: Stop;
     }
 
     /// The block edge in use.

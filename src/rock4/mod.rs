@@ -60,7 +60,7 @@ use serde::Serialize;
 
 use ferrocuda_host::{DeviceSlice, DeviceView, DeviceViewMut, Gpu};
 
-use crate::error::{Error, Result, check_len};
+use crate::error::{Error, Result, check_device, check_len};
 
 /// The right-hand side `y' = f(t, y)` of an ODE system on the CPU.
 ///
@@ -218,15 +218,11 @@ impl Default for Rock4Options {
 }
 
 impl Rock4Options {
-    /// Sets the relative tolerance.
-    pub fn rtol(mut self, rtol: f64) -> Self {
-        self.rtol = rtol;
-        self
-    }
-    /// Sets the absolute tolerance.
-    pub fn atol(mut self, atol: f64) -> Self {
-        self.atol = atol;
-        self
+    setters! {
+        /// Sets the relative tolerance.
+        rtol: f64;
+        /// Sets the absolute tolerance.
+        atol: f64;
     }
     /// Sets the initial step.
     pub fn h0(mut self, h0: f64) -> Self {
@@ -239,35 +235,19 @@ impl Rock4Options {
         self.step_control = StepControl::Fixed;
         self
     }
-    /// Sets where the spectral radius comes from.
-    pub fn spectral_radius(mut self, s: SpectralRadius) -> Self {
-        self.spectral_radius = s;
-        self
-    }
-    /// Declares the Jacobian constant (one spectral-radius estimate).
-    pub fn jacobian_constant(mut self, on: bool) -> Self {
-        self.jacobian_constant = on;
-        self
-    }
-    /// Sets the most step attempts.
-    pub fn max_steps(mut self, n: usize) -> Self {
-        self.max_steps = n;
-        self
-    }
-    /// Sets the threads.
-    pub fn threads(mut self, t: Threads) -> Self {
-        self.threads = t;
-        self
-    }
-    /// Sets where the GPU path decides the steps.
-    pub fn controller(mut self, c: Controller) -> Self {
-        self.controller = c;
-        self
-    }
-    /// Sets the attempts per launch of the persistent kernel.
-    pub fn attempts_per_launch(mut self, k: usize) -> Self {
-        self.attempts_per_launch = k;
-        self
+    setters! {
+        /// Sets where the spectral radius comes from.
+        spectral_radius: SpectralRadius;
+        /// Declares the Jacobian constant (one spectral-radius estimate).
+        jacobian_constant: bool;
+        /// Sets the most step attempts.
+        max_steps: usize;
+        /// Sets the threads.
+        threads: Threads;
+        /// Sets where the GPU path decides the steps.
+        controller: Controller;
+        /// Sets the attempts per launch of the persistent kernel.
+        attempts_per_launch: usize;
     }
 }
 
@@ -515,14 +495,7 @@ pub trait DeviceRhs {
         check_len("DeviceRhs::eval", "y", self.dim(), y.len())?;
         check_len("DeviceRhs::eval", "dy", self.dim(), dy.len())?;
         for (what, gpu) in [("y", y.gpu()), ("dy", dy.gpu())] {
-            if !self.gpu().same_device(gpu) {
-                return Err(Error::WrongDevice {
-                    op: "DeviceRhs::eval",
-                    what,
-                    expected: self.gpu().ordinal(),
-                    found: gpu.ordinal(),
-                });
-            }
+            check_device("DeviceRhs::eval", what, self.gpu(), gpu)?;
         }
         self.eval_unchecked(t, y, dy)
     }

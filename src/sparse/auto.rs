@@ -177,15 +177,11 @@ impl FormatOptions {
         self.block_size = Some(b);
         self
     }
-    /// Sets [`FormatOptions::layout`].
-    pub fn layout(mut self, layout: BlockLayout) -> Self {
-        self.layout = layout;
-        self
-    }
-    /// Sets [`FormatOptions::fit`].
-    pub fn fit(mut self, fit: BlockFit) -> Self {
-        self.fit = fit;
-        self
+    setters! {
+        /// Sets [`FormatOptions::layout`].
+        layout: BlockLayout;
+        /// Sets [`FormatOptions::fit`].
+        fit: BlockFit;
     }
 }
 

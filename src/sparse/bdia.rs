@@ -57,25 +57,15 @@ impl Default for BdiaOptions {
 }
 
 impl BdiaOptions {
-    /// Sets [`BdiaOptions::max_diagonals`].
-    pub fn max_diagonals(mut self, n: usize) -> Self {
-        self.max_diagonals = n;
-        self
-    }
-    /// Sets [`BdiaOptions::min_fill`].
-    pub fn min_fill(mut self, f: f64) -> Self {
-        self.min_fill = f;
-        self
-    }
-    /// Sets [`BdiaOptions::drop_empty_rows`].
-    pub fn drop_empty_rows(mut self, d: bool) -> Self {
-        self.drop_empty_rows = d;
-        self
-    }
-    /// Sets [`BdiaOptions::block_row_align`].
-    pub fn block_row_align(mut self, a: usize) -> Self {
-        self.block_row_align = a;
-        self
+    setters! {
+        /// Sets [`BdiaOptions::max_diagonals`].
+        max_diagonals: usize;
+        /// Sets [`BdiaOptions::min_fill`].
+        min_fill: f64;
+        /// Sets [`BdiaOptions::drop_empty_rows`].
+        drop_empty_rows: bool;
+        /// Sets [`BdiaOptions::block_row_align`].
+        block_row_align: usize;
     }
 }
 

@@ -72,24 +72,13 @@ impl<T: Element> Coo<T> {
     /// Appends one triplet. Errors: the position is out of range (the matrix is unchanged).
     pub fn push(&mut self, row: usize, col: usize, value: T) -> Result<(), SparseError> {
         let op = "Coo::push";
-        if row >= self.p.n_rows {
-            return Err(SparseError::IndexOutOfRange {
-                op,
-                what: "row",
-                position: self.p.rows.len(),
-                value: row,
-                bound: self.p.n_rows,
-            });
-        }
-        if col >= self.p.n_cols {
-            return Err(SparseError::IndexOutOfRange {
-                op,
-                what: "col",
-                position: self.p.cols.len(),
-                value: col,
-                bound: self.p.n_cols,
-            });
-        }
+        let position = self.p.rows.len();
+        check_position(
+            op,
+            position,
+            ("row", row, self.p.n_rows),
+            ("col", col, self.p.n_cols),
+        )?;
         // Both fit Index: the dimensions were checked against it.
         self.p.rows.push(row as Index);
         self.p.cols.push(col as Index);
@@ -143,22 +132,31 @@ fn validate<T>(p: &CooParts<T>) -> Result<(), SparseError> {
         p.values.len(),
     )?;
     for (k, (&r, &c)) in p.rows.iter().zip(&p.cols).enumerate() {
-        if r as usize >= p.n_rows {
+        check_position(
+            op,
+            k,
+            ("rows", r as usize, p.n_rows),
+            ("cols", c as usize, p.n_cols),
+        )?;
+    }
+    Ok(())
+}
+
+/// Triplet `position`'s row and column, each `(what, value, bound)`, below their bounds.
+fn check_position(
+    op: &'static str,
+    position: usize,
+    row: (&'static str, usize, usize),
+    col: (&'static str, usize, usize),
+) -> Result<(), SparseError> {
+    for (what, value, bound) in [row, col] {
+        if value >= bound {
             return Err(SparseError::IndexOutOfRange {
                 op,
-                what: "rows",
-                position: k,
-                value: r as usize,
-                bound: p.n_rows,
-            });
-        }
-        if c as usize >= p.n_cols {
-            return Err(SparseError::IndexOutOfRange {
-                op,
-                what: "cols",
-                position: k,
-                value: c as usize,
-                bound: p.n_cols,
+                what,
+                position,
+                value,
+                bound,
             });
         }
     }

@@ -32,20 +32,13 @@ impl Default for EllOptions {
 }
 
 impl EllOptions {
-    /// Sets [`EllOptions::subsection`].
-    pub fn subsection(mut self, s: usize) -> Self {
-        self.subsection = s;
-        self
-    }
-    /// Sets [`EllOptions::row_align`].
-    pub fn row_align(mut self, a: usize) -> Self {
-        self.row_align = a;
-        self
-    }
-    /// Sets [`EllOptions::drop_zeros`].
-    pub fn drop_zeros(mut self, d: bool) -> Self {
-        self.drop_zeros = d;
-        self
+    setters! {
+        /// Sets [`EllOptions::subsection`].
+        subsection: usize;
+        /// Sets [`EllOptions::row_align`].
+        row_align: usize;
+        /// Sets [`EllOptions::drop_zeros`].
+        drop_zeros: bool;
     }
 }
 

@@ -115,15 +115,11 @@ impl TraceSpec {
             seed: 0,
         }
     }
-    /// Sets [`TraceSpec::seed`].
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
-    }
-    /// Sets [`TraceSpec::connect_grid_blocks`].
-    pub fn connect_grid_blocks(mut self, c: bool) -> Self {
-        self.connect_grid_blocks = c;
-        self
+    setters! {
+        /// Sets [`TraceSpec::seed`].
+        seed: u64;
+        /// Sets [`TraceSpec::connect_grid_blocks`].
+        connect_grid_blocks: bool;
     }
     // The counts below saturate at `usize::MAX` (a spec too large for any machine, which
     // `trace_like` refuses) instead of overflowing.

@@ -38,7 +38,7 @@ use super::{
     Bcsr, Bdia, Bell, BlockLayout, BlockShape, Csr, Element, Ell, Format, FormatChoice,
     FormatOptions, Index, Matrix, Sbell, Storage, Target,
 };
-use crate::error::{Error, Result, check_len};
+use crate::error::{Error, Result, check_device, check_len};
 
 /// A [`Csr`] matrix resident on one GPU (same arrays), with the number of threads that
 /// share a row in [`spmv_csr`].
@@ -345,14 +345,7 @@ pub fn check_operands<V>(
     check_len(op, "x", n_cols, x.len())?;
     check_len(op, "y", n_rows, y.len())?;
     for (what, gpu) in [("x", x.gpu()), ("matrix", matrix)] {
-        if !y.gpu().same_device(gpu) {
-            return Err(Error::WrongDevice {
-                op,
-                what,
-                expected: y.gpu().ordinal(),
-                found: gpu.ordinal(),
-            });
-        }
+        check_device(op, what, y.gpu(), gpu)?;
     }
     Ok(())
 }

@@ -507,31 +507,13 @@ pub(crate) fn check_rows_sorted(
     bound: usize,
 ) -> Result<(), SparseError> {
     for w in ptr.windows(2) {
-        let mut prev: Option<Index> = None;
-        for (k, &c) in idx.iter().enumerate().take(w[1]).skip(w[0]) {
-            if c as usize >= bound {
-                return Err(SparseError::IndexOutOfRange {
-                    op,
-                    what,
-                    position: k,
-                    value: c as usize,
-                    bound,
-                });
-            }
-            if let Some(p) = prev
-                && c <= p
-            {
-                return Err(SparseError::InvalidStructure {
-                    op,
-                    what,
-                    position: k,
-                    reason: format!(
-                        "index {c} does not increase over the previous {p} in its row (rows must be sorted, without duplicates)"
-                    ),
-                });
-            }
-            prev = Some(c);
-        }
+        let end = w[1].min(idx.len());
+        let start = w[0].min(end);
+        pattern::check_increasing(op, what, &idx[start..end], start, bound, |c, p| {
+            format!(
+                "index {c} does not increase over the previous {p} in its row (rows must be sorted, without duplicates)"
+            )
+        })?;
     }
     Ok(())
 }

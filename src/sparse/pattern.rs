@@ -135,25 +135,37 @@ pub(crate) fn check_row_list(
     rows: &[Index],
     bound: usize,
 ) -> Result<(), SparseError> {
-    for (s, &r) in rows.iter().enumerate() {
+    check_increasing(op, what, rows, 0, bound, |r, p| {
+        format!("block row {r} does not increase over the previous {p}")
+    })
+}
+
+/// Checks that `list` (positions `first..` of operand `what`) is below `bound` and
+/// strictly increasing; `reason(value, previous)` words the second failure.
+pub(crate) fn check_increasing(
+    op: &'static str,
+    what: &'static str,
+    list: &[Index],
+    first: usize,
+    bound: usize,
+    reason: impl Fn(Index, Index) -> String,
+) -> Result<(), SparseError> {
+    for (s, &r) in list.iter().enumerate() {
         if r as usize >= bound {
             return Err(SparseError::IndexOutOfRange {
                 op,
                 what,
-                position: s,
+                position: first + s,
                 value: r as usize,
                 bound,
             });
         }
-        if s > 0 && r <= rows[s - 1] {
+        if s > 0 && r <= list[s - 1] {
             return Err(SparseError::InvalidStructure {
                 op,
                 what,
-                position: s,
-                reason: format!(
-                    "block row {r} does not increase over the previous {}",
-                    rows[s - 1]
-                ),
+                position: first + s,
+                reason: reason(r, list[s - 1]),
             });
         }
     }

@@ -373,3 +373,42 @@ pub fn assert_out_of_host_memory(e: &ferrocuda::Error, names: &[&str]) {
         "expected an out-of-host-memory error naming {names:?}: {msg}"
     );
 }
+
+/// Calls `f::<A, V>(args)` for every (matrix, vector) scalar pair the library supports:
+/// the four same-type pairs, then real matrices with complex vectors.
+#[allow(unused_macros)]
+macro_rules! each_scalar_pair {
+    ($f:ident($($arg:expr),*)) => {{
+        use ::ferrocuda::Complex;
+        $f::<f32, f32>($($arg),*);
+        $f::<f64, f64>($($arg),*);
+        $f::<Complex<f32>, Complex<f32>>($($arg),*);
+        $f::<Complex<f64>, Complex<f64>>($($arg),*);
+        $f::<f32, Complex<f32>>($($arg),*);
+        $f::<f64, Complex<f64>>($($arg),*);
+    }};
+}
+#[allow(unused_imports)]
+pub(crate) use each_scalar_pair;
+
+/// A row-major BCSR matrix of `b x b` blocks, `n_block_rows x n_block_cols` blocks, from
+/// its arrays; panics (naming the test's mistake) where they are not valid.
+pub fn bcsr<T: Element>(
+    b: usize,
+    (n_block_rows, n_block_cols): (usize, usize),
+    row_ptr: Vec<usize>,
+    col_idx: Vec<ferrocuda::sparse::Index>,
+    values: Vec<T>,
+) -> ferrocuda::sparse::Bcsr<T> {
+    use ferrocuda::sparse::{Bcsr, BcsrParts, BlockLayout};
+    Bcsr::from_parts(BcsrParts {
+        b,
+        layout: BlockLayout::RowMajor,
+        n_block_rows,
+        n_block_cols,
+        row_ptr,
+        col_idx,
+        values,
+    })
+    .unwrap_or_else(|r| panic!("a test built an invalid BCSR matrix: {}", r.error))
+}

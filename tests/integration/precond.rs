@@ -61,17 +61,7 @@ fn random_bcsr<A: Element>(
         }
         row_ptr.push(col_idx.len());
     }
-    Bcsr::from_parts(BcsrParts {
-        b,
-        layout: BlockLayout::RowMajor,
-        n_block_rows: nbr,
-        n_block_cols: nbr,
-        row_ptr,
-        col_idx,
-        values,
-    })
-    .expect("valid BCSR")
-    .with_layout(layout)
+    common::bcsr(b, (nbr, nbr), row_ptr, col_idx, values).with_layout(layout)
 }
 
 /// The diagonal block of block row `i` of `a`, row-major, widened (`None`: not stored).
@@ -221,12 +211,7 @@ fn apply_case<A: Element + MatrixScalar<V>, V: Element>() {
 
 #[test]
 fn apply_undoes_the_block_diagonal() {
-    apply_case::<f32, f32>();
-    apply_case::<f64, f64>();
-    apply_case::<Complex<f32>, Complex<f32>>();
-    apply_case::<Complex<f64>, Complex<f64>>();
-    apply_case::<f32, Complex<f32>>();
-    apply_case::<f64, Complex<f64>>();
+    each_scalar_pair!(apply_case());
 }
 
 /// A real preconditioner on a complex vector is the real one on the real and imaginary
@@ -305,16 +290,13 @@ fn point_jacobi_divides_by_the_diagonal() {
         point_case::<Complex<f64>>(layout);
     }
     // b = 1: the scalar case, every inverse exactly 1/d for powers of two.
-    let a = Bcsr::from_parts(BcsrParts {
-        b: 1,
-        layout: BlockLayout::RowMajor,
-        n_block_rows: 3,
-        n_block_cols: 3,
-        row_ptr: vec![0, 2, 2, 3],
-        col_idx: vec![0, 2, 2],
-        values: vec![4.0f64, 7.0, -0.5],
-    })
-    .expect("valid");
+    let a = common::bcsr(
+        1,
+        (3, 3),
+        vec![0, 2, 2, 3],
+        vec![0, 2, 2],
+        vec![4.0f64, 7.0, -0.5],
+    );
     let m = BlockJacobi::point(&a).expect("point");
     assert_eq!(m.inverse_blocks(), [0.25, 1.0, -2.0]);
     assert_eq!(BlockJacobi::new(&a).expect("block b=1"), m);
@@ -435,16 +417,13 @@ fn singular_diagonal_blocks_are_errors_naming_the_first_row() {
 
 /// Two block rows and three block columns of 2 x 2: no block diagonal to invert.
 fn non_square() -> Bcsr<f64> {
-    Bcsr::from_parts(BcsrParts {
-        b: 2,
-        layout: BlockLayout::RowMajor,
-        n_block_rows: 2,
-        n_block_cols: 3,
-        row_ptr: vec![0, 1, 1],
-        col_idx: vec![0],
-        values: vec![1.0f64, 0.0, 0.0, 1.0],
-    })
-    .expect("valid")
+    common::bcsr(
+        2,
+        (2, 3),
+        vec![0, 1, 1],
+        vec![0],
+        vec![1.0f64, 0.0, 0.0, 1.0],
+    )
 }
 
 #[test]

@@ -147,6 +147,11 @@ pub fn solve_small(test: &str, options: &[&str]) -> (std::path::PathBuf, std::pr
     (d, r)
 }
 
+/// `ferrocuda spmv --matrix a --x x --out out` followed by `extra`.
+pub fn spmv_args<'a>(a: &'a str, x: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    [&["spmv", "--matrix", a, "--x", x, "--out", out][..], extra].concat()
+}
+
 /// Writes `text` to `dir/name`; returns the path as text (for argument lists).
 pub fn write_text(dir: &std::path::Path, name: &str, text: &str) -> String {
     let p = dir.join(name);

@@ -8,9 +8,7 @@ use crate::common::*;
 use ferrocuda::blas1::{Element, reference as bref};
 use ferrocuda::gpu::Gpu;
 use ferrocuda::sparse::generate::{self, TraceSpec};
-use ferrocuda::sparse::{
-    Bcsr, BcsrParts, BlockLayout, Csr, Index, MatrixScalar, SparseError, cpu, reference,
-};
+use ferrocuda::sparse::{Bcsr, BlockLayout, Csr, Index, MatrixScalar, SparseError, cpu, reference};
 use ferrocuda::{Complex, Error};
 use ferrocuda_kernels::repro::spmv::SpmvThesisKernels;
 use ferrocuda_repro::sparse::gpu_thesis::{
@@ -50,16 +48,7 @@ fn random_ghost_bcsr<A: Element>(nbr: usize, nbc: usize, b: usize, seed: u64) ->
         }
         row_ptr.push(col_idx.len());
     }
-    Bcsr::from_parts(BcsrParts {
-        b,
-        layout: BlockLayout::RowMajor,
-        n_block_rows: nbr,
-        n_block_cols: nbc,
-        row_ptr,
-        col_idx,
-        values,
-    })
-    .expect("valid random BCSR")
+    crate::common::bcsr(b, (nbr, nbc), row_ptr, col_idx, values)
 }
 
 /// Options that suit block size `b`: BELL V3's work group a multiple of `b` and of 32;
@@ -217,12 +206,7 @@ where
 /// and pair. Runs without a GPU.
 #[test]
 fn thesis_serial_twins_match_reference() {
-    serial_pair::<f32, f32>();
-    serial_pair::<f64, f64>();
-    serial_pair::<Complex<f32>, Complex<f32>>();
-    serial_pair::<Complex<f64>, Complex<f64>>();
-    serial_pair::<f32, Complex<f32>>();
-    serial_pair::<f64, Complex<f64>>();
+    each_scalar_pair!(serial_pair());
 }
 
 #[test]
@@ -230,12 +214,7 @@ fn thesis_spmv_gpu_matches_reference() {
     let Some(gpu) = gpu_or_skip("thesis_spmv_gpu_matches_reference") else {
         return;
     };
-    pair::<f32, f32>(&gpu);
-    pair::<f64, f64>(&gpu);
-    pair::<Complex<f32>, Complex<f32>>(&gpu);
-    pair::<Complex<f64>, Complex<f64>>(&gpu);
-    pair::<f32, Complex<f32>>(&gpu);
-    pair::<f64, Complex<f64>>(&gpu);
+    each_scalar_pair!(pair(&gpu));
 }
 
 /// BELL V3 with an `x` window above the 48 KiB every kernel may use without opting in
@@ -253,16 +232,7 @@ fn thesis_bell_v3_opts_in_to_more_shared_memory() {
         row_ptr.push(col_idx.len());
     }
     let values = random_vec::<f64>(col_idx.len() * b * b, 3);
-    let a = Bcsr::from_parts(BcsrParts {
-        b,
-        layout: BlockLayout::RowMajor,
-        n_block_rows: nbr,
-        n_block_cols: nbc,
-        row_ptr,
-        col_idx,
-        values,
-    })
-    .expect("valid");
+    let a = crate::common::bcsr(b, (nbr, nbc), row_ptr, col_idx, values);
     let plan = ThesisPlan::new(&a, ThesisKernel::BellV3, &ThesisOptions::default()).expect("plan");
     assert_eq!(plan.max_window(), nbc * b, "one window spans all columns");
     let dm = ThesisMatrix::from_plan(&gpu, &plan).expect("upload");
@@ -275,16 +245,13 @@ fn thesis_bell_v3_opts_in_to_more_shared_memory() {
 
 /// A matrix whose one block row couples the first and the last of `nbc` block columns.
 fn wide_row(nbc: usize) -> Bcsr<f32> {
-    Bcsr::from_parts(BcsrParts {
-        b: 5,
-        layout: BlockLayout::RowMajor,
-        n_block_rows: 1,
-        n_block_cols: nbc,
-        row_ptr: vec![0, 2],
-        col_idx: vec![0, (nbc - 1) as Index],
-        values: vec![1.0; 50],
-    })
-    .expect("valid")
+    crate::common::bcsr(
+        5,
+        (1, nbc),
+        vec![0, 2],
+        vec![0, (nbc - 1) as Index],
+        vec![1.0; 50],
+    )
 }
 
 /// The thesis's failure (Table 6.10): a window larger than a block's shared memory is an
@@ -482,16 +449,7 @@ fn windows_reproduce_table_6_10_with_the_thesis_ordering() {
         row_ptr.push(col_idx.len());
     }
     let values = vec![0.0f32; col_idx.len() * b * b];
-    let a = Bcsr::from_parts(BcsrParts {
-        b,
-        layout: BlockLayout::RowMajor,
-        n_block_rows: nbr,
-        n_block_cols: nbr,
-        row_ptr,
-        col_idx,
-        values,
-    })
-    .expect("valid");
+    let a = crate::common::bcsr(b, (nbr, nbr), row_ptr, col_idx, values);
     let (c, _) = a.compact_empty_block_rows();
     let thesis: Vec<usize> = [80, 160, 320, 480]
         .iter()
@@ -506,16 +464,13 @@ fn windows_reproduce_table_6_10_with_the_thesis_ordering() {
 /// 4 block rows of 2 x 2 blocks, rows 0 and 2 empty; block row 1 has blocks at block
 /// columns 0 and 2, block row 3 at block column 1; three in-block zeros.
 fn tiny() -> Bcsr<f64> {
-    Bcsr::from_parts(BcsrParts {
-        b: 2,
-        layout: BlockLayout::RowMajor,
-        n_block_rows: 4,
-        n_block_cols: 3,
-        row_ptr: vec![0, 0, 2, 2, 3],
-        col_idx: vec![0, 2, 1],
-        values: vec![1.0, 0.0, 0.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 0.0, 8.0, 9.0],
-    })
-    .expect("valid")
+    crate::common::bcsr(
+        2,
+        (4, 3),
+        vec![0, 0, 2, 2, 3],
+        vec![0, 2, 1],
+        vec![1.0, 0.0, 0.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 0.0, 8.0, 9.0],
+    )
 }
 
 #[test]

@@ -10,7 +10,7 @@ use ferrocuda::gpu::{DeviceSlice, Gpu};
 use ferrocuda::krylov::precond::PrecondKernels;
 use ferrocuda::krylov::{BlockJacobi, DeviceBlockJacobi, DeviceLinOp, LinOp};
 use ferrocuda::sparse::generate::{self, TraceSpec};
-use ferrocuda::sparse::{Bcsr, BcsrParts, BlockFit, BlockLayout, Csr, Index, MatrixScalar};
+use ferrocuda::sparse::{Bcsr, BlockFit, BlockLayout, Csr, Index, MatrixScalar};
 use ferrocuda::{Complex, Error, RealScalar};
 
 /// A random square BCSR matrix with ghost rows (about 20% of the scalar rows empty, so
@@ -144,12 +144,7 @@ fn block_jacobi_gpu_matches_cpu_bit_for_bit() {
     let Some(gpu) = gpu_or_skip("block_jacobi_gpu_matches_cpu_bit_for_bit") else {
         return;
     };
-    pair::<f32, f32>(&gpu);
-    pair::<f64, f64>(&gpu);
-    pair::<Complex<f32>, Complex<f32>>(&gpu);
-    pair::<Complex<f64>, Complex<f64>>(&gpu);
-    pair::<f32, Complex<f32>>(&gpu);
-    pair::<f64, Complex<f64>>(&gpu);
+    each_scalar_pair!(pair(&gpu));
 }
 
 /// The reason of an `InvalidArgument`, or a panic naming what came instead.
@@ -185,16 +180,7 @@ fn singular_case<A: Element + PrecondKernels<A>>(gpu: &Gpu) {
         }
         row_ptr.push(col_idx.len());
     }
-    let a = Bcsr::from_parts(BcsrParts {
-        b,
-        layout: BlockLayout::RowMajor,
-        n_block_rows: 6,
-        n_block_cols: 6,
-        row_ptr,
-        col_idx,
-        values,
-    })
-    .expect("valid");
+    let a = common::bcsr(b, (6, 6), row_ptr, col_idx, values);
     let cpu = invalid_reason("cpu", BlockJacobi::new(&a));
     let dev = invalid_reason(&format!("{t} gpu"), DeviceBlockJacobi::new(gpu, &a));
     assert_eq!(

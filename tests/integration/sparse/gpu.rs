@@ -276,12 +276,7 @@ fn csr_spmv_gpu_matches_cpu_bit_for_bit() {
     let Some(gpu) = gpu_or_skip("csr_spmv_gpu_matches_cpu_bit_for_bit") else {
         return;
     };
-    csr_pair::<f32, f32>(&gpu);
-    csr_pair::<f64, f64>(&gpu);
-    csr_pair::<Complex<f32>, Complex<f32>>(&gpu);
-    csr_pair::<Complex<f64>, Complex<f64>>(&gpu);
-    csr_pair::<f32, Complex<f32>>(&gpu);
-    csr_pair::<f64, Complex<f64>>(&gpu);
+    each_scalar_pair!(csr_pair(&gpu));
 }
 
 /// `Format::Auto` (and each explicit format) on the GPU: the format the CPU's choice for
@@ -514,12 +509,7 @@ fn bcsr_spmv_gpu_matches_cpu_bit_for_bit() {
     let Some(gpu) = gpu_or_skip("bcsr_spmv_gpu_matches_cpu_bit_for_bit") else {
         return;
     };
-    bcsr_pair::<f32, f32>(&gpu);
-    bcsr_pair::<f64, f64>(&gpu);
-    bcsr_pair::<Complex<f32>, Complex<f32>>(&gpu);
-    bcsr_pair::<Complex<f64>, Complex<f64>>(&gpu);
-    bcsr_pair::<f32, Complex<f32>>(&gpu);
-    bcsr_pair::<f64, Complex<f64>>(&gpu);
+    each_scalar_pair!(bcsr_pair(&gpu));
 }
 
 /// Matrices without stored rows, and without empty ones: every row of `y` still written.

@@ -5,22 +5,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use crate::common::cli::{
-    assert_error, ferrocuda, read_values, run, scratch, small_system, stderr,
+    assert_error, ferrocuda, read_values, run, scratch, small_system, spmv_args, stderr,
 };
 
 /// `y = A x` of [`small_system`].
 const Y: [f64; 3] = [1.0, 4.0, 9.0];
 
 fn spmv(a: &Path, x: &Path, out: &Path) -> Output {
-    run(&[
-        "spmv",
-        "--matrix",
-        a.to_str().unwrap(),
-        "--x",
-        x.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ])
+    let text = |p: &Path| p.to_str().unwrap().to_string();
+    run(&spmv_args(&text(a), &text(x), &text(out), &[]))
 }
 
 /// Names in `dir` (to see that no temporary file is left behind).

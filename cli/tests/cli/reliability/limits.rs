@@ -3,7 +3,7 @@
 
 use crate::common::cli::{
     assert_error, run, run_limited, scratch, small_system, small_system_args, solve_small,
-    write_text,
+    spmv_args, write_text,
 };
 
 /// A little more than the binary needs, far less than any request below: the tests
@@ -70,19 +70,12 @@ fn files_claiming_huge_sizes_are_refused_before_allocating() {
 fn a_block_size_beyond_the_matrix_names_both() {
     let (d, a, x, out) = small_system_args("limits-block", "y.mtx");
     for format in ["bcsr", "bell", "bdia", "sbell"] {
-        let r = run(&[
-            "spmv",
-            "--matrix",
+        let r = run(&spmv_args(
             &a,
-            "--x",
             &x,
-            "--out",
             &out,
-            "--format",
-            format,
-            "--block-size",
-            "100000",
-        ]);
+            &["--format", format, "--block-size", "100000"],
+        ));
         assert_error(
             &r,
             1,
@@ -90,9 +83,7 @@ fn a_block_size_beyond_the_matrix_names_both() {
             format,
         );
         // The default block size (5) fits a 3 x 3 matrix by taking 3.
-        let r = run(&[
-            "spmv", "--matrix", &a, "--x", &x, "--out", &out, "--format", format,
-        ]);
+        let r = run(&spmv_args(&a, &x, &out, &["--format", format]));
         assert!(
             r.status.success(),
             "{format}: {}",
@@ -448,17 +439,7 @@ fn options_are_validated_up_front() {
             "--restart",
         ),
         (
-            vec![
-                "spmv",
-                "--matrix",
-                &a,
-                "--x",
-                &x,
-                "--out",
-                &out,
-                "--block-size",
-                "0",
-            ],
+            spmv_args(&a, &x, &out, &["--block-size", "0"]),
             "--block-size",
         ),
         (vec!["rock4", "--problem", "heat", "--n", "0"], "--n"),

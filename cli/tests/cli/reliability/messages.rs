@@ -1,6 +1,8 @@
 //! Messages in the user's words, `--device` as documented, exit statuses.
 
-use crate::common::cli::{assert_error, run, scratch, small_system, small_system_args, stderr};
+use crate::common::cli::{
+    assert_error, run, scratch, small_system, small_system_args, spmv_args, stderr,
+};
 
 /// Negative numbers reach the option's own check (clap would say "unexpected argument").
 #[test]
@@ -124,20 +126,8 @@ fn errors_speak_the_users_language() {
     );
     let out = d.join("y.mtx").display().to_string();
     for args in [
-        vec![
-            "spmv",
-            "--matrix",
-            &a,
-            "--x",
-            &x,
-            "--out",
-            &out,
-            "--format",
-            "bcsr",
-            "--block-size",
-            "4",
-        ],
-        vec!["spmv", "--matrix", &x, "--x", &x, "--out", &out],
+        spmv_args(&a, &x, &out, &["--format", "bcsr", "--block-size", "4"]),
+        spmv_args(&x, &x, &out, &[]),
         vec!["lu", "--matrix", &rect],
         vec!["solve", "--matrix", &a, "--rhs", &a, "--out", &out],
         vec!["mg", "--n", "10"],

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::common::cli::{assert_error, read_values, run, scratch, stderr, write_text};
+use crate::common::cli::{assert_error, read_values, run, scratch, spmv_args, stderr, write_text};
 
 /// A dense `n x n` (column-major) Matrix Market array file.
 fn array(dir: &Path, name: &str, rows: usize, cols: usize, values: &[&str]) -> String {
@@ -230,17 +230,7 @@ fn ieee_semantics_do_not_depend_on_the_format() {
     let out = d.join("y.mtx");
     for format in ["csr", "ell", "bcsr", "bell", "bdia", "sbell"] {
         for bs in ["2", "3"] {
-            let mut args = vec![
-                "spmv",
-                "--matrix",
-                &a,
-                "--x",
-                &x,
-                "--out",
-                out.to_str().unwrap(),
-                "--format",
-                format,
-            ];
+            let mut args = spmv_args(&a, &x, out.to_str().unwrap(), &["--format", format]);
             if !["csr", "ell"].contains(&format) {
                 args.extend(["--block-size", bs]);
             }
