@@ -796,6 +796,29 @@ pub unsafe fn lu_copy<T: RealScalar>(
     });
 }
 
+/// Element `e` (column-major) of the block of `rows` rows at `(r0, c0)` of the
+/// column-major `nr x nc` matrix `p` (leading dimension `ld`): its `(row, column)` within
+/// the block and its value, zero outside the matrix.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn tile_element<T: RealScalar>(
+    p: *const T,
+    ld: usize,
+    (nr, nc): (usize, usize),
+    (r0, c0): (usize, usize),
+    rows: usize,
+    e: usize,
+) -> (usize, usize, T) {
+    let (i, j) = (e % rows, e / rows);
+    let (gi, gj) = (r0 + i, c0 + j);
+    let v = if gi < nr && gj < nc {
+        unsafe { *p.add(gi + gj * ld) }
+    } else {
+        T::ZERO
+    };
+    (i, j, v)
+}
+
 /// `C <- alpha A B + beta C` (`m x k` times `k x n`), [`GEMM_TILE`]-square block tiles,
 /// 256 threads with 4x4 results each (rows `tx + 16 i`, columns `ty + 16 j`).
 /// `beta == 0` does not read `C`.
@@ -813,21 +836,9 @@ unsafe fn gemm_nn<T: RealScalar>(g: Operands<T>) {
     while k0 < g.k {
         for r in 0..4 {
             let e = t + 256 * r;
-            let (i, kk) = (e % GEMM_TILE, e / GEMM_TILE);
-            let (gi, gk) = (m0 + i, k0 + kk);
-            let v = if gi < g.m && gk < g.k {
-                unsafe { *g.a.add(gi + gk * g.lda) }
-            } else {
-                T::ZERO
-            };
+            let (i, kk, v) = tile_element(g.a, g.lda, (g.m, g.k), (m0, k0), GEMM_TILE, e);
             unsafe { *sa.add(kk * GEMM_TILE + i) = v };
-            let (kk, jj) = (e % GEMM_K, e / GEMM_K);
-            let (gk, gj) = (k0 + kk, n0 + jj);
-            let v = if gk < g.k && gj < g.n {
-                unsafe { *g.b.add(gk + gj * g.ldb) }
-            } else {
-                T::ZERO
-            };
+            let (kk, jj, v) = tile_element(g.b, g.ldb, (g.k, g.n), (k0, n0), GEMM_K, e);
             unsafe { *sb.add(kk * GEMM_TILE + jj) = v };
         }
         sync_threads();
