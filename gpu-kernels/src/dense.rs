@@ -25,8 +25,9 @@
 //!   block in shared memory, one barrier per row).
 //! - `lu_copy`: copies a block of a matrix, or writes an identity.
 //! - `gemm_nn`: `C <- alpha A B + beta C` tiled for the CUDA cores (FFMA / DFMA), and
-//!   `gemm_dmma_f64`: the same on the FP64 tensor cores (`mma.sync.m8n8k4.f64`), 128x128
-//!   block tiles, eight warps of 64x32, a four-stage `cp.async` pipeline.
+//!   `gemm_dmma_f64`: the same on the FP64 tensor cores (`mma.sync.m8n8k4.f64`), the tile
+//!   skeleton of [`crate::gemm`] (128x128 block tiles, eight warps of 64x32) with a
+//!   four-stage `cp.async` pipeline.
 //!
 //! The LU variants without pivoting that `ferrocuda-repro` reproduces are in
 //! [`crate::repro::lu`].
@@ -75,18 +76,15 @@ pub const MAX_PANEL: usize = 128;
 pub const GEMM_TILE: usize = 64;
 /// k-step of `gemm_nn`.
 pub const GEMM_K: usize = 16;
-/// Block tile of `gemm_dmma_f64` (rows = columns), 256 threads.
-pub const DMMA_TILE: usize = 128;
+/// Block tile of `gemm_dmma_f64` (rows = columns), [`crate::gemm::THREADS`] threads.
+pub const DMMA_TILE: usize = crate::gemm::TILE;
 /// k-step of `gemm_dmma_f64` (one shared-memory stage).
 pub const DMMA_K: usize = 8;
-/// Padding of each shared-memory row of `gemm_dmma_f64` (elements): makes the fragment
-/// loads of a half-warp hit 16 different banks.
-pub const DMMA_PAD: usize = 4;
 /// Shared-memory stages of `gemm_dmma_f64` (tiles in flight: `DMMA_STAGES - 1`).
 pub const DMMA_STAGES: usize = 4;
 /// Dynamic shared memory of `gemm_dmma_f64` in bytes: [`DMMA_STAGES`] stages of A and B
 /// tiles (over the default 48 KiB: the host raises the kernel's limit).
-pub const DMMA_SHARED_BYTES: usize = DMMA_STAGES * 2 * DMMA_K * (DMMA_TILE + DMMA_PAD) * 8;
+pub const DMMA_SHARED_BYTES: usize = crate::gemm::shared_bytes(DMMA_K, DMMA_STAGES);
 /// Dynamic shared memory of `lu_panel_step` in bytes for panels up to [`MAX_PANEL`]
 /// wide: the pivot row, then the per-warp maxima (value, index).
 pub const PANEL_SHARED_BYTES: usize = MAX_PANEL * 8 + 32 * 8 + 32 * 4;
@@ -133,10 +131,11 @@ pub use crate::math::rank1;
 use crate::abi::Kernel;
 #[cfg(target_arch = "nvptx64")]
 use crate::device::{
-    WARP_SIZE, block_dim, block_idx, block_idx_y, cp_async_8, cp_async_commit, cp_async_wait,
-    dynamic_shared, for_each_index, global_index, grid_dim, grid_stride, lane, scale_store,
-    shared_addr, shfl_down, shfl_xor, sync_threads, thread_idx, warp,
+    WARP_SIZE, block_dim, block_idx, block_idx_y, dynamic_shared, for_each_index, global_index,
+    grid_dim, grid_stride, lane, scale_store, shfl_down, shfl_xor, sync_threads, thread_idx, warp,
 };
+#[cfg(target_arch = "nvptx64")]
+use crate::gemm::{Operands, Sm80M8n8k4, tile_gemm};
 use crate::{instances, kernel};
 #[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
@@ -797,25 +796,35 @@ pub unsafe fn lu_copy<T: RealScalar>(
     });
 }
 
+/// Element `e` (column-major) of the block of `rows` rows at `(r0, c0)` of the
+/// column-major `nr x nc` matrix `p` (leading dimension `ld`): its `(row, column)` within
+/// the block and its value, zero outside the matrix.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn tile_element<T: RealScalar>(
+    p: *const T,
+    ld: usize,
+    (nr, nc): (usize, usize),
+    (r0, c0): (usize, usize),
+    rows: usize,
+    e: usize,
+) -> (usize, usize, T) {
+    let (i, j) = (e % rows, e / rows);
+    let (gi, gj) = (r0 + i, c0 + j);
+    let v = if gi < nr && gj < nc {
+        unsafe { *p.add(gi + gj * ld) }
+    } else {
+        T::ZERO
+    };
+    (i, j, v)
+}
+
 /// `C <- alpha A B + beta C` (`m x k` times `k x n`), [`GEMM_TILE`]-square block tiles,
 /// 256 threads with 4x4 results each (rows `tx + 16 i`, columns `ty + 16 j`).
 /// `beta == 0` does not read `C`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn gemm_nn<T: RealScalar>(
-    m: usize,
-    n: usize,
-    k: usize,
-    alpha: T,
-    a: *const T,
-    lda: usize,
-    b: *const T,
-    ldb: usize,
-    beta: T,
-    c: *mut T,
-    ldc: usize,
-) {
+unsafe fn gemm_nn<T: RealScalar>(g: Operands<T>) {
     let sa = dynamic_shared::<T>();
     let sb = unsafe { sa.add(GEMM_K * GEMM_TILE) };
     let t = thread_idx();
@@ -824,24 +833,12 @@ unsafe fn gemm_nn<T: RealScalar>(
     let n0 = block_idx_y() * GEMM_TILE;
     let mut acc = [[T::ZERO; 4]; 4];
     let mut k0 = 0;
-    while k0 < k {
+    while k0 < g.k {
         for r in 0..4 {
             let e = t + 256 * r;
-            let (i, kk) = (e % GEMM_TILE, e / GEMM_TILE);
-            let (gi, gk) = (m0 + i, k0 + kk);
-            let v = if gi < m && gk < k {
-                unsafe { *a.add(gi + gk * lda) }
-            } else {
-                T::ZERO
-            };
+            let (i, kk, v) = tile_element(g.a, g.lda, (g.m, g.k), (m0, k0), GEMM_TILE, e);
             unsafe { *sa.add(kk * GEMM_TILE + i) = v };
-            let (kk, jj) = (e % GEMM_K, e / GEMM_K);
-            let (gk, gj) = (k0 + kk, n0 + jj);
-            let v = if gk < k && gj < n {
-                unsafe { *b.add(gk + gj * ldb) }
-            } else {
-                T::ZERO
-            };
+            let (kk, jj, v) = tile_element(g.b, g.ldb, (g.k, g.n), (k0, n0), GEMM_K, e);
             unsafe { *sb.add(kk * GEMM_TILE + jj) = v };
         }
         sync_threads();
@@ -867,142 +864,15 @@ unsafe fn gemm_nn<T: RealScalar>(
     });
     let at = |e: usize| {
         let (gi, gj) = (m0 + tx + 16 * (e % 4), n0 + ty + 16 * (e / 4));
-        (gi < m && gj < n).then(|| unsafe { c.add(gi + gj * ldc) })
+        (gi < g.m && gj < g.n).then(|| unsafe { g.c.add(gi + gj * g.ldc) })
     };
-    unsafe { scale_store(&v, at, alpha, beta) };
+    unsafe { scale_store(&v, at, g.alpha, g.beta) };
 }
 
-/// `d <- a b + d` for one 8x8x4 tile (`mma.sync.aligned.m8n8k4.row.col.f64`).
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-fn dmma(d: &mut [f64; 2], a: f64, b: f64) {
-    unsafe {
-        asm!(
-            "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {{{d0}, {d1}}}, {{{a}}}, {{{b}}}, {{{d0}, {d1}}};",
-            d0 = inout(reg64) d[0],
-            d1 = inout(reg64) d[1],
-            a = in(reg64) a,
-            b = in(reg64) b,
-            options(nostack)
-        );
-    }
-}
-
-/// `C <- alpha A B + beta C` in `f64` on the FP64 tensor cores: [`DMMA_TILE`]-square
-/// block tiles, 8 warps (2 along m, 4 along n) of 64x32 results = 8x4 fragments of
-/// 8x8, k-steps of [`DMMA_K`] in [`DMMA_STAGES`] shared-memory stages filled by
-/// `cp.async` (one barrier per k-step).
-/// `beta == 0` does not read `C`. Needs [`DMMA_SHARED_BYTES`] of shared memory.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn gemm_dmma(
-    m: usize,
-    n: usize,
-    k: usize,
-    alpha: f64,
-    a: *const f64,
-    lda: usize,
-    b: *const f64,
-    ldb: usize,
-    beta: f64,
-    c: *mut f64,
-    ldc: usize,
-) {
-    const LDS: usize = DMMA_TILE + DMMA_PAD;
-    const STAGE: usize = 2 * DMMA_K * LDS;
-    let smem = dynamic_shared::<f64>();
-    let t = thread_idx();
-    let ln = lane();
-    let w = warp();
-    let (wm, wn) = (w % 2, w / 2);
-    let m0 = block_idx() * DMMA_TILE;
-    let n0 = block_idx_y() * DMMA_TILE;
-    let ktiles = k.div_ceil(DMMA_K);
-
-    let load = |stage: usize, kt: usize| {
-        let base = unsafe { smem.add(stage * STAGE) };
-        let k0 = kt * DMMA_K;
-        for r in 0..4 {
-            let e = t + 256 * r;
-            let (i, kk) = (e % DMMA_TILE, e / DMMA_TILE);
-            let (gi, gk) = (m0 + i, k0 + kk);
-            let ok = gi < m && gk < k;
-            let src = if ok {
-                unsafe { a.add(gi + gk * lda) }
-            } else {
-                a
-            };
-            unsafe { cp_async_8(shared_addr(base.add(kk * LDS + i)), src, ok) };
-            let (kk, jj) = (e % DMMA_K, e / DMMA_K);
-            let (gk, gj) = (k0 + kk, n0 + jj);
-            let ok = gk < k && gj < n;
-            let src = if ok {
-                unsafe { b.add(gk + gj * ldb) }
-            } else {
-                b
-            };
-            unsafe { cp_async_8(shared_addr(base.add(DMMA_K * LDS + kk * LDS + jj)), src, ok) };
-        }
-    };
-
-    let mut acc = [[[0.0f64; 2]; 4]; 8];
-    // Prologue: the first DMMA_STAGES - 1 tiles in flight, one commit group each.
-    for s in 0..DMMA_STAGES - 1 {
-        if s < ktiles {
-            load(s, s);
-        }
-        cp_async_commit();
-    }
-    let (fr, fk) = (ln / 4, ln % 4);
-    for kt in 0..ktiles {
-        // At most DMMA_STAGES - 2 groups still in flight: tile kt has landed.
-        cp_async_wait::<{ DMMA_STAGES as u32 - 2 }>();
-        sync_threads();
-        // The stage refilled now was read in iteration kt - 1, which every warp has
-        // finished (the barrier above).
-        let next = kt + DMMA_STAGES - 1;
-        if next < ktiles {
-            load(next % DMMA_STAGES, next);
-        }
-        cp_async_commit();
-        let sa = unsafe { smem.add((kt % DMMA_STAGES) * STAGE) };
-        let sb = unsafe { sa.add(DMMA_K * LDS) };
-        for k4 in 0..DMMA_K / 4 {
-            let row = (k4 * 4 + fk) * LDS;
-            let mut af = [0.0f64; 8];
-            let mut bf = [0.0f64; 4];
-            unroll!(mi in [0, 1, 2, 3, 4, 5, 6, 7] {
-                af[mi] = unsafe { *sa.add(row + wm * 64 + mi * 8 + fr) };
-            });
-            unroll!(ni in [0, 1, 2, 3] {
-                bf[ni] = unsafe { *sb.add(row + wn * 32 + ni * 8 + fr) };
-            });
-            unroll!(mi in [0, 1, 2, 3, 4, 5, 6, 7] {
-                unroll!(ni in [0, 1, 2, 3] {
-                    dmma(&mut acc[mi][ni], af[mi], bf[ni]);
-                });
-            });
-        }
-    }
-    // Two fragment rows (16 results) at a time, their loads of C before their stores.
-    unroll!(mp in [0, 2, 4, 6] {
-        let mut v = [0.0f64; 16];
-        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-            v[i] = acc[mp + i / 8][(i / 2) % 4][i % 2];
-        });
-        let at = |i: usize| {
-            let (mi, ni, e) = (mp + i / 8, (i / 2) % 4, i % 2);
-            let gi = m0 + wm * 64 + mi * 8 + fr;
-            let gj = n0 + wn * 32 + ni * 8 + 2 * fk + e;
-            (gi < m && gj < n).then(|| unsafe { c.add(gi + gj * ldc) })
-        };
-        unsafe { scale_store(&v, at, alpha, beta) };
-    });
-}
-
-/// `C <- alpha A B + beta C` (see [`gemm_nn`] and [`gemm_dmma`]): with `TENSOR` on the
-/// FP64 tensor cores, else on the CUDA cores. Generic in `T` for both so that the host's
+/// `C <- alpha A B + beta C` (see [`gemm_nn`]): with `TENSOR` on the FP64 tensor cores
+/// (the tile skeleton of [`crate::gemm`] with the `sm_80` atom `m8n8k4`: [`DMMA_TILE`]-square
+/// block tiles, k-steps of [`DMMA_K`] in [`DMMA_STAGES`] stages, [`DMMA_SHARED_BYTES`] of
+/// shared memory), else on the CUDA cores. Generic in `T` for both so that the host's
 /// generic LU code names one handle type; the `TENSOR` instance exists for `f64` only.
 #[kernel(args = Gemm)]
 #[allow(clippy::too_many_arguments)]
@@ -1019,25 +889,12 @@ pub unsafe fn gemm<T: RealScalar, const TENSOR: bool>(
     c: *mut T,
     ldc: usize,
 ) {
+    #[rustfmt::skip]
+    let g = Operands { m, n, k, alpha, a, lda, b, ldb, beta, c, ldc };
     if TENSOR {
-        let (alpha, beta) = (alpha.to_f64(), beta.to_f64());
-        unsafe {
-            gemm_dmma(
-                m,
-                n,
-                k,
-                alpha,
-                a.cast(),
-                lda,
-                b.cast(),
-                ldb,
-                beta,
-                c.cast(),
-                ldc,
-            )
-        }
+        unsafe { tile_gemm::<Sm80M8n8k4, DMMA_K, DMMA_STAGES>(g.to_f64()) }
     } else {
-        unsafe { gemm_nn(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) }
+        unsafe { gemm_nn(g) }
     }
 }
 

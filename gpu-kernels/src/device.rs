@@ -143,95 +143,120 @@ pub fn dynamic_shared<T>() -> *mut T {
     core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<T>()
 }
 
-/// Reads the value held by lane `lane + delta` (`shfl.sync.down.b32`, full mask).
+/// `shfl.sync.<mode>.b32` with the full mask: the 32-bit word `$value` of lane
+/// `lane + $arg` (`down`) or `lane ^ $arg` (`bfly`).
 ///
 /// Deliberately not `pure`/`nomem`: with those LLVM treats the shuffle as a plain value
 /// and sinks it into a branch only some lanes take, where `shfl.sync` hangs or reads
 /// garbage. A side-effecting asm block stays where every lane executes it.
-#[inline(always)]
-fn shfl_down_u32(value: u32, delta: u32) -> u32 {
-    let out: u32;
-    unsafe {
-        asm!(
-            "shfl.sync.down.b32 {out}, {v}, {d}, 0x1f, 0xffffffff;",
-            out = out(reg32) out,
-            v = in(reg32) value,
-            d = in(reg32) delta,
-            options(nostack, preserves_flags)
-        );
-    }
-    out
+macro_rules! shfl_u32 {
+    ($mode:literal, $value:expr, $arg:expr) => {{
+        let out: u32;
+        unsafe {
+            asm!(
+                concat!("shfl.sync.", $mode, ".b32 {out}, {v}, {d}, 0x1f, 0xffffffff;"),
+                out = out(reg32) out,
+                v = in(reg32) $value,
+                d = in(reg32) $arg,
+                options(nostack, preserves_flags)
+            );
+        }
+        out
+    }};
 }
 
-/// `shfl_down` for any plain value whose size is a multiple of 4 bytes (f32, f64,
-/// complex): shuffles it one 32-bit word at a time.
+/// Applies `shfl` to each 32-bit word of a plain value whose size is a multiple of 4
+/// bytes (f32, f64, complex, u32).
+#[inline(always)]
+fn shfl_words<T: Copy>(value: T, shfl: impl Fn(u32) -> u32) -> T {
+    const { assert!(size_of::<T>() % 4 == 0) };
+    let words = size_of::<T>() / 4;
+    let mut out = MaybeUninit::<T>::uninit();
+    let src = &value as *const T as *const u32;
+    let dst = out.as_mut_ptr() as *mut u32;
+    for w in 0..words {
+        unsafe { *dst.add(w) = shfl(*src.add(w)) };
+    }
+    unsafe { out.assume_init() }
+}
+
+/// Reads the value held by lane `lane + delta` (`shfl.sync.down.b32`, full mask, one
+/// 32-bit word at a time).
 #[inline(always)]
 pub fn shfl_down<T: Copy>(value: T, delta: u32) -> T {
-    const { assert!(size_of::<T>() % 4 == 0) };
-    let words = size_of::<T>() / 4;
-    let mut out = MaybeUninit::<T>::uninit();
-    let src = &value as *const T as *const u32;
-    let dst = out.as_mut_ptr() as *mut u32;
-    for w in 0..words {
-        unsafe { *dst.add(w) = shfl_down_u32(*src.add(w), delta) };
-    }
-    unsafe { out.assume_init() }
+    shfl_words(value, |w| shfl_u32!("down", w, delta))
 }
 
-/// Reads the value held by lane `lane ^ mask` (`shfl.sync.bfly.b32`, full mask); not
-/// `pure`, for the reason given at `shfl_down_u32`.
-#[inline(always)]
-fn shfl_xor_u32(value: u32, mask: u32) -> u32 {
-    let out: u32;
-    unsafe {
-        asm!(
-            "shfl.sync.bfly.b32 {out}, {v}, {m}, 0x1f, 0xffffffff;",
-            out = out(reg32) out,
-            v = in(reg32) value,
-            m = in(reg32) mask,
-            options(nostack, preserves_flags)
-        );
-    }
-    out
-}
-
-/// `shfl_xor` (butterfly) for any plain value whose size is a multiple of 4 bytes: after
-/// a full butterfly of an associative, commutative choice every lane holds the result.
+/// Reads the value held by lane `lane ^ mask` (`shfl.sync.bfly.b32`, full mask, one
+/// 32-bit word at a time): after a full butterfly of an associative, commutative choice
+/// every lane holds the result.
 #[inline(always)]
 pub fn shfl_xor<T: Copy>(value: T, mask: u32) -> T {
-    const { assert!(size_of::<T>() % 4 == 0) };
-    let words = size_of::<T>() / 4;
-    let mut out = MaybeUninit::<T>::uninit();
-    let src = &value as *const T as *const u32;
-    let dst = out.as_mut_ptr() as *mut u32;
-    for w in 0..words {
-        unsafe { *dst.add(w) = shfl_xor_u32(*src.add(w), mask) };
+    shfl_words(value, |w| shfl_u32!("bfly", w, mask))
+}
+
+/// `value <- op(value, value of lane + d)` for `d = width / 2, width / 4, .., 1`: a tree
+/// over each aligned group of `width` lanes (a power of two, at most 32) in a fixed
+/// order; the first lane of each group holds its group's result. Every lane of the warp
+/// calls it (the shuffles need the whole warp).
+#[inline(always)]
+fn group_reduce<T: Copy>(mut value: T, width: usize, op: impl Fn(T, T) -> T) -> T {
+    let mut delta = (width / 2) as u32;
+    while delta > 0 {
+        value = op(value, shfl_down(value, delta));
+        delta /= 2;
     }
-    unsafe { out.assume_init() }
+    value
 }
 
 /// Sum over the warp in a fixed tree order; lane 0 holds the result.
 #[inline(always)]
-pub fn warp_sum<T: Scalar>(mut value: T) -> T {
-    let mut delta = (WARP_SIZE / 2) as u32;
-    while delta > 0 {
-        value = value + shfl_down(value, delta);
-        delta /= 2;
-    }
-    value
+pub fn warp_sum<T: Scalar>(value: T) -> T {
+    group_sum(value, WARP_SIZE)
 }
 
 /// Sum over each aligned group of `width` lanes (a power of two, at most 32) in a fixed
 /// tree order; the first lane of each group holds its group's result. Every lane of the
 /// warp calls it (the shuffles need the whole warp).
 #[inline(always)]
-pub fn group_sum<T: Scalar>(mut value: T, width: usize) -> T {
-    let mut delta = (width / 2) as u32;
-    while delta > 0 {
-        value = value + shfl_down(value, delta);
-        delta /= 2;
+pub fn group_sum<T: Scalar>(value: T, width: usize) -> T {
+    group_reduce(value, width, |v, other| v + other)
+}
+
+/// Maximum over the warp (`f64`); lane 0 holds the result. The maximum does not depend
+/// on the order, NaN aside (a NaN operand is dropped by `>`).
+#[inline(always)]
+pub fn warp_max_f64(value: f64) -> f64 {
+    group_reduce(
+        value,
+        WARP_SIZE,
+        |v, other| if other > v { other } else { v },
+    )
+}
+
+/// `warp_op(value)` over the block: each warp's result (lane 0's) through the dynamic
+/// shared memory, then `warp_op` over those in warp 0, the missing lanes `identity`.
+/// Thread 0 holds the result; every thread of the block calls it; ends with a barrier.
+#[inline(always)]
+fn block_reduce<T: Copy>(value: T, identity: T, warp_op: impl Fn(T) -> T) -> T {
+    let shared = dynamic_shared::<T>();
+    let warp_total = warp_op(value);
+    if lane() == 0 {
+        unsafe { *shared.add(warp()) = warp_total };
     }
-    value
+    sync_threads();
+    let mut total = identity;
+    if warp() == 0 {
+        let warps = block_dim() / WARP_SIZE;
+        let mine = if lane() < warps {
+            unsafe { *shared.add(lane()) }
+        } else {
+            identity
+        };
+        total = warp_op(mine);
+    }
+    sync_threads();
+    total
 }
 
 /// Sum over the block in a fixed order (warp trees, then a tree over the warp sums), so
@@ -241,61 +266,14 @@ pub fn group_sum<T: Scalar>(mut value: T, width: usize) -> T {
 /// Ends with a barrier, so the shared memory may be reused right after.
 #[inline(always)]
 pub fn block_sum<T: Scalar>(value: T) -> T {
-    let shared = dynamic_shared::<T>();
-    let warp_total = warp_sum(value);
-    if lane() == 0 {
-        unsafe { *shared.add(warp()) = warp_total };
-    }
-    sync_threads();
-    let mut total = T::ZERO;
-    if warp() == 0 {
-        let warps = block_dim() / WARP_SIZE;
-        let mine = if lane() < warps {
-            unsafe { *shared.add(lane()) }
-        } else {
-            T::ZERO
-        };
-        total = warp_sum(mine);
-    }
-    sync_threads();
-    total
-}
-
-/// Maximum over the warp (`f64`); lane 0 holds the result. The maximum does not depend
-/// on the order, NaN aside (a NaN operand is dropped by `>`).
-#[inline(always)]
-pub fn warp_max_f64(mut value: f64) -> f64 {
-    let mut delta = (WARP_SIZE / 2) as u32;
-    while delta > 0 {
-        let other = shfl_down(value, delta);
-        value = if other > value { other } else { value };
-        delta /= 2;
-    }
-    value
+    block_reduce(value, T::ZERO, warp_sum)
 }
 
 /// Maximum over the block (`f64`), as [`block_sum`]: thread 0 holds the result, same
 /// shared-memory and block-size requirements, ends with a barrier.
 #[inline(always)]
 pub fn block_max(value: f64) -> f64 {
-    let shared = dynamic_shared::<f64>();
-    let warp_total = warp_max_f64(value);
-    if lane() == 0 {
-        unsafe { *shared.add(warp()) = warp_total };
-    }
-    sync_threads();
-    let mut total = f64::NEG_INFINITY;
-    if warp() == 0 {
-        let warps = block_dim() / WARP_SIZE;
-        let mine = if lane() < warps {
-            unsafe { *shared.add(lane()) }
-        } else {
-            f64::NEG_INFINITY
-        };
-        total = warp_max_f64(mine);
-    }
-    sync_threads();
-    total
+    block_reduce(value, f64::NEG_INFINITY, warp_max_f64)
 }
 
 /// Shared-window address of a generic pointer into shared memory.

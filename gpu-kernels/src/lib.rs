@@ -88,6 +88,7 @@ pub mod blas1;
 pub mod dense;
 #[cfg(target_arch = "nvptx64")]
 pub mod device;
+pub mod gemm;
 pub mod hopper;
 #[cfg(not(any(ferrocuda_sm90, ferrocuda_repro)))]
 pub mod krylov;
