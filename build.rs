@@ -1,14 +1,23 @@
-//! Compiles `gpu-kernels/` to PTX with rustc's own nvptx64 backend and leaves it at
-//! `$OUT_DIR/kernels.ptx`, where `src/kernels.rs` embeds it with `include_str!`; likewise
-//! the Hopper-only module (`kernels_sm90.ptx`) and the reproduction module
-//! (`kernels_repro.ptx`), each with its fatbin of machine code.
+//! Compiles `gpu-kernels/` to PTX with rustc's own nvptx64 backend three times: every
+//! product kernel (`$OUT_DIR/kernels.ptx`), the Hopper-only ones (`kernels_sm90.ptx`)
+//! and the reproduction ones (`kernels_repro.ptx`). Each is cut into one PTX per domain
+//! (`$OUT_DIR/modules/kernels-<domain>.ptx`: blas1, dense, multigrid, ...; see
+//! build/domains.rs), assembled into a fatbin of machine code where `ptxas` can be had,
+//! and listed in `$OUT_DIR/modules.rs` / `repro_modules.rs`, which `src/kernels.rs`
+//! includes: a program loads only the domains it launches kernels of.
 //!
 //! The recipe (../shared/TOOLCHAIN.md): a pinned nightly with `rust-src`,
 //! `-Zbuild-std=core`, fat LTO and `--emit=asm`; the link step is skipped with a no-op
 //! linker because `llvm-bitcode-linker` cannot be installed here. Nothing needs CUDA.
 
+#[path = "build/domains.rs"]
+mod domains;
 #[path = "build/machine_code.rs"]
 mod machine_code;
+#[path = "build/ptx_split.rs"]
+mod ptx_split;
+
+use domains::{Compiled, Domain};
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -66,79 +75,149 @@ fn main() {
     ensure_kernel_toolchain();
 
     let ptx_target_dir = out_dir.join("ptx-build");
-    let ptx = build_ptx(&kernel_dir, &ptx_target_dir, &arch, None);
-    std::fs::write(out_dir.join("kernels.ptx"), ptx)
-        .unwrap_or_else(|e| fail(&format!("cannot write kernels.ptx: {e}")));
+    // The three compiled modules; each is then cut into its domains (build/domains.rs).
     // The Hopper module: only the kernels that need sm_90 instructions (the f64
     // m16n8k4 tensor-core GEMM), compiled with `--cfg ferrocuda_sm90`, which leaves every
-    // other kernel out. Loaded at run time on devices of compute capability 9.0 or newer.
-    let ptx = build_ptx(
-        &kernel_dir,
-        &ptx_target_dir,
-        HOPPER_PTX_ARCH,
-        Some(HOPPER_CFG),
-    );
-    std::fs::write(out_dir.join("kernels_sm90.ptx"), ptx)
-        .unwrap_or_else(|e| fail(&format!("cannot write kernels_sm90.ptx: {e}")));
-    // The reproduction module: only `ferrocuda_kernels::repro` (the kernel variants that
+    // other kernel out; loaded on devices of compute capability 9.0 or newer. The
+    // reproduction module: only `ferrocuda_kernels::repro` (the kernel variants that
     // reproduce the theses' experiments) and what it uses, for the same architecture as
     // the default module, which no longer contains them.
-    let ptx = build_ptx(&kernel_dir, &ptx_target_dir, &arch, Some(REPRO_CFG));
-    std::fs::write(out_dir.join("kernels_repro.ptx"), ptx)
-        .unwrap_or_else(|e| fail(&format!("cannot write kernels_repro.ptx: {e}")));
+    let compiled = [
+        (
+            Compiled {
+                file: "kernels",
+                prefix: KERNEL_LIB_NAME,
+                split: true,
+            },
+            arch.as_str(),
+            None,
+        ),
+        (
+            Compiled {
+                file: "kernels_sm90",
+                prefix: "ferrocuda_kernels::hopper",
+                split: false,
+            },
+            HOPPER_PTX_ARCH,
+            Some(HOPPER_CFG),
+        ),
+        (
+            Compiled {
+                file: "kernels_repro",
+                prefix: "ferrocuda_kernels::repro",
+                split: true,
+            },
+            arch.as_str(),
+            Some(REPRO_CFG),
+        ),
+    ];
+    let all: Vec<Compiled> = compiled.iter().map(|(c, _, _)| *c).collect();
+    let declared: Vec<(&str, &str)> = ferrocuda_kernels::abi::KERNELS
+        .iter()
+        .map(|k| (k.name, k.module))
+        .collect();
+    if declared.is_empty() {
+        fail("the kernel crate linked into build.rs declares no kernel (abi::KERNELS is empty)");
+    }
+    let modules_dir = out_dir.join("modules");
+    std::fs::create_dir_all(&modules_dir)
+        .unwrap_or_else(|e| fail(&format!("cannot create {}: {e}", modules_dir.display())));
+    let mut library = Vec::new();
+    let mut repro = Vec::new();
+    for (c, ptx_arch, cfg) in &compiled {
+        let ptx = build_ptx(&kernel_dir, &ptx_target_dir, ptx_arch, *cfg);
+        // The whole module, for scripts/ptx-check and people; not embedded.
+        std::fs::write(out_dir.join(format!("{}.ptx", c.file)), &ptx)
+            .unwrap_or_else(|e| fail(&format!("cannot write {}.ptx: {e}", c.file)));
+        let domains = domains::split(&ptx, c, &all, &declared)
+            .unwrap_or_else(|e| fail(&format!("splitting {}.ptx into domains: {e}", c.file)));
+        for d in domains {
+            let path = modules_dir.join(format!("{}.ptx", d.stem()));
+            std::fs::write(&path, &d.ptx)
+                .unwrap_or_else(|e| fail(&format!("cannot write {}: {e}", path.display())));
+            let target = if c.file == "kernels_repro" {
+                &mut repro
+            } else {
+                &mut library
+            };
+            target.push((d, ptx_arch.to_string()));
+        }
+    }
 
-    build_machine_code(&out_dir, &arch);
+    let tool = build_machine_code(&out_dir, &mut library, &mut repro);
+    println!("cargo:rustc-env=FERROCUDA_CUBIN_TOOL={tool}");
+    write_module_table(&out_dir.join("modules.rs"), &modules_dir, &library);
+    write_module_table(&out_dir.join("repro_modules.rs"), &modules_dir, &repro);
 }
 
-/// Leaves `kernels.fatbin`, `kernels_sm90.fatbin` and `kernels_repro.fatbin` in `out_dir`
-/// (empty files when no machine code could be built) and tells the library which
-/// architectures have SASS (`FERROCUDA_CUBIN_ARCHS`, `FERROCUDA_CUBIN_ARCHS_SM90`,
-/// `FERROCUDA_CUBIN_ARCHS_REPRO`, comma lists) and which assembler made it
-/// (`FERROCUDA_CUBIN_TOOL`).
-fn build_machine_code(out_dir: &Path, ptx_arch: &str) {
-    let modules = [
-        ("kernels", ptx_arch, "FERROCUDA_CUBIN_ARCHS"),
-        (
-            "kernels_sm90",
-            HOPPER_PTX_ARCH,
-            "FERROCUDA_CUBIN_ARCHS_SM90",
-        ),
-        ("kernels_repro", ptx_arch, "FERROCUDA_CUBIN_ARCHS_REPRO"),
-    ];
+/// Assembles every domain's PTX into `modules/<stem>.fatbin` (an empty file when no
+/// machine code could be built) and returns the `ptxas` release that did (empty if none).
+fn build_machine_code(
+    out_dir: &Path,
+    library: &mut [(Domain, String)],
+    repro: &mut [(Domain, String)],
+) -> String {
     let archs = machine_code::requested_archs();
     let tools = if archs.is_empty() {
         Err("FERROCUDA_CUBIN_ARCHS=none".to_string())
     } else {
         machine_code::find_tools(out_dir)
     };
-    let tool = tools
-        .as_ref()
-        .map(|t| t.version.clone())
-        .unwrap_or_default();
-    println!("cargo:rustc-env=FERROCUDA_CUBIN_TOOL={tool}");
-    for (name, ptx_arch, var) in modules {
-        let fatbin = out_dir.join(format!("{name}.fatbin"));
+    if let Err(why) = &tools {
+        println!(
+            "cargo:warning=GPU kernels built as PTX only ({why}); the driver will JIT-compile each domain module on first use"
+        );
+    }
+    let modules_dir = out_dir.join("modules");
+    let cache = machine_code::target_dir(out_dir).join("cubin-cache");
+    for (d, ptx_arch) in library.iter_mut().chain(repro.iter_mut()) {
+        let fatbin = modules_dir.join(format!("{}.fatbin", d.stem()));
         let built = match &tools {
             Ok(tools) => machine_code::build_fatbin(
                 tools,
-                &out_dir.join(format!("{name}.ptx")),
+                &modules_dir.join(format!("{}.ptx", d.stem())),
                 ptx_arch,
                 &archs,
                 &fatbin,
-                &machine_code::target_dir(out_dir).join("cubin-cache"),
-            ),
-            Err(why) => Err(why.clone()),
+                &cache,
+            )
+            .unwrap_or_else(|why| {
+                println!(
+                    "cargo:warning=GPU kernels of {} built as PTX only ({why}); the driver will JIT-compile them on first use",
+                    d.prefix
+                );
+                Vec::new()
+            }),
+            Err(_) => Vec::new(),
         };
-        let built = built.unwrap_or_else(|why| {
-            println!(
-                "cargo:warning=GPU kernels ({name}) built as PTX only ({why}); the driver will JIT-compile them on first use"
-            );
+        if built.is_empty() {
             std::fs::write(&fatbin, b"")
                 .unwrap_or_else(|e| fail(&format!("cannot write {}: {e}", fatbin.display())));
-            Vec::new()
-        });
-        println!("cargo:rustc-env={var}={}", built.join(","));
+        }
+        d.cubin_archs = built;
     }
+    tools.map(|t| t.version).unwrap_or_default()
+}
+
+/// Writes `path`: a Rust array expression of `ferrocuda::kernels::Module`s, one per
+/// domain, embedding its PTX and fatbin (`src/kernels.rs` includes it).
+fn write_module_table(path: &Path, modules_dir: &Path, domains: &[(Domain, String)]) {
+    let mut out = String::from("[\n");
+    for (d, ptx_arch) in domains {
+        let file = |ext: &str| modules_dir.join(format!("{}.{ext}", d.stem()));
+        out.push_str(&format!(
+            "    Module {{\n        domain: {:?},\n        prefix: {:?},\n        ptx_arch: {:?},\n        ptx: include_str!({:?}),\n        fatbin: include_bytes!({:?}),\n        cubin_archs: &{:?},\n    }},\n",
+            d.name(),
+            d.prefix,
+            ptx_arch,
+            file("ptx").display().to_string(),
+            file("fatbin").display().to_string(),
+            d.cubin_archs,
+        ));
+    }
+    out.push_str("]\n");
+    std::fs::write(path, out)
+        .unwrap_or_else(|e| fail(&format!("cannot write {}: {e}", path.display())));
 }
 
 /// Runs the inner nightly build of the kernel crate for `arch` (with `--cfg cfg` when

@@ -8,29 +8,33 @@ pub use ferrocuda_host::{
 };
 
 use crate::error::Result;
-use crate::kernels::{FATBIN, FATBIN_SM90, PTX, PTX_SM90};
+use crate::kernels::MODULES;
 
-/// Registers the embedded kernel modules with the runtime (once): kernels declared in
-/// `ferrocuda_kernels` load from [`FATBIN`] (machine code) or [`PTX`], the Hopper-only
-/// ones from [`FATBIN_SM90`] or [`PTX_SM90`].
+/// Registers the embedded kernel modules with the runtime (once): the kernels declared
+/// in `ferrocuda_kernels::<domain>` load from the domain's module in [`MODULES`]
+/// (machine code, or PTX), on first use.
 pub fn register_modules() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        ferrocuda_host::register_module(
-            "ferrocuda_kernels",
-            ModuleImage {
-                ptx: PTX,
-                fatbin: FATBIN,
-            },
-        );
-        ferrocuda_host::register_module(
-            "ferrocuda_kernels::hopper",
-            ModuleImage {
-                ptx: PTX_SM90,
-                fatbin: FATBIN_SM90,
-            },
-        );
+        for m in MODULES {
+            m.register();
+        }
     });
+}
+
+/// Loads the kernel modules of `domains` (`"blas1"`, `"krylov"`, ... of
+/// [`crate::kernels::MODULES`]) on the device of `gpu` now, so that a timed region that
+/// follows does not include loading them (a JIT compile, for a PTX-only build or with
+/// `FERROCUDA_LOAD_PTX=1`). Each algorithm calls it for the domains it launches kernels
+/// of before it starts its clocks.
+pub(crate) fn preload(gpu: &Gpu, domains: &[&'static str]) -> Result<()> {
+    register_modules();
+    for &domain in domains {
+        let module = crate::kernels::module(domain)
+            .ok_or(ferrocuda_host::Error::NoModule { module: domain })?;
+        gpu.preload_module(module.prefix)?;
+    }
+    Ok(())
 }
 
 /// Opens device `ordinal` with ferrocuda's embedded kernels.

@@ -1,67 +1,135 @@
-//! The PTX that `build.rs` compiled from `gpu-kernels/`, embedded in the library.
+//! The kernels that `build.rs` compiled from `gpu-kernels/`, embedded in the library as
+//! one module per domain ([`MODULES`]): `blas1`, `spmv`, `krylov`, `precond`, `dense`,
+//! `hopper`, `multigrid`, `rock4`, `mpc`, `sfmt`, `probe`. Each holds the kernels declared
+//! in its Rust module (`ferrocuda_kernels::<domain>`) and what they use, as PTX and, where
+//! the build had `ptxas`, a fatbin of machine code. [`crate::gpu::open`] registers them
+//! all; a device loads a domain on the first launch of one of its kernels, so a command
+//! loads (and a PTX-only build JIT-compiles) only the domains it uses.
 
-/// PTX of every kernel in `ferrocuda-kernels` but the Hopper-only and the reproduction
-/// ones.
-pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+use ferrocuda_host::ModuleImage;
 
-/// The architecture the PTX was generated for (`FERROCUDA_PTX_ARCH`, default `sm_80`);
-/// the driver JIT-compiles it for this and every newer GPU.
-pub const PTX_ARCH: &str = env!("FERROCUDA_PTX_ARCH");
-
-/// Machine code of every kernel in `ferrocuda-kernels`: a compressed fatbin with SASS
-/// for [`cubin_archs`] and the PTX for newer architectures, assembled by `ptxas` at build
-/// time so that the first GPU use does not wait for the driver's JIT. Empty when the
-/// build found no `ptxas` (then [`PTX`] is loaded and JIT-compiled).
-pub const FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels.fatbin"));
-
-/// Machine code of the Hopper-only kernels, like [`FATBIN`] ([`cubin_archs_sm90`]).
-pub const FATBIN_SM90: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels_sm90.fatbin"));
-
-/// The architectures [`FATBIN`] holds SASS for (`sm_80`, `sm_90`, ...); empty for a
-/// PTX-only build. SASS of `sm_XY` also runs on `sm_XZ` with `Z >= Y`.
-pub fn cubin_archs() -> Vec<&'static str> {
-    split_list(env!("FERROCUDA_CUBIN_ARCHS"))
+/// One domain module: the kernels declared in Rust module [`Module::prefix`], as PTX and
+/// machine code.
+#[derive(Debug, Clone, Copy)]
+pub struct Module {
+    /// The domain: the Rust module under `ferrocuda_kernels::` (`dense`, `repro::lu`).
+    pub domain: &'static str,
+    /// The Rust module whose kernels (and its submodules') load from this module
+    /// (`ferrocuda_kernels::dense`).
+    pub prefix: &'static str,
+    /// The architecture the PTX was generated for; the driver JIT-compiles it for this
+    /// and every newer GPU.
+    pub ptx_arch: &'static str,
+    /// The PTX of the domain's entries and the functions and variables they use.
+    pub ptx: &'static str,
+    /// A compressed fatbin with SASS for [`Module::cubin_archs`] and the PTX for newer
+    /// architectures, assembled by `ptxas` at build time so that the first GPU use does
+    /// not wait for the driver's JIT. Empty when the build found no `ptxas`.
+    pub fatbin: &'static [u8],
+    /// The architectures [`Module::fatbin`] holds SASS for (`sm_80`, `sm_90`, ...);
+    /// empty for a PTX-only build. SASS of `sm_XY` also runs on `sm_XZ` with `Z >= Y`.
+    pub cubin_archs: &'static [&'static str],
 }
 
-/// The architectures [`FATBIN_SM90`] holds SASS for.
+impl Module {
+    /// Names of the kernel entries of this module's PTX.
+    pub fn entries(&self) -> Vec<&'static str> {
+        entries_of(self.ptx).collect()
+    }
+
+    /// Whether this module's PTX defines the kernel entry `name`.
+    pub fn has_entry(&self, name: &str) -> bool {
+        entries_of(self.ptx).any(|e| e == name)
+    }
+
+    /// What the runtime loads ([`ferrocuda_host::register_module`]).
+    pub fn image(&self) -> ModuleImage {
+        ModuleImage {
+            ptx: self.ptx,
+            fatbin: self.fatbin,
+        }
+    }
+
+    /// Registers this module for the kernels declared in [`Module::prefix`].
+    pub fn register(&self) {
+        ferrocuda_host::register_module(self.prefix, self.image());
+    }
+}
+
+/// The library's domain modules, by domain name; the Hopper-only kernels
+/// (`ferrocuda_kernels::hopper`, compiled for `sm_90`) are the module `hopper`, loaded
+/// only on devices of compute capability 9.0 or newer.
+pub static MODULES: &[Module] = &include!(concat!(env!("OUT_DIR"), "/modules.rs"));
+
+/// The domain module `domain` (`"dense"`, `"hopper"`, ...).
+pub fn module(domain: &str) -> Option<&'static Module> {
+    MODULES.iter().find(|m| m.domain == domain)
+}
+
+/// The module that kernels declared in Rust module `rust_module`
+/// (`ferrocuda_kernels::dense`, or a submodule) load from: the longest matching prefix.
+pub fn module_for(rust_module: &str) -> Option<&'static Module> {
+    longest_prefix(MODULES, rust_module)
+}
+
+fn longest_prefix(modules: &'static [Module], rust_module: &str) -> Option<&'static Module> {
+    modules
+        .iter()
+        .filter(|m| {
+            rust_module == m.prefix
+                || rust_module
+                    .strip_prefix(m.prefix)
+                    .is_some_and(|rest| rest.starts_with("::"))
+        })
+        .max_by_key(|m| m.prefix.len())
+}
+
+/// The architecture the PTX was generated for (`FERROCUDA_PTX_ARCH`, default `sm_80`);
+/// the driver JIT-compiles it for this and every newer GPU. (The `hopper` module's is
+/// `sm_90`.)
+pub const PTX_ARCH: &str = env!("FERROCUDA_PTX_ARCH");
+
+/// The architectures every module of [`PTX_ARCH`] holds SASS for (`sm_80`, `sm_90`,
+/// ...); empty for a PTX-only build.
+pub fn cubin_archs() -> Vec<&'static str> {
+    common_archs(MODULES.iter().filter(|m| m.ptx_arch == PTX_ARCH))
+}
+
+/// The architectures the Hopper-only module holds SASS for.
 pub fn cubin_archs_sm90() -> Vec<&'static str> {
-    split_list(env!("FERROCUDA_CUBIN_ARCHS_SM90"))
+    module("hopper").map_or(Vec::new(), |m| m.cubin_archs.to_vec())
+}
+
+/// The architectures that all of `modules` have SASS for, in the first one's order.
+fn common_archs<'a>(mut modules: impl Iterator<Item = &'a Module>) -> Vec<&'static str> {
+    let Some(first) = modules.next() else {
+        return Vec::new();
+    };
+    let mut archs = first.cubin_archs.to_vec();
+    for m in modules {
+        archs.retain(|a| m.cubin_archs.contains(a));
+    }
+    archs
 }
 
 /// The `ptxas` release that assembled the machine code (empty for a PTX-only build).
 pub const CUBIN_TOOL: &str = env!("FERROCUDA_CUBIN_TOOL");
 
-fn split_list(list: &'static str) -> Vec<&'static str> {
-    list.split(',').filter(|a| !a.is_empty()).collect()
-}
-
-/// Whether the embedded PTX defines the kernel entry `name`.
+/// Whether any module defines the kernel entry `name`.
 pub fn has_entry(name: &str) -> bool {
-    PTX.lines().any(|line| {
-        line.trim_start()
-            .strip_prefix(".visible .entry ")
-            .and_then(|rest| rest.strip_prefix(name))
-            .is_some_and(|rest| rest.starts_with('('))
-    })
+    MODULES.iter().any(|m| m.has_entry(name))
 }
 
-/// Names of all kernel entries in the embedded PTX.
+/// Names of all kernel entries of all modules.
 pub fn entries() -> Vec<&'static str> {
-    entries_of(PTX).collect()
+    MODULES.iter().flat_map(|m| m.entries()).collect()
 }
 
-/// PTX of the Hopper-only kernels ([`ferrocuda_kernels::hopper`]), compiled for `sm_90`:
-/// loaded only on devices of compute capability 9.0 or newer.
-pub const PTX_SM90: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm90.ptx"));
-
-/// Whether the Hopper PTX ([`PTX_SM90`]) defines the kernel entry `name`.
-pub fn has_sm90_entry(name: &str) -> bool {
-    entries_of(PTX_SM90).any(|e| e == name)
-}
-
-/// Names of all kernel entries in the Hopper PTX.
-pub fn sm90_entries() -> Vec<&'static str> {
-    entries_of(PTX_SM90).collect()
+/// Bytes of PTX and of machine code of all modules.
+pub fn total_bytes() -> (usize, usize) {
+    MODULES
+        .iter()
+        .fold((0, 0), |(p, f), m| (p + m.ptx.len(), f + m.fatbin.len()))
 }
 
 fn entries_of(ptx: &'static str) -> impl Iterator<Item = &'static str> {
@@ -126,24 +194,36 @@ fn param_size(decl: &str) -> usize {
         .unwrap_or(0)
 }
 
-/// The reproduction module (`ferrocuda_kernels::repro`), compiled by the same build but
-/// not part of the library: the `ferrocuda-repro` crate embeds and registers it. Public
-/// only so that it can; a program that does not name these constants does not carry the
-/// bytes.
+/// The reproduction modules (`ferrocuda_kernels::repro::{lu, rng, spmv}`), compiled by
+/// the same build but not part of the library: the `ferrocuda-repro` crate registers
+/// them. Public only so that it can; a program that does not name [`repro::MODULES`]
+/// does not carry the bytes.
 #[doc(hidden)]
 pub mod repro {
-    /// PTX of the reproduction kernels (same architecture as [`super::PTX`]).
-    pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_repro.ptx"));
-    /// Their machine code, like [`super::FATBIN`] ([`cubin_archs`]).
-    pub const FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels_repro.fatbin"));
+    use super::Module;
 
-    /// The architectures [`FATBIN`] holds SASS for.
-    pub fn cubin_archs() -> Vec<&'static str> {
-        super::split_list(env!("FERROCUDA_CUBIN_ARCHS_REPRO"))
+    /// The reproduction domain modules (same architecture as [`super::PTX_ARCH`]).
+    pub static MODULES: &[Module] = &include!(concat!(env!("OUT_DIR"), "/repro_modules.rs"));
+
+    /// Registers every reproduction module for its Rust module.
+    pub fn register() {
+        for m in MODULES {
+            m.register();
+        }
     }
 
-    /// Names of all kernel entries in [`PTX`].
+    /// The reproduction module that kernels declared in `rust_module` load from.
+    pub fn module_for(rust_module: &str) -> Option<&'static Module> {
+        super::longest_prefix(MODULES, rust_module)
+    }
+
+    /// The architectures every reproduction module holds SASS for.
+    pub fn cubin_archs() -> Vec<&'static str> {
+        super::common_archs(MODULES.iter())
+    }
+
+    /// Names of all kernel entries of the reproduction modules.
     pub fn entries() -> Vec<&'static str> {
-        super::entries_of(PTX).collect()
+        MODULES.iter().flat_map(|m| m.entries()).collect()
     }
 }

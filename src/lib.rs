@@ -1,10 +1,11 @@
 //! ferrocuda: a CUDA-native numerical toolkit in Rust.
 //!
 //! Kernels are written in Rust (`ferrocuda-kernels`), compiled at build time to PTX and,
-//! where `ptxas` can be had, to machine code for the common GPUs, and embedded here
-//! ([`kernels::PTX`], [`kernels::FATBIN`]); a thin runtime (`ferrocuda-host`, re-exported in
-//! [`gpu`]) loads and launches them. Every numerical module offers the same algorithm on
-//! the CPU (rayon) and the GPU with matching signatures.
+//! where `ptxas` can be had, to machine code for the common GPUs, and embedded here as
+//! one module per domain ([`kernels::MODULES`]); a thin runtime (`ferrocuda-host`,
+//! re-exported in [`gpu`]) loads each domain on first use and launches its kernels.
+//! Every numerical module offers the same algorithm on the CPU (rayon) and the GPU with
+//! matching signatures.
 //!
 //! # Modules
 //!

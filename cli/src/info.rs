@@ -27,6 +27,39 @@ pub struct InfoReport {
     /// The `ptxas` release that assembled the machine code.
     cubin_tool: &'static str,
     kernels: usize,
+    /// The kernel modules, one per domain, each loaded on the first use of one of its
+    /// kernels.
+    modules: Vec<ModuleInfo>,
+}
+
+/// One domain module of `ferrocuda info --json`.
+#[derive(Debug, Serialize)]
+pub struct ModuleInfo {
+    /// The domain (`dense`, `multigrid`, ...).
+    domain: &'static str,
+    /// The Rust module whose kernels load from it.
+    prefix: &'static str,
+    kernels: usize,
+    ptx_arch: &'static str,
+    ptx_bytes: usize,
+    /// Bytes of the fatbin (0 for a PTX-only build).
+    fatbin_bytes: usize,
+    /// Architectures with machine code (SASS) in the fatbin.
+    cubin_archs: &'static [&'static str],
+}
+
+impl ModuleInfo {
+    fn of(m: &kernels::Module) -> ModuleInfo {
+        ModuleInfo {
+            domain: m.domain,
+            prefix: m.prefix,
+            kernels: m.entries().len(),
+            ptx_arch: m.ptx_arch,
+            ptx_bytes: m.ptx.len(),
+            fatbin_bytes: m.fatbin.len(),
+            cubin_archs: m.cubin_archs,
+        }
+    }
 }
 
 /// Gathers every device's properties (none is an answer, not an error).
@@ -42,6 +75,7 @@ pub fn run() -> Result<InfoReport> {
         cubin_archs_sm90: kernels::cubin_archs_sm90(),
         cubin_tool: kernels::CUBIN_TOOL,
         kernels: kernels::entries().len(),
+        modules: kernels::MODULES.iter().map(ModuleInfo::of).collect(),
     };
     match gpu::device_count() {
         Ok(0) => {
@@ -92,6 +126,31 @@ impl Report for InfoReport {
                 report.cuda_bindings_version
             ));
         }
+        let kib = |b: usize| format!("{:.0} KiB", b as f64 / 1024.0);
+        line(format!(
+            "kernel modules (one per domain, each loaded on the first use of one of its kernels): {}",
+            report
+                .modules
+                .iter()
+                .map(|m| if m.fatbin_bytes > 0 {
+                    format!(
+                        "{} ({} kernels, PTX {}, machine code {})",
+                        m.domain,
+                        m.kernels,
+                        kib(m.ptx_bytes),
+                        kib(m.fatbin_bytes)
+                    )
+                } else {
+                    format!(
+                        "{} ({} kernels, PTX {})",
+                        m.domain,
+                        m.kernels,
+                        kib(m.ptx_bytes)
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
         if let Some(v) = report.driver_cuda_version {
             line(format!(
                 "driver CUDA version: {}.{}",

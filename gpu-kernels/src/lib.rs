@@ -42,16 +42,26 @@
 //! * Every declaration lands in [`abi::KERNELS`]; a test compares each with the `.entry`
 //!   `.param` list of the PTX it is loaded from, and finds PTX entries nobody declared.
 //! * The handle names the Rust module that declared it; the library registers which
-//!   PTX module holds which Rust module (`ferrocuda_host::register_ptx`).
+//!   module holds which Rust module (`ferrocuda_host::register_module`, one per domain).
 //!
-//! # Three PTX modules
+//! # Three compiled modules, one loaded module per domain
 //! build.rs compiles this crate three times: for `sm_80` (every product kernel; the
 //! driver JIT-compiles it for any newer GPU), for `sm_90` with `--cfg ferrocuda_sm90`,
 //! which keeps only [`hopper`] (kernels with instructions that exist from Hopper on) and
 //! what it uses, and for `sm_80` with `--cfg ferrocuda_repro`, which keeps only [`repro`]
 //! (the kernels of the reproductions in `ferrocuda-repro`) and what it uses. A module
 //! with kernels is gated `#[cfg(not(any(ferrocuda_sm90, ferrocuda_repro)))]` unless it
-//! belongs to one of the two smaller modules.
+//! belongs to one of the two smaller builds.
+//!
+//! Each compiled PTX is then cut by domain (build/domains.rs): one module per top-level
+//! Rust module with kernels ([`blas1`], [`spmv`], [`krylov`], [`precond`], [`dense`],
+//! [`multigrid`], [`rock4`], [`mpc`], [`sfmt`], [`probe`]; [`hopper`] whole; `repro::lu`,
+//! `repro::rng`, `repro::spmv`), holding that module's entries and the functions and
+//! variables they use. Which entry goes where is this crate's own [`abi::KERNELS`]: the
+//! Rust module that declares a kernel is the module it is loaded from, on the first
+//! launch of one of its kernels. A new top-level module with kernels is a new domain
+//! (add it to the list in `tests/integration/kernels.rs`); an entry without a
+//! declaration stops the build.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",

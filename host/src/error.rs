@@ -156,7 +156,7 @@ pub enum Error {
     },
     /// No PTX is registered for the Rust module that declared a kernel.
     #[error(
-        "no PTX is registered for the kernels of `{module}` (open the device through the library that embeds them, e.g. `ferrocuda::gpu::open`, or call `register_ptx`)"
+        "no kernel module is registered for the kernels of `{module}` (open the device through the library that embeds them, e.g. `ferrocuda::gpu::open`, or call `register_module`)"
     )]
     NoModule {
         /// The declaring module's path.

@@ -1,5 +1,5 @@
-//! `Gpu`: one device context, one stream, the embedded kernel module loaded once, and
-//! the launch path every kernel goes through.
+//! `Gpu`: one device context, one stream, the kernel modules loaded on first use (one per
+//! domain), and the launch path every kernel goes through.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -13,7 +13,7 @@ use ferrocuda_kernels::abi::{Kernel, KernelArgs, Signature};
 use crate::error::{DriverStatus, Error, Result, check};
 use crate::launch::LaunchConfig;
 use crate::memory::Allocation;
-use crate::modules::{ptx_forced, registered_module};
+use crate::modules::{log_loads, ptx_forced, registered_prefix};
 
 /// `cuLaunchKernel` or `cuLaunchCooperativeKernel` as cudarc wraps them.
 type LaunchFn = unsafe fn(
@@ -62,13 +62,24 @@ pub enum ModuleSource {
     Ptx,
 }
 
+/// One module a device loaded ([`Gpu::loaded_modules`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModuleLoad {
+    /// The registered module-path prefix it serves (`ferrocuda_kernels::dense`).
+    pub prefix: &'static str,
+    /// From machine code or from PTX.
+    pub source: ModuleSource,
+    /// Wall-clock seconds `cuModuleLoadData` took (a PTX JIT compile included).
+    pub seconds: f64,
+}
+
 /// Device state shared by every handle of one device: opening the same ordinal twice
 /// gives handles on the same context, module cache and main stream.
 pub(crate) struct Device {
     ordinal: usize,
     pub(crate) ctx: Arc<CudaContext>,
     /// Loaded modules by the address of their PTX text, with how each was loaded.
-    modules: Mutex<HashMap<usize, (Arc<CudaModule>, ModuleSource)>>,
+    modules: Mutex<HashMap<usize, (Arc<CudaModule>, ModuleLoad)>>,
     /// Kernels by (declaring Rust module, name).
     functions: Mutex<HashMap<(&'static str, &'static str), CudaFunction>>,
     /// Set once a second stream exists: from then on, a free is ordered after the work
@@ -138,8 +149,9 @@ static DEVICES: Registry = Mutex::new(Vec::new());
 /// Everything issued through one `Gpu` runs in order on its stream. `Clone` and
 /// another [`Gpu::new`] of the same ordinal give handles to the same (main) stream;
 /// [`Gpu::new_stream`] gives one to a new stream of the same device (order work across
-/// streams with [`Gpu::wait_for`]). Kernels come from the PTX registered for the module
-/// that declared them ([`crate::register_ptx`]), loaded on first use and cached.
+/// streams with [`Gpu::wait_for`]). Kernels come from the module registered for the Rust
+/// module that declared them ([`crate::register_module`]: one per domain), loaded on the
+/// first use of one of its kernels and cached.
 #[derive(Clone)]
 pub struct Gpu {
     device: Arc<Device>,
@@ -335,12 +347,13 @@ impl Gpu {
     /// The loaded module that holds the kernels declared in Rust module `module`: its
     /// machine code (fatbin) where there is one, else its PTX (JIT-compiled).
     fn module(&self, module: &'static str) -> Result<Arc<CudaModule>> {
-        let image = registered_module(module).ok_or(Error::NoModule { module })?;
+        let (prefix, image) = registered_prefix(module).ok_or(Error::NoModule { module })?;
         let key = image.ptx.as_ptr() as usize;
         let mut modules = lock(&self.device.modules);
         if let Some((m, _)) = modules.get(&key) {
             return Ok(m.clone());
         }
+        let start = std::time::Instant::now();
         // A driver older than the assembler may reject the machine code; the PTX (of
         // an older ISA) still loads then.
         let from_fatbin = (!image.fatbin.is_empty() && !ptx_forced())
@@ -358,22 +371,50 @@ impl Gpu {
                     self.device
                         .ctx
                         .load_module(cudarc::nvrtc::Ptx::from_src(image.ptx)),
-                    || format!("cuModuleLoadData(PTX of {module})"),
+                    || format!("cuModuleLoadData(PTX of {prefix})"),
                 )?,
                 ModuleSource::Ptx,
             ),
         };
-        modules.insert(key, (loaded.clone(), source));
+        let load = ModuleLoad {
+            prefix,
+            source,
+            seconds: start.elapsed().as_secs_f64(),
+        };
+        if log_loads() {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "ferrocuda: device {} loaded {prefix} from {} in {:.1} ms",
+                self.device.ordinal,
+                match source {
+                    ModuleSource::MachineCode => "machine code",
+                    ModuleSource::Ptx => "PTX (JIT)",
+                },
+                load.seconds * 1e3
+            );
+        }
+        modules.insert(key, (loaded.clone(), load));
         Ok(loaded)
     }
 
     /// How the module holding the kernels of Rust module `module` was loaded on this
     /// device, or `None` before its first kernel was used.
     pub fn module_source(&self, module: &str) -> Option<ModuleSource> {
-        let image = registered_module(module)?;
+        let (_, image) = registered_prefix(module)?;
         lock(&self.device.modules)
             .get(&(image.ptx.as_ptr() as usize))
-            .map(|&(_, source)| source)
+            .map(|(_, load)| load.source)
+    }
+
+    /// The modules this device has loaded so far (one per domain whose kernels were
+    /// used or preloaded), by prefix: which, how, and how long it took.
+    pub fn loaded_modules(&self) -> Vec<ModuleLoad> {
+        let modules = lock(&self.device.modules);
+        let mut loads: Vec<ModuleLoad> = modules.values().map(|&(_, load)| load).collect();
+        drop(modules);
+        loads.sort_by(|a, b| a.prefix.cmp(b.prefix));
+        loads
     }
 
     /// Looks up a kernel (cached after the first call).
@@ -419,10 +460,15 @@ impl Gpu {
     }
 
     /// Loads the module holding the kernels declared in Rust module `module` (such as
-    /// `ferrocuda_kernels::dense`) now, so that a timed region that follows does not pay
-    /// for loading it (a PTX-only module is JIT-compiled here).
+    /// `ferrocuda_kernels::dense`: that domain only) now, so that a timed region that
+    /// follows does not pay for loading it (a PTX-only module is JIT-compiled here).
     pub fn preload_module(&self, module: &'static str) -> Result<()> {
         self.module(module).map(drop)
+    }
+
+    /// [`Gpu::preload_module`] for each of `modules`.
+    pub fn preload_modules(&self, modules: &[&'static str]) -> Result<()> {
+        modules.iter().try_for_each(|m| self.preload_module(m))
     }
 
     /// Loads the module of `kernel` and looks the kernel up now, so that a later launch

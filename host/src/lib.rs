@@ -4,7 +4,8 @@
 //! typed [`DeviceBuffer`]s and views, page-locked host memory ([`PinnedBuffer`]),
 //! [`LaunchConfig`] and the one `unsafe` launch path, which takes a kernel's typed
 //! handle and its arguments by name ([`Gpu::launch`], handles from `ferrocuda-kernels`;
-//! PTX modules registered with [`register_ptx`] and loaded lazily),
+//! modules registered with [`register_module`] by domain and loaded lazily, each on the
+//! first launch of one of its kernels),
 //! [`EventTimer`], CUDA-graph capture ([`Graph`]), device queries ([`DeviceInfo`]), NCCL
 //! communicators on their own streams ([`NcclComm`]), the vendor libraries used as
 //! baselines ([`vendor`]: cuSPARSE, cuRAND, cuBLAS, cuSOLVER) and
@@ -29,7 +30,7 @@ pub mod vendor;
 pub use bytemuck::Pod;
 pub use error::{DriverStatus, Error, Result, check_device, check_len};
 pub use ferrocuda_kernels::abi::{In, Kernel, Out};
-pub use gpu::{Gpu, ModuleSource, device_count, driver_present};
+pub use gpu::{Gpu, ModuleLoad, ModuleSource, device_count, driver_present};
 pub use graph::Graph;
 pub use info::{DeviceInfo, PcieLink, driver_cuda_version};
 pub use launch::{LaunchConfig, MAX_BLOCK_THREADS, MAX_GRID_X, MAX_GRID_YZ};
@@ -37,7 +38,10 @@ pub use memory::{
     DeviceBuffer, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, copy_device,
     copy_host_to_window, copy_window_to_host,
 };
-pub use modules::{ModuleImage, register_module, register_ptx, registered_module, registered_ptx};
+pub use modules::{
+    ModuleImage, register_module, register_ptx, registered_module, registered_prefix,
+    registered_ptx,
+};
 pub use nccl::{NcclComm, NcclId, NcclScalar, nccl_available, nccl_version};
 pub use pinned::PinnedBuffer;
 pub use timing::EventTimer;

@@ -1,7 +1,11 @@
 //! Where each kernel's code comes from. A kernel handle names the Rust module that
 //! declared it (`ferrocuda_kernels::blas1`); the crate that embeds the code compiled
 //! from those modules registers it here under a module-path prefix, and a launch loads
-//! the image of the longest registered prefix (on first use, once per device).
+//! the image of the longest registered prefix (on first use, once per device). The
+//! library registers one image per domain (`ferrocuda_kernels::blas1`,
+//! `ferrocuda_kernels::dense`, ...), so a program loads only the domains whose kernels
+//! it launches; [`crate::Gpu::preload_module`] loads one ahead of a timed region, and
+//! [`crate::Gpu::loaded_modules`] lists what a device loaded, how and how long it took.
 //!
 //! An image is PTX and, where the build had `ptxas`, a fatbin of machine code for the
 //! common architectures (with the PTX inside for the others). The fatbin is loaded
@@ -43,6 +47,11 @@ pub fn register_ptx(prefix: &'static str, ptx: &'static str) {
 /// The image registered for the module `module`: the longest registered prefix that is
 /// `module` itself or one of its parents.
 pub fn registered_module(module: &str) -> Option<ModuleImage> {
+    registered_prefix(module).map(|(_, image)| image)
+}
+
+/// The longest registered prefix of `module` (itself or a parent) and its image.
+pub fn registered_prefix(module: &str) -> Option<(&'static str, ModuleImage)> {
     let reg = REGISTRY.read().unwrap_or_else(PoisonError::into_inner);
     reg.iter()
         .filter(|(p, _)| {
@@ -52,12 +61,19 @@ pub fn registered_module(module: &str) -> Option<ModuleImage> {
                     .is_some_and(|rest| rest.starts_with("::"))
         })
         .max_by_key(|(p, _)| p.len())
-        .map(|&(_, image)| image)
+        .copied()
 }
 
 /// The PTX registered for the module `module` (see [`registered_module`]).
 pub fn registered_ptx(module: &str) -> Option<&'static str> {
     registered_module(module).map(|image| image.ptx)
+}
+
+/// Whether `FERROCUDA_LOG_MODULES` asks to report each module load on standard error
+/// (`1`, `true`, `yes`): which module, from machine code or PTX, how long it took.
+pub(crate) fn log_loads() -> bool {
+    std::env::var("FERROCUDA_LOG_MODULES")
+        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
 }
 
 /// Whether `FERROCUDA_LOAD_PTX` asks to skip the machine code (`1`, `true`, `yes`).
@@ -80,5 +96,9 @@ mod tests {
         assert_eq!(registered_ptx("test_kernels::hopper::gemm"), Some("B"));
         assert_eq!(registered_ptx("test_kernelsx::blas1"), None);
         assert_eq!(registered_ptx("other"), None);
+        assert_eq!(
+            registered_prefix("test_kernels::hopper::gemm").map(|(p, _)| p),
+            Some("test_kernels::hopper")
+        );
     }
 }

@@ -5,10 +5,10 @@
 //! and its per-thread "amd" random-number scheme ([`rng`]).
 //! `ferrocuda bench spmv-thesis`, `bench lu` and `bench rng` print their tables.
 //!
-//! Their kernels are in `ferrocuda_kernels::repro`, compiled into a PTX module of their
-//! own (`kernels_repro.ptx` and its fatbin, built by the library's build script but not
-//! embedded in the library): [`register_module`] makes them loadable, and every GPU
-//! entry point here calls it first.
+//! Their kernels are in `ferrocuda_kernels::repro`, compiled into PTX modules of their
+//! own, one per domain (`repro::lu`, `repro::rng`, `repro::spmv`; built by the library's
+//! build script but not embedded in the library): [`register_module`] makes them
+//! loadable, and every GPU entry point here calls it first.
 #![deny(missing_docs)]
 
 pub mod dense;
@@ -18,35 +18,27 @@ pub mod sparse;
 /// The Rust module whose kernels load from the reproduction module.
 pub const KERNEL_MODULE: &str = "ferrocuda_kernels::repro";
 
-/// PTX of the reproduction kernels.
-pub const PTX: &str = ferrocuda::kernels::repro::PTX;
+/// The reproduction kernels' modules, one per domain (PTX and machine code).
+pub const MODULES: &[ferrocuda::kernels::Module] = ferrocuda::kernels::repro::MODULES;
 
-/// Machine code of the reproduction kernels (empty for a PTX-only build).
-pub const FATBIN: &[u8] = ferrocuda::kernels::repro::FATBIN;
-
-/// Registers the reproduction module with the runtime (once), so that the kernels
-/// declared in [`KERNEL_MODULE`] load from [`FATBIN`] or [`PTX`]; the library's own
-/// modules are registered by `ferrocuda::gpu::open`.
+/// Registers the reproduction modules with the runtime (once), so that the kernels
+/// declared in [`KERNEL_MODULE`] load from [`MODULES`] (each domain on its first use);
+/// the library's own modules are registered by `ferrocuda::gpu::open`.
 pub fn register_module() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         ferrocuda::gpu::register_modules();
-        ferrocuda_host::register_module(
-            KERNEL_MODULE,
-            ferrocuda_host::ModuleImage {
-                ptx: PTX,
-                fatbin: FATBIN,
-            },
-        );
+        ferrocuda::kernels::repro::register();
     });
 }
 
-/// Names of the kernel entries of [`PTX`].
+/// Names of the kernel entries of [`MODULES`].
 pub fn entries() -> Vec<&'static str> {
     ferrocuda::kernels::repro::entries()
 }
 
-/// The architectures [`FATBIN`] holds SASS for (empty for a PTX-only build).
+/// The architectures every module of [`MODULES`] holds SASS for (empty for a PTX-only
+/// build).
 pub fn cubin_archs() -> Vec<&'static str> {
     ferrocuda::kernels::repro::cubin_archs()
 }

@@ -61,6 +61,7 @@ pub fn gmres_with_progress<V: KrylovElement>(
     // The operator may run on another stream of the device: order it after x and b.
     gpu.wait_for(a.gpu())?;
     check_finite(b, x)?;
+    preload(&gpu, m.is_some())?;
     let mut space = GpuSpace::new(&gpu, a, m, n, opts, b, x)?;
     let report = arnoldi::run(&mut space, opts, progress)?;
     x.copy_from_device(&space.x)?;
@@ -102,6 +103,7 @@ pub fn gmres_distributed<V: KrylovElement>(
         }
         gpu.wait_for(a.gpu())?;
         check_finite(b, x)?;
+        preload(gpu, m.is_some())?;
         let mut space = GpuSpace::new(gpu, a, m, n, opts, b, x)?;
         space.comm = Some(comm);
         Ok::<_, Error>(space)
@@ -112,6 +114,17 @@ pub fn gmres_distributed<V: KrylovElement>(
     let report = arnoldi::run(&mut space, opts, None)?;
     x.copy_from_device(&space.x)?;
     Ok(report)
+}
+
+/// Loads the modules GMRES launches kernels of (the library's operators: SpMV, and the
+/// Jacobi preconditioners where there is one), so that the reported times do not
+/// include loading them.
+fn preload(gpu: &Gpu, precond: bool) -> Result<()> {
+    crate::gpu::preload(gpu, &["blas1", "krylov", "spmv"])?;
+    if precond {
+        crate::gpu::preload(gpu, &["precond"])?;
+    }
+    Ok(())
 }
 
 /// `Err` when `b` or `x0` holds NaN or infinity (their norms say so).

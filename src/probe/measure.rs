@@ -39,6 +39,8 @@ pub fn run(gpu: Option<&Gpu>, skipped: Option<String>, opts: &ProbeOptions) -> R
         ));
     };
     let info = gpu.info()?;
+    // Loaded before any measurement (a JIT compile for a PTX-only build).
+    crate::gpu::preload(gpu, &["probe"])?;
     let c = Ceilings::from_info(&info);
     let per_sm =
         (info.max_threads_per_multiprocessor.max(256) as u32) / ferrocuda_kernels::probe::BLOCK;

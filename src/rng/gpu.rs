@@ -104,6 +104,8 @@ impl SfmtStreams {
     /// inside a block, device errors.
     pub fn new(gpu: &Gpu, streams: &[Sfmt]) -> Result<SfmtStreams> {
         check_streams("rng::gpu::SfmtStreams::new", streams, 0, 4, 0)?;
+        // Loaded here, not inside a timed generation.
+        crate::gpu::preload(gpu, &["sfmt"])?;
         let ns = streams.len();
         // As large as the streams' states together, which exist.
         let mut packed = crate::alloc::try_vec(

@@ -240,6 +240,8 @@ pub fn integrate<R: DeviceRhs + ?Sized>(
     check_device(OP, "the right-hand side", &gpu, rhs.gpu())?;
     // The problem may have been set up on another stream of the device.
     gpu.wait_for(rhs.gpu())?;
+    // Loading the kernels (a JIT compile for a PTX-only build) is not integration time.
+    crate::gpu::preload(&gpu, &["rock4", "blas1"])?;
     let norm = b1::nrm2(&*y)?;
     if !norm.is_finite() {
         return Err(Error::InvalidArgument {

@@ -36,18 +36,12 @@ pub fn gpu_or_skip(test: &str) -> Option<Gpu> {
     }
 }
 
-/// Registers every PTX module the build made, the reproduction module
-/// (`ferrocuda_kernels::repro`) included, which in a program only `ferrocuda-repro`
+/// Registers every module the build made, the reproduction modules
+/// (`ferrocuda_kernels::repro::*`) included, which in a program only `ferrocuda-repro`
 /// registers: for the tests that check or load every declared kernel.
 pub fn register_all_modules() {
     ferrocuda::gpu::register_modules();
-    ferrocuda::gpu::register_module(
-        "ferrocuda_kernels::repro",
-        ferrocuda::gpu::ModuleImage {
-            ptx: ferrocuda::kernels::repro::PTX,
-            fatbin: ferrocuda::kernels::repro::FATBIN,
-        },
-    );
+    ferrocuda::kernels::repro::register();
 }
 
 /// Held by every test while it works at size 2^27, so that at most one huge case (a few

@@ -416,31 +416,65 @@ fn unknown_kernel_is_kernel_not_found_and_every_known_kernel_loads() {
         })
     };
     let forced = std::env::var("FERROCUDA_LOAD_PTX").is_ok_and(|v| v == "1");
-    for (module, archs) in [
-        (
-            "ferrocuda_kernels::blas1",
-            ferrocuda::kernels::cubin_archs(),
-        ),
-        (
-            "ferrocuda_kernels::hopper",
-            ferrocuda::kernels::cubin_archs_sm90(),
-        ),
-    ] {
-        if module.ends_with("hopper") && major < 9 {
+    for m in ferrocuda::kernels::MODULES {
+        if m.domain == "hopper" && major < 9 {
             continue;
         }
-        gpu.preload_module(module).expect("the module loads");
-        let expected = if has_sass(archs) && !forced {
+        gpu.preload_module(m.prefix).expect("the module loads");
+        let expected = if has_sass(m.cubin_archs.to_vec()) && !forced {
             ModuleSource::MachineCode
         } else {
             ModuleSource::Ptx
         };
         assert_eq!(
-            gpu.module_source(module),
+            gpu.module_source(m.prefix),
             Some(expected),
-            "{module} on sm_{major}{minor}"
+            "{} on sm_{major}{minor}",
+            m.domain
         );
     }
+    let loaded = gpu.loaded_modules();
+    for m in ferrocuda::kernels::MODULES {
+        if m.domain == "hopper" && major < 9 {
+            continue;
+        }
+        assert!(
+            loaded
+                .iter()
+                .any(|l| l.prefix == m.prefix && l.seconds >= 0.0),
+            "{} is not listed as loaded: {loaded:?}",
+            m.domain
+        );
+    }
+}
+
+/// Modules load by domain: a kernel of one domain loads that domain's module only.
+/// Run first in its own process to see it from a fresh device:
+/// `cargo test --release --test integration host::a_launch_loads_only_its_domain`.
+#[test]
+fn a_launch_loads_only_its_domain() {
+    let Some(gpu) = gpu_or_skip("a_launch_loads_only_its_domain") else {
+        return;
+    };
+    // Other tests of this process may have loaded modules on this device already; the
+    // check holds for whatever this test adds.
+    let before = gpu.loaded_modules();
+    let mut x = gpu.upload(&[1.0f64, 2.0, 3.0]).expect("upload");
+    ferrocuda::blas1::gpu::scal(2.0, &mut x).expect("scal");
+    let after = gpu.loaded_modules();
+    let added: Vec<&str> = after
+        .iter()
+        .filter(|l| !before.iter().any(|b| b.prefix == l.prefix))
+        .map(|l| l.prefix)
+        .collect();
+    assert!(
+        added.iter().all(|p| *p == "ferrocuda_kernels::blas1"),
+        "a blas1 launch loaded {added:?}"
+    );
+    assert!(
+        gpu.module_source("ferrocuda_kernels::blas1").is_some(),
+        "blas1 is loaded"
+    );
 }
 
 #[test]

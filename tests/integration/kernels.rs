@@ -1,12 +1,14 @@
 //! The embedded PTX and the kernel declarations agree (CPU only): every declared kernel is
-//! an entry of the PTX module it is loaded from, with the declared parameters, and every
-//! entry of each module (default, Hopper, reproduction) is declared.
+//! an entry of the domain module it is loaded from (and of no other), with the declared
+//! parameters; every entry of each module (the library's domains, Hopper, the
+//! reproduction domains) is declared; and each domain module, cut from the PTX the
+//! kernel crate compiled to (build/ptx_split.rs), stands on its own.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::common::register_all_modules;
 
-use ferrocuda::kernels::{PTX, PTX_ARCH, entries, has_entry};
+use ferrocuda::kernels::{MODULES, Module, PTX_ARCH, entries, has_entry};
 use ferrocuda_kernels::blas1::{Blas1Kernels, RealBlas1Kernels};
 use ferrocuda_kernels::krylov::KrylovKernels;
 use ferrocuda_kernels::precond::PrecondKernels;
@@ -14,21 +16,246 @@ use ferrocuda_kernels::precond::PrecondKernels;
 /// The Rust module whose kernels load from the reproduction PTX module.
 const REPRO_MODULE: &str = "ferrocuda_kernels::repro";
 
+#[path = "../../build/ptx_split.rs"]
+mod ptx_split;
+
+/// Every module, the reproduction ones included.
+fn all_modules() -> impl Iterator<Item = &'static Module> {
+    MODULES.iter().chain(ferrocuda::kernels::repro::MODULES)
+}
+
 #[test]
 fn every_ptx_entry_is_defined_once() {
-    for (module, found) in [
-        ("default", entries()),
-        ("sm_90", ferrocuda::kernels::sm90_entries()),
+    for m in all_modules() {
+        assert!(
+            !m.entries().is_empty(),
+            "the {} module has no entries",
+            m.domain
+        );
+    }
+    for (group, found) in [
+        ("library", entries()),
         ("repro", ferrocuda::kernels::repro::entries()),
     ] {
-        assert!(!found.is_empty(), "the {module} PTX has no entries");
         let unique: BTreeSet<&str> = found.iter().copied().collect();
         assert_eq!(
             unique.len(),
             found.len(),
-            "the {module} PTX defines an entry twice: {found:?}"
+            "the {group} modules define an entry twice: {found:?}"
         );
     }
+}
+
+/// The domains the library is cut into (a new kernel module under `ferrocuda_kernels::`
+/// becomes a new domain: add it here and to the docs).
+#[test]
+fn the_library_is_cut_into_its_domains() {
+    let domains: BTreeSet<&str> = MODULES.iter().map(|m| m.domain).collect();
+    let expected: BTreeSet<&str> = [
+        "blas1",
+        "dense",
+        "hopper",
+        "krylov",
+        "mpc",
+        "multigrid",
+        "precond",
+        "probe",
+        "rock4",
+        "sfmt",
+        "spmv",
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(domains, expected, "the library's domain modules");
+    assert_eq!(domains.len(), MODULES.len(), "a domain twice");
+    let repro: BTreeSet<&str> = ferrocuda::kernels::repro::MODULES
+        .iter()
+        .map(|m| m.domain)
+        .collect();
+    assert_eq!(
+        repro,
+        ["repro::lu", "repro::rng", "repro::spmv"]
+            .into_iter()
+            .collect(),
+        "the reproduction domain modules"
+    );
+    for m in all_modules() {
+        assert_eq!(
+            m.prefix,
+            format!("ferrocuda_kernels::{}", m.domain),
+            "{}",
+            m.domain
+        );
+    }
+}
+
+/// Every declared kernel is an entry of exactly one module: the one its declaring Rust
+/// module's longest prefix maps to, which is also what the runtime registers for it.
+#[test]
+fn every_declared_kernel_is_in_exactly_the_module_its_prefix_maps_to() {
+    use ferrocuda_kernels::abi::KERNELS;
+    register_all_modules();
+    let mut problems = Vec::new();
+    for k in KERNELS.iter() {
+        let Some(home) = ferrocuda::kernels::module_for(k.module)
+            .or_else(|| ferrocuda::kernels::repro::module_for(k.module))
+        else {
+            problems.push(format!(
+                "{} ({}): no module for its prefix",
+                k.name, k.module
+            ));
+            continue;
+        };
+        let holders: Vec<&str> = all_modules()
+            .filter(|m| m.has_entry(k.name))
+            .map(|m| m.domain)
+            .collect();
+        if holders != [home.domain] {
+            problems.push(format!(
+                "{} ({}) maps to {} but is an entry of {holders:?}",
+                k.name, k.module, home.domain
+            ));
+        }
+        if !ferrocuda_host::registered_ptx(k.module).is_some_and(|p| std::ptr::eq(p, home.ptx)) {
+            problems.push(format!(
+                "{} ({}): the runtime does not load it from {}",
+                k.name, k.module, home.domain
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Each module is complete PTX on its own: balanced braces, one header, every function
+/// it calls and every function or variable (of any module) it names defined in it.
+#[test]
+fn every_domain_module_stands_on_its_own() {
+    let parsed: Vec<(&Module, Vec<ptx_split::Item<'static>>)> = all_modules()
+        .map(|m| {
+            let items = ptx_split::parse(m.ptx)
+                .unwrap_or_else(|e| panic!("the {} module does not parse: {e}", m.domain));
+            (m, items)
+        })
+        .collect();
+    let known: BTreeSet<&str> = parsed
+        .iter()
+        .flat_map(|(_, items)| items.iter())
+        .filter(|i| matches!(i.kind, ptx_split::Kind::Func | ptx_split::Kind::Var))
+        .map(|i| i.name)
+        .collect();
+    for (m, _) in &parsed {
+        if let Err(e) = ptx_split::check_complete(m.ptx, &known) {
+            panic!("the {} module is incomplete: {e}", m.domain);
+        }
+    }
+}
+
+/// With `ptxas` at hand (`FERROCUDA_PTXAS`, `PATH`, `target/ptxas-venv`), every module
+/// of a PTX-only build assembles. (A build that had `ptxas` assembled each module for
+/// every architecture in [`Module::cubin_archs`] already: see
+/// `machine_code_is_embedded_when_the_build_had_ptxas`.)
+#[test]
+fn every_domain_module_assembles_with_ptxas() {
+    use std::io::Write;
+    if !ferrocuda::kernels::CUBIN_TOOL.is_empty() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "every_domain_module_assembles_with_ptxas: the build assembled them ({})",
+            ferrocuda::kernels::CUBIN_TOOL
+        );
+        return;
+    }
+    let Some(ptxas) = find_ptxas() else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED every_domain_module_assembles_with_ptxas: no ptxas here"
+        );
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("ferrocuda-ptxas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary folder");
+    for m in all_modules() {
+        let ptx = dir.join(format!("{}.ptx", m.domain.replace("::", "-")));
+        std::fs::write(&ptx, m.ptx).expect("write the PTX");
+        let out = std::process::Command::new(&ptxas)
+            .arg(format!("-arch={}", m.ptx_arch))
+            .arg(&ptx)
+            .arg("-o")
+            .arg(ptx.with_extension("cubin"))
+            .output()
+            .expect("ptxas runs");
+        assert!(
+            out.status.success(),
+            "ptxas rejects the {} module: {}",
+            m.domain,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn find_ptxas() -> Option<std::path::PathBuf> {
+    let mut candidates: Vec<std::path::PathBuf> = Vec::new();
+    if let Some(p) = std::env::var_os("FERROCUDA_PTXAS") {
+        candidates.push(p.into());
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        candidates.extend(std::env::split_paths(&path).map(|d| d.join("ptxas")));
+    }
+    let venv = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ptxas-venv/lib");
+    if let Ok(pys) = std::fs::read_dir(venv) {
+        for py in pys.flatten() {
+            let nvidia = py.path().join("site-packages/nvidia");
+            if let Ok(ds) = std::fs::read_dir(nvidia) {
+                candidates.extend(ds.flatten().map(|d| d.path().join("bin/ptxas")));
+            }
+        }
+    }
+    candidates.into_iter().find(|p| p.is_file())
+}
+
+/// The cutting itself, on a small PTX: an entry keeps the functions it calls (and what
+/// they call) and the variables it names; other entries and unused functions go; text
+/// the cutter does not understand is an error.
+#[test]
+fn ptx_split_keeps_what_an_entry_reaches_and_nothing_else() {
+    let ptx = "//\n// Generated by LLVM NVPTX Back-End\n//\n\n.version 7.0\n.target sm_80\n.address_size 64\n\n\t// .globl\ta\n.func leaf\n(\n\t.param .b64 leaf_param_0\n)\n.noreturn;\n.global .align 1 .b8 table[2] = {1, 2};\n.global .align 8 .u64 refs[1] = {generic(table)};\n.global .align 1 .b8 unused[1] = {9};\n.visible .entry a(\n\t.param .u64 a_param_0\n)\n{\n\tmov.u64 %rd1, refs;\n\t{ // callseq 0, 0\n\tcall.uni mid, (param0);\n\t} // callseq 0\n\tret;\n}\n\t// .globl\tb\n.visible .entry b()\n{\n\tret;\n}\n.func mid(\n\t.param .b64 mid_param_0\n)\n{\n\tcall.uni leaf, (param0);\n\tret;\n}\n.func lonely()\n{\n\tret;\n}\n";
+    let items = ptx_split::parse(ptx).expect("parses");
+    let names: Vec<&str> = items.iter().map(|i| i.name).collect();
+    assert_eq!(
+        names,
+        [
+            "", "", "", "leaf", "table", "refs", "unused", "a", "b", "mid", "lonely"
+        ]
+    );
+    let a = ptx_split::extract(ptx, |e| e == "a").expect("cuts");
+    let kept: Vec<&str> = ptx_split::parse(&a)
+        .expect("the part parses")
+        .iter()
+        .map(|i| i.name)
+        .collect();
+    assert_eq!(kept, ["", "", "", "leaf", "table", "refs", "a", "mid"]);
+    let known: BTreeSet<&str> = ["leaf", "table", "refs", "unused", "mid", "lonely"]
+        .into_iter()
+        .collect();
+    ptx_split::check_complete(&a, &known).expect("the part is complete");
+    let b = ptx_split::extract(ptx, |e| e == "b").expect("cuts");
+    assert_eq!(
+        ptx_split::entry_names(&b).expect("parses"),
+        ["b"],
+        "b alone: {b}"
+    );
+    assert!(!b.contains("mid") && !b.contains("table"), "{b}");
+    // What a part misses is found.
+    let broken = a.replace(".func mid(", ".func gone(");
+    assert!(ptx_split::check_complete(&broken, &known).is_err());
+    // Unbalanced braces, a truncated file and unknown directives are errors.
+    assert!(
+        ptx_split::parse(&ptx.replace("\tret;\n}\n.func lonely", "\tret;\n}}\n.func lonely"))
+            .is_err()
+    );
+    assert!(ptx_split::parse(&ptx[..ptx.len() - 3]).is_err());
+    assert!(ptx_split::parse(&format!("{ptx}.section .debug_info {{ }}\n")).is_err());
 }
 
 #[test]
@@ -128,38 +355,59 @@ fn kernel_names_carry_their_type_suffix() {
 #[test]
 fn ptx_targets_the_declared_architecture() {
     assert!(PTX_ARCH.starts_with("sm_"), "PTX_ARCH = {PTX_ARCH:?}");
-    let target = PTX
-        .lines()
-        .find_map(|l| l.trim().strip_prefix(".target "))
-        .expect("the PTX has a .target line");
-    assert!(
-        target
-            .split(',')
-            .next()
-            .is_some_and(|t| t.trim() == PTX_ARCH),
-        ".target {target} does not match PTX_ARCH {PTX_ARCH}"
-    );
-    assert!(PTX.contains(".address_size 64"), "the PTX is not 64-bit");
+    for m in all_modules() {
+        let expected = if m.domain == "hopper" {
+            "sm_90"
+        } else {
+            PTX_ARCH
+        };
+        assert_eq!(m.ptx_arch, expected, "{}", m.domain);
+        let target = m
+            .ptx
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(".target "))
+            .expect("the PTX has a .target line");
+        assert!(
+            target
+                .split(',')
+                .next()
+                .is_some_and(|t| t.trim() == m.ptx_arch),
+            "{}: .target {target} does not match {}",
+            m.domain,
+            m.ptx_arch
+        );
+        assert!(
+            m.ptx.contains(".address_size 64"),
+            "the {} PTX is not 64-bit",
+            m.domain
+        );
+    }
 }
 
 #[test]
 fn the_sm90_module_holds_exactly_the_hopper_kernels() {
-    use ferrocuda::kernels::{PTX_SM90, has_sm90_entry, sm90_entries};
+    let hopper = ferrocuda::kernels::module("hopper").expect("a hopper module");
     let hopper_gemm_f64 = ferrocuda_kernels::hopper::SM90_GEMM_F64.map(|k| k.name());
-    let found: BTreeSet<&str> = sm90_entries().into_iter().collect();
+    let found: BTreeSet<&str> = hopper.entries().into_iter().collect();
     let known: BTreeSet<&str> = hopper_gemm_f64.into_iter().collect();
     assert_eq!(found, known, "the sm_90 module's entries");
-    assert!(hopper_gemm_f64.iter().all(|k| has_sm90_entry(k)));
+    assert!(hopper_gemm_f64.iter().all(|k| hopper.has_entry(k)));
     assert!(
-        !has_sm90_entry("fill_f64"),
+        !hopper.has_entry("fill_f64"),
         "the sm_90 module has only the Hopper kernels"
     );
     assert!(
-        PTX_SM90.lines().any(|l| l.trim() == ".target sm_90"),
+        hopper.ptx.lines().any(|l| l.trim() == ".target sm_90"),
         "the Hopper module targets sm_90"
     );
-    // None of them leaked into the sm_80 module.
-    assert!(hopper_gemm_f64.iter().all(|k| !has_entry(k)));
+    // None of them leaked into an sm_80 module.
+    for m in MODULES.iter().filter(|m| m.domain != "hopper") {
+        assert!(
+            hopper_gemm_f64.iter().all(|k| !m.has_entry(k)),
+            "{}",
+            m.domain
+        );
+    }
 }
 
 #[test]
@@ -184,17 +432,20 @@ fn the_repro_module_holds_exactly_the_repro_kernels() {
         !found.contains("fill_f64"),
         "the repro module has only repro kernels"
     );
-    assert!(
-        repro::PTX
-            .lines()
-            .any(|l| l.trim() == format!(".target {PTX_ARCH}")),
-        "the repro module targets {PTX_ARCH}"
-    );
+    for m in repro::MODULES {
+        assert!(
+            m.ptx
+                .lines()
+                .any(|l| l.trim() == format!(".target {PTX_ARCH}")),
+            "the {} module targets {PTX_ARCH}",
+            m.domain
+        );
+    }
 }
 
-/// Every kernel declared with `#[kernel]`/`instances!` is an entry of the PTX module it
-/// is registered for, with exactly the declared parameter sizes; and every PTX entry is
-/// declared once.
+/// Every kernel declared with `#[kernel]`/`instances!` is an entry of the domain module
+/// it is registered for (the PTX it is loaded from), with exactly the declared parameter
+/// sizes; and every PTX entry is declared once.
 #[test]
 fn declared_kernels_match_the_ptx_param_lists() {
     use ferrocuda_kernels::abi::KERNELS;
@@ -222,11 +473,11 @@ fn declared_kernels_match_the_ptx_param_lists() {
         }
     }
     let declared: BTreeSet<&str> = KERNELS.iter().map(|k| k.name).collect();
-    let sm90 = ferrocuda::kernels::sm90_entries();
-    let repro = ferrocuda::kernels::repro::entries();
-    for e in entries().into_iter().chain(sm90).chain(repro) {
-        if !declared.contains(e) {
-            problems.push(format!("PTX entry {e} has no declaration"));
+    for m in all_modules() {
+        for e in m.entries() {
+            if !declared.contains(e) {
+                problems.push(format!("PTX entry {e} ({}) has no declaration", m.domain));
+            }
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
@@ -251,8 +502,7 @@ const FATBIN_MAGIC: [u8; 4] = [0x50, 0xED, 0x55, 0xBA];
 
 #[test]
 fn machine_code_is_embedded_when_the_build_had_ptxas() {
-    use ferrocuda::kernels::repro;
-    use ferrocuda::kernels::{CUBIN_TOOL, FATBIN, FATBIN_SM90, cubin_archs, cubin_archs_sm90};
+    use ferrocuda::kernels::{CUBIN_TOOL, cubin_archs, cubin_archs_sm90};
     if CUBIN_TOOL.is_empty() {
         // A PTX-only build (no ptxas could be had, or FERROCUDA_CUBIN_ARCHS=none): the
         // fatbins are empty and the library loads the PTX.
@@ -261,38 +511,50 @@ fn machine_code_is_embedded_when_the_build_had_ptxas() {
             std::io::stderr(),
             "SKIPPED machine-code checks: this build is PTX-only"
         );
-        assert!(FATBIN.is_empty() && cubin_archs().is_empty());
-        assert!(repro::FATBIN.is_empty() && repro::cubin_archs().is_empty());
+        for m in all_modules() {
+            assert!(
+                m.fatbin.is_empty() && m.cubin_archs.is_empty(),
+                "{}",
+                m.domain
+            );
+        }
+        assert!(cubin_archs().is_empty());
         return;
     }
-    for (name, fatbin, archs, must) in [
-        ("kernels", FATBIN, cubin_archs(), &["sm_80", "sm_90"][..]),
-        (
-            "kernels_sm90",
-            FATBIN_SM90,
-            cubin_archs_sm90(),
-            &["sm_90"][..],
-        ),
-        (
-            "kernels_repro",
-            repro::FATBIN,
-            repro::cubin_archs(),
-            &["sm_80", "sm_90"][..],
-        ),
-    ] {
+    let mut archs_by_domain = BTreeMap::new();
+    for m in all_modules() {
+        let must: &[&str] = if m.domain == "hopper" {
+            &["sm_90"]
+        } else {
+            &["sm_80", "sm_90"]
+        };
         assert_eq!(
-            fatbin.get(..4),
+            m.fatbin.get(..4),
             Some(&FATBIN_MAGIC[..]),
-            "{name}: no fatbin header"
+            "{}: no fatbin header",
+            m.domain
         );
         if std::env::var_os("FERROCUDA_CUBIN_ARCHS").is_none() {
             for arch in must {
                 assert!(
-                    archs.contains(arch),
-                    "{name}: no SASS for {arch} in {archs:?}"
+                    m.cubin_archs.contains(arch),
+                    "{}: no SASS for {arch} in {:?}",
+                    m.domain,
+                    m.cubin_archs
                 );
             }
         }
+        archs_by_domain.insert(m.domain, m.cubin_archs);
+    }
+    // Every sm_80 module was assembled for the same architectures.
+    let lib = cubin_archs();
+    for m in all_modules().filter(|m| m.domain != "hopper") {
+        assert_eq!(
+            m.cubin_archs,
+            lib.as_slice(),
+            "{}: {archs_by_domain:?}",
+            m.domain
+        );
     }
     // The Hopper module has no SASS below sm_90 (its PTX needs sm_90 instructions).
     assert!(
@@ -300,4 +562,55 @@ fn machine_code_is_embedded_when_the_build_had_ptxas() {
             .iter()
             .all(|a| a != &"sm_80" && a != &"sm_86")
     );
+}
+
+/// The domains the library preloads before its clocks start (`crate::gpu::preload(gpu,
+/// &["krylov", ..])`, `preload_module("ferrocuda_kernels::dense")`) all exist: a typo
+/// would be an error on the GPU only.
+#[test]
+fn every_preloaded_domain_exists() {
+    fn visit(dir: &std::path::Path, out: &mut Vec<(std::path::PathBuf, String)>) {
+        for e in std::fs::read_dir(dir).expect("a source folder").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                visit(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push((p.clone(), std::fs::read_to_string(&p).expect("source")));
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    if !root.join("src").is_dir() {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED every_preloaded_domain_exists: no source tree here"
+        );
+        return;
+    }
+    let mut files = Vec::new();
+    visit(&root.join("src"), &mut files);
+    visit(&root.join("repro/src"), &mut files);
+    let mut checked = 0;
+    for (path, text) in &files {
+        for line in text.lines().filter(|l| {
+            (l.contains("preload(")
+                || l.contains("preload_module(")
+                || l.contains("LU_MODULE: &str"))
+                && !l.trim_start().starts_with("//")
+        }) {
+            for lit in line.split('"').skip(1).step_by(2) {
+                let found = if lit.starts_with("ferrocuda_kernels::") {
+                    ferrocuda::kernels::module_for(lit)
+                        .or_else(|| ferrocuda::kernels::repro::module_for(lit))
+                        .is_some()
+                } else {
+                    ferrocuda::kernels::module(lit).is_some()
+                };
+                assert!(found, "{}: no module {lit:?}: {line}", path.display());
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 10, "only {checked} preloaded domains found");
 }

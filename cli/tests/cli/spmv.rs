@@ -47,6 +47,22 @@ fn info_exits_zero_and_prints_json_with_or_without_a_gpu() {
             "{archs:?}"
         );
     }
+    // One entry per domain module, with its size and machine code.
+    let modules = v["modules"].as_array().expect("modules is a list");
+    assert_eq!(modules.len(), ferrocuda::kernels::MODULES.len());
+    for (m, lib) in modules.iter().zip(ferrocuda::kernels::MODULES) {
+        assert_eq!(m["domain"], lib.domain);
+        assert_eq!(m["ptx_bytes"], lib.ptx.len());
+        assert_eq!(m["fatbin_bytes"], lib.fatbin.len());
+        assert_eq!(m["kernels"], lib.entries().len());
+        assert!(m["cubin_archs"].is_array());
+    }
+    let text = ferrocuda().arg("info").output().expect("run info");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("kernel modules") && text.contains("dense ("),
+        "{text}"
+    );
 }
 
 /// y = A x for a rectangular matrix with an empty row, every format, CPU (and GPU for

@@ -1,5 +1,5 @@
-//! The reproduction module: registered for every kernel declared in
-//! `ferrocuda_kernels::repro`, which all load from it on a GPU.
+//! The reproduction modules: registered for every kernel declared in
+//! `ferrocuda_kernels::repro`, each of which loads from its domain's module on a GPU.
 
 use crate::common::gpu_or_skip;
 use ferrocuda_kernels::abi::KERNELS;
@@ -11,27 +11,32 @@ fn repro_kernels() -> impl Iterator<Item = &'static ferrocuda_kernels::abi::Kern
 }
 
 #[test]
-fn register_module_serves_every_repro_declaration_from_the_repro_ptx() {
+fn register_module_serves_every_repro_declaration_from_its_repro_domain() {
     ferrocuda_repro::register_module();
-    let entries = ferrocuda_repro::entries();
     assert!(repro_kernels().count() > 0, "no repro kernel is declared");
     for k in repro_kernels() {
+        let module = ferrocuda::kernels::repro::module_for(k.module)
+            .unwrap_or_else(|| panic!("{} ({}) has no repro module", k.name, k.module));
         let ptx = ferrocuda_host::registered_ptx(k.module);
         assert!(
-            ptx == Some(ferrocuda_repro::PTX),
-            "{} ({}) is not served from the repro module",
+            ptx.is_some_and(|p| std::ptr::eq(p, module.ptx)),
+            "{} ({}) is not served from the {} module",
             k.name,
-            k.module
+            k.module,
+            module.domain
         );
         assert!(
-            entries.contains(&k.name),
-            "{} is not a repro PTX entry",
-            k.name
+            module.has_entry(k.name),
+            "{} is not an entry of the {} module",
+            k.name,
+            module.domain
         );
     }
-    // The library's kernels still load from the library's module.
+    // The library's kernels still load from the library's modules.
+    let blas1 = ferrocuda::kernels::module("blas1").expect("a blas1 module");
     assert!(
-        ferrocuda_host::registered_ptx("ferrocuda_kernels::blas1") == Some(ferrocuda::kernels::PTX)
+        ferrocuda_host::registered_ptx("ferrocuda_kernels::blas1")
+            .is_some_and(|p| std::ptr::eq(p, blas1.ptx))
     );
 }
 
