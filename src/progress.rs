@@ -4,8 +4,8 @@
 //! A [`Progress`] is an optional observer, called with `(done, total)` in the
 //! operation's unit (from the operation's thread, or from its worker threads where it
 //! runs in parallel): ROCK4 reports thousandths of `[t0, t_end]`
-//! after each step attempt ([`crate::rock4::Rock4Options::progress`]), multigrid cycles
-//! ([`crate::multigrid::MgOptions::progress`]), generating a large matrix its block rows
+//! after each step attempt (`progress` of [`crate::rock4::Rock4Options`]), multigrid cycles
+//! (`progress` of [`crate::multigrid::MgOptions`]), generating a large matrix its block rows
 //! ([`crate::sparse::generate::trace_like_with_progress`]). GMRES has its per-iteration
 //! callback (`solve_with_progress`). An observer only watches: it cannot stop or change
 //! the computation, and the results are the same bits with or without one.

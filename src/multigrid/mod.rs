@@ -214,7 +214,7 @@ pub struct MgOptions {
     /// at most this fraction of the discretisation error `||u_h - u||_h`, so the error
     /// `||u - u_exact||_h` is within this fraction of the discretisation error.
     pub target: f64,
-    /// Told the cycles done of [`MgOptions::cycles`] after each cycle
+    /// Told the cycles done of `cycles` after each cycle
     /// ([`crate::progress`]); none by default.
     #[serde(skip)]
     pub progress: crate::progress::Progress,
@@ -239,7 +239,7 @@ impl MgOptions {
             progress: crate::progress::Progress::none(),
         }
     }
-    /// Sets the progress observer ([`MgOptions::progress`]).
+    /// Sets the progress observer (the field `progress`).
     pub fn progress(mut self, p: crate::progress::Progress) -> Self {
         self.progress = p;
         self

@@ -122,7 +122,7 @@ pub(crate) fn run(
     Ok(report)
 }
 
-/// How far `t` is into `[t0, t0 + span]`, in thousandths (for [`Rock4Options::progress`]).
+/// How far `t` is into `[t0, t0 + span]`, in thousandths (for `Rock4Options::progress`).
 pub(crate) fn thousandths(t: f64, t0: f64, span: f64) -> u64 {
     if span > 0.0 {
         ((t - t0) / span * 1000.0).clamp(0.0, 1000.0) as u64

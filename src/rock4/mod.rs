@@ -223,7 +223,7 @@ impl Default for Rock4Options {
 }
 
 impl Rock4Options {
-    /// Sets the progress observer ([`Rock4Options::progress`]).
+    /// Sets the progress observer (the field `progress`).
     pub fn progress(mut self, p: crate::progress::Progress) -> Self {
         self.progress = p;
         self
