@@ -596,9 +596,12 @@ fn strip_file_provenance(text: &str) -> String {
             if lines.peek().is_some_and(|l| l.starts_with(PROVENANCE_LINE)) {
                 lines.next();
             }
-            // And the blank line that separated it from what follows.
+            // And the blank line that separated it from what follows, else the one
+            // written before it (a title with nothing after it).
             if lines.peek().is_some_and(|l| l.is_empty()) {
                 lines.next();
+            } else if out.ends_with("\n\n") {
+                out.pop();
             }
             continue;
         }
