@@ -56,9 +56,8 @@ fn main() {
     let manifest_dir =
         PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let kernel_dir = manifest_dir.join(KERNEL_CRATE_DIR);
+    let kernel_dir = kernel_source(&manifest_dir, &out_dir);
 
-    println!("cargo:rerun-if-changed={KERNEL_CRATE_DIR}");
     println!("cargo:rerun-if-changed=Cargo.lock");
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=build");
@@ -279,6 +278,65 @@ fn build_ptx(kernel_dir: &Path, target_dir: &Path, arch: &str, cfg: Option<&str>
         fail(&format!("{} holds no kernel entry point", asm.display()));
     }
     ptx
+}
+
+/// The source folder of the kernel crate: `gpu-kernels/` beside this manifest in the
+/// workspace; in a packaged `ferrocuda` (crates.io, `cargo publish`), which has no such
+/// folder, a copy of the `ferrocuda-kernels` and `ferrocuda-kernel-macros` dependencies'
+/// sources (their build scripts report where they are: `links` metadata) in a workspace of
+/// their own under `OUT_DIR`, with this package's `Cargo.lock` where it has one.
+fn kernel_source(manifest_dir: &Path, out_dir: &Path) -> PathBuf {
+    let local = manifest_dir.join(KERNEL_CRATE_DIR);
+    if local.join("Cargo.toml").is_file() {
+        println!("cargo:rerun-if-changed={KERNEL_CRATE_DIR}");
+        return local;
+    }
+    let dep = |var: &str| {
+        env::var_os(var).map(PathBuf::from).unwrap_or_else(|| {
+            fail(&format!(
+                "{KERNEL_CRATE_DIR}/ is missing and {var} is not set: the kernel sources come from the ferrocuda-kernels dependency"
+            ))
+        })
+    };
+    let kernels = dep("DEP_FERROCUDA_KERNELS_DIR");
+    let macros = dep("DEP_FERROCUDA_KERNELS_MACROS_DIR");
+    let root = out_dir.join("kernel-src");
+    let _ = std::fs::remove_dir_all(&root);
+    let io = |what: &str, e: std::io::Error| -> ! { fail(&format!("{what}: {e}")) };
+    copy_tree(&kernels, &root.join("ferrocuda-kernels"))
+        .unwrap_or_else(|e| io("copying the ferrocuda-kernels sources", e));
+    copy_tree(&macros, &root.join("ferrocuda-kernel-macros"))
+        .unwrap_or_else(|e| io("copying the ferrocuda-kernel-macros sources", e));
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[workspace]\nmembers = [\"ferrocuda-kernels\", \"ferrocuda-kernel-macros\"]\nresolver = \"3\"\n\n\
+         [patch.crates-io]\nferrocuda-kernel-macros = { path = \"ferrocuda-kernel-macros\" }\n",
+    )
+    .unwrap_or_else(|e| io("writing the kernel workspace", e));
+    let lock = manifest_dir.join("Cargo.lock");
+    if lock.is_file() {
+        std::fs::copy(&lock, root.join("Cargo.lock"))
+            .unwrap_or_else(|e| io("copying Cargo.lock", e));
+    }
+    root.join("ferrocuda-kernels")
+}
+
+/// Copies the folder `from` to `to` (files and folders; no `target/`).
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let path = entry.path();
+        let dest = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            if entry.file_name() != "target" {
+                copy_tree(&path, &dest)?;
+            }
+        } else {
+            std::fs::copy(&path, &dest)?;
+        }
+    }
+    Ok(())
 }
 
 fn is_valid_arch(arch: &str) -> bool {

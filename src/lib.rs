@@ -130,6 +130,7 @@ pub mod krylov;
 pub mod mpc;
 pub mod multigrid;
 pub mod probe;
+pub mod progress;
 pub mod report;
 pub mod rng;
 pub mod rock4;

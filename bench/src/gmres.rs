@@ -27,7 +27,7 @@ use ferrocuda::krylov::{
 use ferrocuda::report::table;
 use ferrocuda::sparse::gpu::DeviceSbell;
 use ferrocuda::sparse::gpu::SpmvKernels;
-use ferrocuda::sparse::{MatrixScalar, Sbell, cpu, generate};
+use ferrocuda::sparse::{MatrixScalar, Sbell, cpu};
 use ferrocuda::timing::time_gpu;
 
 /// What to run.
@@ -217,7 +217,7 @@ where
 {
     let spec = opts.case.spec()?;
     progress(&format!("generating {} as {}", opts.case.name(), T::SUFFIX));
-    let a = generate::trace_like::<T>(&spec)?;
+    let a = crate::progress::generate::<T>(&spec)?;
     let n = a.n_rows();
     let s = Sbell::from_bcsr(&a)?;
     let size = size_of::<T>() as f64;
@@ -600,8 +600,13 @@ pub fn run_thesis(
     template: &GmresBenchOptions,
 ) -> Result<GmresThesisReport> {
     let mut runs = Vec::new();
+    let mut steps = crate::progress::steps("bench gmres --thesis", 2 * cases.len());
     for &case in cases {
         for (double, complex) in [(false, true), (true, false)] {
+            steps.next(format!(
+                "case {case} {}",
+                if complex { "c32" } else { "f64" }
+            ));
             let opts = GmresBenchOptions {
                 case: SpmvCase::Thesis(case),
                 double,
@@ -716,7 +721,7 @@ pub fn write_results(report: &GmresBenchReport, out: &ResultsDir) -> Result<Save
         let mut text = out.read_markdown("gmres.md").unwrap_or_else(|| {
             "# GMRES benchmark\n\nWritten by `ferrocuda bench gmres`; do not edit by hand. One section per run.\n\n".into()
         });
-        text.push_str(&report.to_markdown());
+        text.push_str(&out.section(&report.to_markdown()));
         if let Some(chart) = report.convergence_chart() {
             let png = out.join(&report.plot_name());
             chart.write_png(&png, 1024, 576)?;

@@ -12,6 +12,7 @@ pub mod output;
 pub mod peer;
 pub mod plot;
 pub mod probe;
+pub mod progress;
 pub mod rng;
 pub mod rock4;
 pub mod scaling;

@@ -209,7 +209,9 @@ pub fn run(gpu: Option<&Gpu>, opts: &LuBenchOptions) -> Result<LuBenchReport> {
     if let (Some(g), Some(&largest)) = (gpu, opts.sizes.iter().max()) {
         report.gemm_kernels = gemm_kernels(g, largest.min(16384), opts.reps.max(1))?;
     }
+    let mut steps = crate::progress::steps("bench lu", opts.sizes.len());
     for &n in &opts.sizes {
+        steps.next(format!("n = {n}"));
         report.rows.push(compare::<f64>(gpu, n, opts)?);
         if opts.f32 {
             report.rows.push(compare::<f32>(gpu, n, opts)?);

@@ -363,8 +363,13 @@ fn time_evaluator(
 pub fn run(gpu: Option<&Gpu>, opts: &MpcBenchOptions) -> Result<MpcBenchReport> {
     let reps = opts.reps.max(1);
     let mut table83 = Vec::new();
+    let mut steps = crate::progress::steps(
+        "bench mpc",
+        opts.objects.len() * opts.horizons.len() + opts.large_objects.len() + opts.mpc_cases.len(),
+    );
     for &m in &opts.objects {
         for &n in &opts.horizons {
+            steps.next(format!("Table 8.3: M = {m}, N = {n}"));
             let model = SwarmModel::new(m, n)?;
             eprintln!("[bench mpc] table 8.3: M = {m}, N = {n}");
             let (x0, u) = inputs(&model, 1);
@@ -400,6 +405,7 @@ pub fn run(gpu: Option<&Gpu>, opts: &MpcBenchOptions) -> Result<MpcBenchReport> 
     }
     let mut large = Vec::new();
     for &m in &opts.large_objects {
+        steps.next(format!("large: M = {m}"));
         let model = SwarmModel::new(m, opts.large_horizon)?;
         eprintln!("[bench mpc] large: M = {m}, N = {}", opts.large_horizon);
         let cpu_exact_ms = time_cpu_gradient(&model, Gradient::Exact, reps.min(3))?;
@@ -479,6 +485,7 @@ pub fn run(gpu: Option<&Gpu>, opts: &MpcBenchOptions) -> Result<MpcBenchReport> 
     }
     let mut table84 = Vec::new();
     for &(m, n) in &opts.mpc_cases {
+        steps.next(format!("Table 8.4: M = {m}, N = {n}"));
         let model = SwarmModel::new(m, n)?;
         let mut mopts = MpcOptions::default();
         mopts.steps = opts.mpc_steps;

@@ -636,8 +636,15 @@ pub fn run(gpu: Option<&Gpu>, opts: &MgBenchOptions) -> Result<MgBenchReport> {
     } else {
         &[(4, 65), (4, 257), (6, 217)]
     };
+    let large: &[usize] = if q { &[65] } else { &[513, 1025] };
+    let large_steps = if gpu.is_some() { large.len() * 6 } else { 0 };
+    let mut steps = crate::progress::steps(
+        "bench mg",
+        2 * base2.len() + 2 * other.len() + 2 + large_steps,
+    );
     for (tables, smoother) in [("6.1/6.5", Smoother::Abl), ("6.2/6.6", Smoother::Sbl)] {
         for &n in base2 {
+            steps.next(format!("Tables {tables}, n = {n}"));
             report
                 .thesis
                 .push(run_thesis(gpu, opts.cpu, tables, smoother, 2, n, 10)?);
@@ -645,6 +652,7 @@ pub fn run(gpu: Option<&Gpu>, opts: &MgBenchOptions) -> Result<MgBenchReport> {
     }
     for (tables, smoother) in [("6.3", Smoother::Abl), ("6.4", Smoother::Sbl)] {
         for &(b, n) in other {
+            steps.next(format!("Table {tables}, b = {b}, n = {n}"));
             report
                 .thesis
                 .push(run_thesis(gpu, opts.cpu, tables, smoother, b, n, 10)?);
@@ -661,6 +669,7 @@ pub fn run(gpu: Option<&Gpu>, opts: &MgBenchOptions) -> Result<MgBenchReport> {
         report.sweep_n,
         bs.len()
     );
+    steps.next("Table 6.7, B sweep");
     for b in bs {
         let o = MgOptions::new(report.sweep_n, 6)
             .inner(b)
@@ -678,6 +687,7 @@ pub fn run(gpu: Option<&Gpu>, opts: &MgBenchOptions) -> Result<MgBenchReport> {
         });
     }
     // Table 6.8: the thesis's CPU comparison on 2^8 + 1 (base 2, SBL, V(5,5), B = 10).
+    steps.next("Table 6.8");
     report.table_6_8 = run_thesis(
         gpu,
         true,
@@ -691,10 +701,10 @@ pub fn run(gpu: Option<&Gpu>, opts: &MgBenchOptions) -> Result<MgBenchReport> {
     report.table_6_8.thesis_best = None;
     report.table_6_8.thesis_seconds.clear();
     // Large grids.
-    let large: &[usize] = if q { &[65] } else { &[513, 1025] };
     if let Some(g) = gpu {
         for &n in large {
             for f64_ in [false, true] {
+                steps.next(format!("{n}^3 {}", if f64_ { "f64" } else { "f32" }));
                 for (setup, o) in large_setups(n) {
                     eprintln!(
                         "[bench mg] {n}^3 {}: {setup}",
@@ -715,6 +725,7 @@ pub fn run(gpu: Option<&Gpu>, opts: &MgBenchOptions) -> Result<MgBenchReport> {
         }
         for &n in large {
             for (f64_, inner) in [(false, 10), (false, 4), (true, 10)] {
+                steps.next(format!("{n}^3 smoother alone, B = {inner}"));
                 report.smoother.push(if f64_ {
                     smoother_alone::<f64>(g, n, inner, opts.reps, copy_gbps.unwrap_or(f64::NAN))?
                 } else {

@@ -191,7 +191,10 @@ pub fn run(gpu: &Gpu, opts: &RngBenchOptions) -> Result<RngBenchReport> {
     progress(&format!("jump-ahead for {max_streams} SFMT19937 streams"));
     let all = make_streams(max_streams)?;
     drop(buf);
+    let mut steps =
+        crate::progress::steps("bench rng", opts.threads.len() + 2 * CurandKind::ALL.len());
     for &threads in &opts.threads {
+        steps.next(format!("SFMT19937, {threads:?} threads/block"));
         let threads = resolve(gpu, threads)?;
         let ns = streams_for(gpu, threads)?;
         let blocks = n.div_ceil(ns * 624);
@@ -210,6 +213,7 @@ pub fn run(gpu: &Gpu, opts: &RngBenchOptions) -> Result<RngBenchReport> {
     // cuRAND.
     let mut buf = gpu.alloc::<u32>(n)?;
     for kind in CurandKind::ALL {
+        steps.next(format!("cuRAND {kind:?}, u32"));
         match Curand::new(gpu, kind, 1234) {
             Ok(g) => {
                 let s = time_gpu(gpu, 1, opts.reps, || g.generate_u32(&mut buf))?;
@@ -286,6 +290,7 @@ pub fn run(gpu: &Gpu, opts: &RngBenchOptions) -> Result<RngBenchReport> {
     }
     let mut out = gpu.alloc::<f32>(count)?;
     for kind in CurandKind::ALL {
+        steps.next(format!("cuRAND {kind:?}, normal f32"));
         match Curand::new(gpu, kind, 1234) {
             Ok(gen_) => {
                 let g = time_gpu(gpu, 1, opts.reps, || gen_.generate_normal_f32(&mut out))?;

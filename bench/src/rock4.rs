@@ -175,7 +175,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// Runs the benchmark (the GPU parts where `gpu` is given).
 pub fn run(gpu: Option<&Gpu>, opts: &Rock4BenchOptions) -> Result<Rock4BenchReport> {
     let mut rows = Vec::new();
+    let large_count = if gpu.is_some() { opts.large.len() } else { 0 };
+    let mut steps = crate::progress::steps("bench rock4", opts.sizes.len() + large_count + 1);
     for &n in &opts.sizes {
+        steps.next(format!("{n} x {n}"));
         let p = ReactionAdvectionDiffusion::thesis(n, opts.advection)?;
         let time = |threads: Threads| -> Result<(f64, Rock4Report)> {
             let o = Rock4Options::default()
@@ -240,10 +243,12 @@ pub fn run(gpu: Option<&Gpu>, opts: &Rock4BenchOptions) -> Result<Rock4BenchRepo
     if let Some(g) = gpu {
         for &n in &opts.large {
             progress(&format!("large heat grid {n} x {n}"));
+            steps.next(format!("large heat grid {n} x {n}"));
             large.push(large_row(g, n, opts.reps.max(3))?);
         }
     }
     progress("solution snapshots");
+    steps.next("solution snapshots");
     let snapshots = snapshots(gpu, opts)?;
     Ok(Rock4BenchReport {
         device: gpu.map(|g| g.name()).transpose()?,

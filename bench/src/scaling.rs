@@ -26,7 +26,7 @@ use ferrocuda::gpu::Gpu;
 use ferrocuda::krylov::{DeviceLinOp, GmresOptions, gpu as kgpu};
 use ferrocuda::report::table;
 use ferrocuda::sparse::Bcsr;
-use ferrocuda::sparse::generate::{TraceSpec, trace_like};
+use ferrocuda::sparse::generate::TraceSpec;
 use ferrocuda::timing::Stats;
 use ferrocuda::{Error, Result};
 
@@ -227,6 +227,8 @@ pub fn run(opts: &ScalingOptions) -> Result<ScalingReport> {
     let (nx, nt, nr) = opts.block;
     let mut rows = Vec::new();
     let mut matrix: Option<(TraceSpec, Bcsr<f64>)> = None;
+    let mut steps =
+        crate::progress::steps("bench scaling", opts.transports.len() * 2 * run_ranks.len());
     for &transport in &opts.transports {
         for (mode, blocks_for) in [
             (
@@ -237,6 +239,7 @@ pub fn run(opts: &ScalingOptions) -> Result<ScalingReport> {
         ] {
             let mut base: Option<(f64, f64)> = None;
             for &p in &run_ranks {
+                steps.next(format!("{transport:?}, {mode}, {p} GPUs"));
                 let spec = TraceSpec::new(nx, nt, nr, blocks_for(p));
                 eprintln!(
                     "[bench scaling] {transport}, {mode}: {p} GPU(s), {} grid blocks of {nx} x {nt} x {nr}",
@@ -246,7 +249,7 @@ pub fn run(opts: &ScalingOptions) -> Result<ScalingReport> {
                 // longer than measuring it).
                 if matrix.as_ref().is_none_or(|(s, _)| *s != spec) {
                     drop(matrix.take()); // free the old one first
-                    matrix = Some((spec, trace_like::<f64>(&spec)?));
+                    matrix = Some((spec, crate::progress::generate::<f64>(&spec)?));
                 }
                 let a = &matrix.as_ref().expect("just generated").1;
                 let (spmv, gmres, ghosts) = measure(&spec, a, p, transport, opts)?;

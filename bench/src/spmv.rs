@@ -296,7 +296,7 @@ where
         spec.cells(),
         T::SUFFIX
     ));
-    let a: Bcsr<T> = generate::trace_like(&spec)?;
+    let a: Bcsr<T> = crate::progress::generate(&spec)?;
     let csr = a.to_csr().without_zeros();
     let (n, nnz, blocks) = (a.n_rows(), csr.nnz(), a.nnz_blocks());
     let size = size_of::<T>() as f64;
@@ -717,7 +717,11 @@ pub fn write_results(report: &SpmvReport, out: &ResultsDir) -> Result<Saved> {
     out.save("spmv.md", |out| {
         let png = format!("{}.png", report.stem());
         report.chart().write_png(&out.join(&png), 1100, 560)?;
-        let section = format!("{}\n![{}]({png})\n", report.to_markdown(), report.stem());
+        let section = out.section(&format!(
+            "{}\n![{}]({png})\n",
+            report.to_markdown(),
+            report.stem()
+        ));
         let part = out.write_markdown(&format!("{}.md", report.stem()), &section)?;
         let index = out.write_markdown("spmv.md", &spmv_index(out)?)?;
         Ok(vec![out.join(&png), part, index])

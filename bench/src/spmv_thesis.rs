@@ -251,13 +251,15 @@ pub fn run(gpu: &Gpu, opts: &ThesisBenchOptions) -> Result<ThesisReport> {
     let mut cpu_s = Vec::new();
     let mut not_run = Vec::new();
     let mut copy_gbps: f64 = 0.0;
+    let mut steps = crate::progress::steps("bench spmv-thesis", opts.cases.len());
     for &case in &opts.cases {
+        steps.next(format!("case {case}"));
         let spec = generate::case(case)?;
         progress(&format!(
             "case {case}: generating ({} cells, c32)",
             spec.cells()
         ));
-        let a: Bcsr<C32> = generate::trace_like(&spec)?;
+        let a: Bcsr<C32> = crate::progress::generate(&spec)?;
         let n = a.n_rows();
         let csr = a.to_csr();
         let nonzeros = spec.nonzero_entries() as f64;

@@ -577,16 +577,22 @@ pub fn run(cmd: &BenchCommand, on: Where) -> Result<Box<dyn Report>> {
         shown(NothingToRun { no_gpu: why }, |n| n.no_gpu.clone())
     };
     let dir = cmd.results_dir().unwrap_or(Path::new("."));
-    let results = ResultsDir::new(dir, gpu.is_some());
+    let mut results = ResultsDir::new(dir, gpu.is_some());
+    if let Some(g) = &gpu {
+        results = results.on(ferrocuda_bench::output::gpu_device(g));
+    }
     let out = Finish {
         note: &note,
         results: &results,
     };
     let g = gpu.as_ref();
-    Ok(match plan {
+    let report = match plan {
         Plan::Scaling(o) => {
             let report = b::scaling::run(&o)?;
-            let ran = ResultsDir::new(dir, !report.devices.is_empty());
+            let mut ran = ResultsDir::new(dir, !report.devices.is_empty());
+            if !report.devices.is_empty() {
+                ran = ran.on(report.devices.join(", "));
+            }
             note(b::scaling::write_results(&report, &ran)?);
             shown(report, b::scaling::ScalingReport::to_text)
         }
@@ -668,7 +674,45 @@ pub fn run(cmd: &BenchCommand, on: Where) -> Result<Box<dyn Report>> {
             }
             shown(report, b::blas1::Blas1Report::to_text)
         }
-    })
+    };
+    Ok(Box::new(WithProvenance {
+        report,
+        provenance: results.provenance().clone(),
+    }))
+}
+
+/// A benchmark's report whose JSON also names when, from what and where it was measured
+/// (`"provenance"`, as in its results files: [`ferrocuda_bench::output`]).
+struct WithProvenance {
+    report: Box<dyn Report>,
+    provenance: ferrocuda_bench::output::Provenance,
+}
+
+impl Report for WithProvenance {
+    fn text(&self) -> String {
+        self.report.text()
+    }
+
+    /// The report's object with `"provenance"` as its last key (the other keys keep
+    /// their order).
+    fn json(&self) -> serde_json::Result<String> {
+        let json = self.report.json()?;
+        let trimmed = json.trim_end();
+        let Some(body) = trimmed
+            .strip_suffix('}')
+            .filter(|_| trimmed.starts_with('{'))
+        else {
+            return Ok(json);
+        };
+        let body = body.trim_end();
+        let provenance = serde_json::to_string_pretty(&self.provenance)?.replace('\n', "\n  ");
+        let comma = if body == "{" { "" } else { "," };
+        Ok(format!("{body}{comma}\n  \"provenance\": {provenance}\n}}"))
+    }
+
+    fn status(&self) -> crate::report::Status {
+        self.report.status()
+    }
 }
 
 /// `--markdown FILE` of `bench blas1`, under the rule of [`ResultsDir`].

@@ -42,6 +42,11 @@ pub struct Cli {
     /// gpu or N after it.
     #[arg(long, value_name = "N", value_parser = parse_device)]
     pub device: Option<DeviceChoice>,
+    /// No progress bars (they are drawn on stderr only where it is a terminal, and never
+    /// with --json) and no progress lines; `solve` prints no summary either. Warnings
+    /// and errors still go to stderr.
+    #[arg(long, global = true)]
+    pub quiet: bool,
 }
 
 /// Subcommands.
@@ -190,6 +195,7 @@ pub fn main() -> i32 {
         }
     };
     let json = cli.json();
+    ferrocuda_bench::progress::set_enabled(!cli.quiet && !json);
     match run(cli) {
         Ok(status) => status.code(),
         Err(e) => {
@@ -259,7 +265,8 @@ pub fn run(cli: Cli) -> Result<Status> {
             ),
             Format::of(a.json),
         ),
-        Command::Solve(a) => {
+        Command::Solve(mut a) => {
+            a.quiet |= cli.quiet;
             let format = match (a.json, a.quiet) {
                 (true, _) => Format::Json,
                 (false, true) => Format::Nothing,

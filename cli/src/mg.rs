@@ -14,6 +14,7 @@
 
 use ferrocuda::multigrid::{Cycle, MgOptions, MgReport, Smoother, Stop, cpu, gpu};
 use ferrocuda::{Error, Result};
+use ferrocuda_bench::progress::{self, Cleared};
 
 use crate::Precision;
 use crate::choices::{CycleArg, SmootherArg, choice};
@@ -104,7 +105,9 @@ impl MgArgs {
 /// Runs `ferrocuda mg` (on the GPU with `--device gpu|N`).
 pub fn run(args: &MgArgs, on: Where) -> Result<MgReport> {
     args.validate()?;
-    let opts = args.options();
+    let bar = Cleared(progress::bar(args.cycles as u64, "mg"));
+    bar.set_message(format!("{}^3, cycles", args.n));
+    let opts = args.options().progress(progress::observer(&bar));
     let f64 = args.precision == Precision::F64;
     let report = match on.open()? {
         None => {
@@ -133,6 +136,7 @@ pub fn run(args: &MgArgs, on: Where) -> Result<MgReport> {
             }
         }
     };
+    drop(bar);
     if report.cycles_to_discretisation.is_none() {
         eprintln!(
             "warning: the discretisation error {:.3e} was not reached in {} cycles",

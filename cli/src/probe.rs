@@ -62,10 +62,10 @@ pub fn run(args: &ProbeArgs, on: Where) -> Result<ProbeReport> {
     let (gpu, skipped) = on.open_optional()?;
     let report = ferrocuda::probe::run(gpu.as_ref(), skipped, &opts)?;
     // The probe measures the GPU: without one there is nothing to record.
-    if gpu.is_some() && !args.no_write {
+    if let Some(g) = gpu.as_ref().filter(|_| !args.no_write) {
         let saved = ferrocuda_bench::probe::write_results(
             &report,
-            &ResultsDir::new(&args.results_dir, true),
+            &ResultsDir::new(&args.results_dir, true).on(ferrocuda_bench::output::gpu_device(g)),
         )?;
         eprintln!("[probe] {saved}");
     }

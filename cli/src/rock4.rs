@@ -19,6 +19,7 @@
 //! falls below the smallest allowed) is an error (exit status 1); one that uses up
 //! `--max-steps` before `t_end` exits with status 3 and writes no `--out`.
 
+use ferrocuda_bench::progress::{self, Cleared};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -313,7 +314,11 @@ fn integrate(rhs: &dyn Rhs, t_end: f64, y: &mut [f64], opts: &Rock4Options) -> R
         "[rock4] integrating {} unknowns to t = {t_end} on the CPU",
         rhs.dim()
     );
-    let r = cpu::integrate(rhs, 0.0, t_end, y, opts)?;
+    let bar = Cleared(progress::bar(1000, "rock4"));
+    bar.set_message(format!("t = 0 .. {t_end} (thousandths)"));
+    let opts = opts.clone().progress(progress::observer(&bar));
+    let r = cpu::integrate(rhs, 0.0, t_end, y, &opts)?;
+    drop(bar);
     eprintln!(
         "[rock4] {} steps accepted, {} rejected, {:.3} s",
         r.steps_accepted,
@@ -336,7 +341,11 @@ fn integrate_gpu(
         gpu.name()?
     );
     let mut dy = gpu.upload(y)?;
-    let r = ferrocuda::rock4::gpu::integrate(rhs, 0.0, t_end, &mut dy, opts)?;
+    let bar = Cleared(progress::bar(1000, "rock4"));
+    bar.set_message(format!("t = 0 .. {t_end} (thousandths)"));
+    let opts = opts.clone().progress(progress::observer(&bar));
+    let r = ferrocuda::rock4::gpu::integrate(rhs, 0.0, t_end, &mut dy, &opts)?;
+    drop(bar);
     dy.copy_to_host(y)?;
     eprintln!(
         "[rock4] {} steps accepted, {} rejected, {:.3} s",

@@ -124,8 +124,9 @@ pub struct SolveArgs {
     /// Print the report as JSON on stdout (instead of the summary).
     #[arg(long)]
     pub json: bool,
-    /// No progress lines and no summary (warnings and errors still go to stderr).
-    #[arg(long)]
+    /// No progress and no summary (warnings and errors still go to stderr): the global
+    /// `--quiet`, which may also be given after `solve` (set by [`crate::run`]).
+    #[arg(skip)]
     pub quiet: bool,
     /// Seconds between progress lines on stderr (0: every iteration).
     #[arg(long, default_value_t = 0.5, allow_hyphen_values = true)]
@@ -520,7 +521,18 @@ where
     let progress_every = args.progress_interval;
     let start = Instant::now();
     let mut last = start;
+    // A bar where stderr is a terminal (not with --quiet or --json), else progress lines.
+    let bar = if args.quiet {
+        ferrocuda_bench::progress::ProgressBar::hidden()
+    } else {
+        ferrocuda_bench::progress::bar(args.max_iter as u64, "solve")
+    };
     let mut printer = |it: usize, rel: f64| {
+        if !bar.is_hidden() {
+            bar.set_position(it as u64);
+            bar.set_message(format!("relative residual {rel:.3e}"));
+            return;
+        }
         let now = Instant::now();
         if now.duration_since(last).as_secs_f64() >= progress_every {
             last = now;
@@ -535,10 +547,12 @@ where
 
     let gpu = on.open()?;
     let gpu_name = gpu.as_ref().and_then(|g| g.name().ok());
-    let (solution, format_note) = match &gpu {
-        None => (solve_cpu(&sys, &opts, progress)?, None),
-        Some(g) => solve_gpu(&sys, g, &opts, args.quiet, progress)?,
+    let solved = match &gpu {
+        None => solve_cpu(&sys, &opts, progress).map(|s| (s, None)),
+        Some(g) => solve_gpu(&sys, g, &opts, args.quiet, progress),
     };
+    bar.finish_and_clear();
+    let (solution, format_note) = solved?;
     files::write_array(out, solution.x.len(), 1, &solution.x)?;
 
     let s = solution.report;

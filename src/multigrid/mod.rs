@@ -214,6 +214,10 @@ pub struct MgOptions {
     /// at most this fraction of the discretisation error `||u_h - u||_h`, so the error
     /// `||u - u_exact||_h` is within this fraction of the discretisation error.
     pub target: f64,
+    /// Told the cycles done of `cycles` after each cycle
+    /// ([`crate::progress`]); none by default.
+    #[serde(skip)]
+    pub progress: crate::progress::Progress,
 }
 
 impl MgOptions {
@@ -232,9 +236,12 @@ impl MgOptions {
             cycles: 10,
             stop: Stop::AllCycles,
             target: 0.1,
+            progress: crate::progress::Progress::none(),
         }
     }
     setters! {
+        /// Sets the progress observer (the field `progress`).
+        progress: crate::progress::Progress;
         /// Sets the smoother.
         smoother: Smoother;
         /// Sets the cycle.
@@ -607,6 +614,7 @@ pub(crate) fn solve_with<L: Levels>(
         report.residual_norm.push(r);
         report.error_norm.push(e);
         report.algebraic_error_norm.push(a);
+        opts.progress.report(c as u64 + 1, opts.cycles as u64);
         if report.cycles_to_discretisation.is_none()
             && a <= opts.target * problem.discretisation_error
         {

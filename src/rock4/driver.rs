@@ -107,6 +107,7 @@ pub(crate) fn run(
         } else {
             report.steps_rejected += 1;
         }
+        o.progress.report(thousandths(c.t, t0, span), 1000);
         if out & k::DONE != 0 {
             break;
         }
@@ -119,4 +120,13 @@ pub(crate) fn run(
     }
     report.seconds = start.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// How far `t` is into `[t0, t0 + span]`, in thousandths (for `Rock4Options::progress`).
+pub(crate) fn thousandths(t: f64, t0: f64, span: f64) -> u64 {
+    if span > 0.0 {
+        ((t - t0) / span * 1000.0).clamp(0.0, 1000.0) as u64
+    } else {
+        1000
+    }
 }

@@ -818,6 +818,8 @@ fn integrate_persistent(
                 });
             }
         }
+        o.progress
+            .report(super::driver::thousandths(s.ctl.t, t0, t_end - t0), 1000);
         if s.status != RUN_PAUSED {
             break;
         }

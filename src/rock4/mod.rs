@@ -198,6 +198,10 @@ pub struct Rock4Options {
     /// [`gpu::ATTEMPTS_PER_LAUNCH`]): the host waits for the device once per this many
     /// attempts, and holds this many attempts' history on the device. At least 1.
     pub attempts_per_launch: usize,
+    /// Told thousandths of `[t0, t_end]` done after each step attempt (the device
+    /// controller: after each launch) ([`crate::progress`]); none by default.
+    #[serde(skip)]
+    pub progress: crate::progress::Progress,
 }
 
 impl Default for Rock4Options {
@@ -213,12 +217,15 @@ impl Default for Rock4Options {
             threads: Threads::All,
             controller: Controller::Auto,
             attempts_per_launch: gpu::ATTEMPTS_PER_LAUNCH,
+            progress: crate::progress::Progress::none(),
         }
     }
 }
 
 impl Rock4Options {
     setters! {
+        /// Sets the progress observer (the field `progress`).
+        progress: crate::progress::Progress;
         /// Sets the relative tolerance.
         rtol: f64;
         /// Sets the absolute tolerance.

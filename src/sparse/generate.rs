@@ -214,6 +214,16 @@ const GEN_CHUNK: usize = 256;
 /// allocating: `300 x 300 x 300 x 1` is 28 M block rows and 350 M blocks, 140 GB in
 /// complex double).
 pub fn trace_like<T: Element>(spec: &TraceSpec) -> Result<Bcsr<T>, SparseError> {
+    trace_like_with_progress(spec, &crate::progress::Progress::none())
+}
+
+/// [`trace_like`], telling `progress` the block rows filled of all of them as it goes
+/// (from the worker threads, once per chunk of rows; [`crate::progress`]). The matrix is
+/// the same.
+pub fn trace_like_with_progress<T: Element>(
+    spec: &TraceSpec,
+    progress: &crate::progress::Progress,
+) -> Result<Bcsr<T>, SparseError> {
     let op = "generate::trace_like";
     let with_ghosts = |n: usize| n.checked_add(2 * GHOST);
     let nbr = with_ghosts(spec.nx)
@@ -284,6 +294,7 @@ pub fn trace_like<T: Element>(spec: &TraceSpec) -> Result<Bcsr<T>, SparseError> 
             vs = v_rest;
         }
     }
+    let filled = std::sync::atomic::AtomicU64::new(0);
     tasks.into_par_iter().for_each(|(r0, r1, ci, vs)| {
         let mut cols = Vec::with_capacity(13);
         let mut pos = 0;
@@ -300,6 +311,11 @@ pub fn trace_like<T: Element>(spec: &TraceSpec) -> Result<Bcsr<T>, SparseError> 
                 &mut vs[pos * B * B..(pos + cols.len()) * B * B],
             );
             pos += cols.len();
+        }
+        if progress.is_some() {
+            let rows = (r1 - r0) as u64;
+            let done = filled.fetch_add(rows, std::sync::atomic::Ordering::Relaxed) + rows;
+            progress.report(done, nbr as u64);
         }
     });
     Ok(Bcsr::from_blocks_trusted(

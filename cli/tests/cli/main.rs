@@ -15,6 +15,7 @@ mod lu;
 mod mg;
 mod mpc;
 mod probe;
+mod progress;
 mod reliability;
 mod rng;
 mod rock4;
