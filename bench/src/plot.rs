@@ -973,7 +973,8 @@ impl LineChart {
             ));
         }
         top += draw_legend(&root, &legend, top, width)?;
-        let plot = root.margin(top as u32, 8, 0, 28);
+        // Room on the left for the rotated y-axis title.
+        let plot = root.margin(top as u32, 8, 16, 28);
         if self.log_y {
             let mut chart = ChartBuilder::on(&plot)
                 .x_label_area_size(56)
