@@ -724,8 +724,13 @@ pub fn write_results(report: &GmresBenchReport, out: &ResultsDir) -> Result<Save
         text.push_str(&out.section(&report.to_markdown()));
         if let Some(chart) = report.convergence_chart() {
             let png = out.join(&report.plot_name());
-            chart.write_png(&png, 1024, 576)?;
-            written.push(png);
+            written.extend(crate::plot::write_with_data(
+                chart,
+                &png,
+                1024,
+                576,
+                "ferrocuda bench gmres",
+            )?);
         }
         written.push(out.write_markdown("gmres.md", &text)?);
         Ok(written)

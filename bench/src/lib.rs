@@ -1,5 +1,6 @@
 //! ferrocuda's benchmarks: every benchmark behind `ferrocuda bench`, the peer solvers
-//! (CuPy, SciPy), the probe's Markdown report, PNG charts, and Markdown tables.
+//! (CuPy, SciPy), the probe's Markdown report, PNG charts (drawn by `plotters`, with their
+//! data as JSON so [`redraw`] can draw them again), and Markdown tables.
 //! Timing and statistics come from [`ferrocuda::timing`], plain-text tables from
 //! [`ferrocuda::report`]. Reports are `serde` types so every benchmark can print JSON.
 
@@ -13,6 +14,7 @@ pub mod peer;
 pub mod plot;
 pub mod probe;
 pub mod progress;
+pub mod redraw;
 pub mod rng;
 pub mod rock4;
 pub mod scaling;

@@ -622,42 +622,65 @@ impl LuBenchReport {
 
     /// GFLOP/s against `n`, per implementation and precision.
     pub fn chart(&self) -> LineChart {
-        let mut series = Vec::new();
-        for prec in ["f64", "f32"] {
-            let pick = |name: &str, f: &dyn Fn(&LuRow) -> Option<f64>| LineSeries {
+        let rows: Vec<(String, usize, [Option<f64>; 3])> = self
+            .rows
+            .iter()
+            .map(|r| {
+                (
+                    r.precision.clone(),
+                    r.n,
+                    [r.ours_gflops, r.cusolver_gflops, r.cpu_gflops],
+                )
+            })
+            .collect();
+        lu_chart(self.device.as_deref(), &rows)
+    }
+}
+
+/// The LU chart from the table's columns: per precision and `n`, GFLOP/s of ours,
+/// cuSOLVER and the CPU twin (also used to redraw it from `lu.md`, [`crate::redraw`]).
+pub fn lu_chart(device: Option<&str>, rows: &[(String, usize, [Option<f64>; 3])]) -> LineChart {
+    let mut series = Vec::new();
+    for prec in ["f64", "f32"] {
+        for (k, name) in ["ferrocuda LU", "cuSOLVER getrf", "CPU twin"]
+            .iter()
+            .enumerate()
+        {
+            series.push(LineSeries {
                 name: format!("{name} {prec}"),
-                points: self
-                    .rows
+                points: rows
                     .iter()
-                    .filter(|r| r.precision == prec)
-                    .filter_map(|r| f(r).map(|v| (r.n as f64, v)))
+                    .filter(|r| r.0 == prec)
+                    .filter_map(|r| r.2[k].map(|v| (r.1 as f64, v)))
                     .collect(),
-            };
-            series.push(pick("ferrocuda LU", &|r| r.ours_gflops));
-            series.push(pick("cuSOLVER getrf", &|r| r.cusolver_gflops));
-            series.push(pick("CPU twin", &|r| r.cpu_gflops));
+            });
         }
-        series.retain(|s| !s.points.is_empty());
-        LineChart {
-            title: format!(
-                "LU with partial pivoting on {}",
-                self.device.as_deref().unwrap_or("the CPU")
-            ),
-            x_label: "n".into(),
-            y_label: "GFLOP/s".into(),
-            log_y: true,
-            series,
-            reference_line: None,
-        }
+    }
+    series.retain(|s| !s.points.is_empty());
+    LineChart {
+        title: format!(
+            "LU with partial pivoting on {}",
+            device.unwrap_or("the CPU")
+        ),
+        x_label: "n".into(),
+        y_label: "GFLOP/s".into(),
+        log_y: true,
+        series,
+        reference_line: None,
     }
 }
 
 /// Writes `lu.md` and the chart `lu.png` (where `out` allows it: [`ResultsDir::save`]).
 pub fn write_results(report: &LuBenchReport, out: &ResultsDir) -> Result<Saved> {
     out.save("lu.md", |out| {
-        let png = out.join("lu.png");
-        report.chart().write_png(&png, 1280, 640)?;
-        let md = out.write_markdown("lu.md", &report.to_markdown(Some("lu.png")))?;
-        Ok(vec![png, md])
+        let mut written = crate::plot::write_with_data(
+            report.chart(),
+            &out.join("lu.png"),
+            1280,
+            640,
+            "ferrocuda bench lu",
+        )?;
+        written.push(out.write_markdown("lu.md", &report.to_markdown(Some("lu.png")))?);
+        Ok(written)
     })
 }

@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::plot::{LineChart, LineSeries};
+use super::plot::{LineChart, LineSeries, write_with_data};
 use crate::markdown_table;
 use ferrocuda::Result;
 use ferrocuda::gpu::Gpu;
@@ -847,28 +847,39 @@ impl MpcBenchReport {
                 gpu.push((r.m as f64, g));
             }
         }
-        let name = self.device.clone().unwrap_or_else(|| "GPU".into());
-        LineChart {
-            title: "Swarm MPC, N = 10: J, g and gradients".into(),
-            x_label: "objects M".into(),
-            y_label: "milliseconds".into(),
-            log_y: true,
-            series: vec![
-                LineSeries {
-                    name: format!("CPU, {} threads, exact", self.cpu_threads),
-                    points: cpu,
-                },
-                LineSeries {
-                    name: format!("{name}, exact"),
-                    points: gpu,
-                },
-                LineSeries {
-                    name: "thesis GTX 285, forward differences".into(),
-                    points: thesis,
-                },
-            ],
-            reference_line: None,
-        }
+        mpc_chart(self.device.as_deref(), self.cpu_threads, [cpu, gpu, thesis])
+    }
+}
+
+/// The MPC chart from the tables' columns: milliseconds against `M` of the CPU twin,
+/// the GPU (both exact gradients) and the thesis's forward differences on its GTX 285
+/// (also used to redraw it from `mpc.md`, [`crate::redraw`]).
+pub fn mpc_chart(
+    device: Option<&str>,
+    cpu_threads: usize,
+    [cpu, gpu, thesis]: [Vec<(f64, f64)>; 3],
+) -> LineChart {
+    let name = device.unwrap_or("GPU");
+    LineChart {
+        title: "Swarm MPC, N = 10: J, g and gradients".into(),
+        x_label: "objects M".into(),
+        y_label: "milliseconds".into(),
+        log_y: true,
+        series: vec![
+            LineSeries {
+                name: format!("CPU, {cpu_threads} threads, exact"),
+                points: cpu,
+            },
+            LineSeries {
+                name: format!("{name}, exact"),
+                points: gpu,
+            },
+            LineSeries {
+                name: "thesis GTX 285, forward differences".into(),
+                points: thesis,
+            },
+        ],
+        reference_line: None,
     }
 }
 
@@ -965,15 +976,20 @@ fn paths_chart(model: &SwarmModel, r: &LoopReport, opts: &MpcOptions, count: usi
 /// (where `out` allows it: [`ResultsDir::save`]).
 pub fn write_results(report: &MpcBenchReport, out: &ResultsDir) -> Result<Saved> {
     out.save("mpc.md", |out| {
-        let mut written = vec![out.join("mpc.png")];
-        report.chart().write_png(&written[0], 1280, 640)?;
+        let source = "ferrocuda bench mpc";
+        let mut written = write_with_data(report.chart(), &out.join("mpc.png"), 1280, 640, source)?;
         let mut plots = ("mpc.png", "");
         if let Some(r) = &report.closed_loop {
             let model = SwarmModel::new(r.objects, r.horizon)?;
             let mopts = MpcOptions::with_steps(r.steps);
             let png = out.join("mpc-trajectories.png");
-            trajectory_chart(&model, r, &mopts).write_png(&png, 1280, 640)?;
-            written.push(png);
+            written.extend(write_with_data(
+                trajectory_chart(&model, r, &mopts),
+                &png,
+                1280,
+                640,
+                source,
+            )?);
             plots.1 = "mpc-trajectories.png";
         }
         written.push(out.write_markdown("mpc.md", &report.to_markdown(Some(plots)))?);

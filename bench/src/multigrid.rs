@@ -1283,149 +1283,234 @@ impl MgBenchReport {
     /// The charts: `(file name, caption, chart)`: residual and error per cycle for each
     /// thesis table (ours and the thesis's), the largest grid's cycles, and the `B` sweep.
     pub fn charts(&self) -> Vec<(String, String, LineChart)> {
-        let mut out = Vec::new();
-        let pos = |v: f64| v.is_finite() && v > 0.0;
-        for (title, ..) in self.convergence_tables() {
-            let t = title.split_whitespace().nth(1).unwrap_or("").to_string();
-            let runs: Vec<&ThesisRun> = self
+        let data = MgChartData {
+            device: self.device.clone(),
+            thesis: self
                 .thesis
                 .iter()
-                .filter(|r| r.tables.split('/').next() == Some(t.as_str()))
-                .collect();
-            for (k, what) in [(0usize, "residual ||r||_h"), (1, "error ||e||_h")] {
-                let mut series = Vec::new();
-                for r in &runs {
-                    let g = format!("n = {}, b = {}", r.n, r.base);
-                    if let Some(o) = r.ours() {
-                        let v = if k == 0 {
-                            &o.residual_norm
-                        } else {
-                            &o.error_norm
-                        };
-                        series.push(LineSeries {
-                            name: format!("ours {g}"),
-                            points: v
-                                .iter()
-                                .enumerate()
-                                .filter(|p| pos(*p.1))
-                                .map(|(c, &y)| ((c + 1) as f64, y))
-                                .collect(),
-                        });
-                    }
-                    if !r.thesis.is_empty() {
-                        series.push(LineSeries {
-                            name: format!("thesis {g}"),
-                            points: r
-                                .thesis
-                                .iter()
-                                .enumerate()
-                                .map(|(c, p)| ((c + 1) as f64, if k == 0 { p.0 } else { p.1 }))
-                                .filter(|p| pos(p.1))
-                                .collect(),
-                        });
-                    }
-                }
-                let file = format!(
-                    "multigrid-table-{}-{}.png",
-                    t.replace('.', "-"),
-                    if k == 0 { "residual" } else { "error" }
-                );
-                out.push((
-                    file,
-                    format!("Table {t}: {what} per V-cycle, ours and the thesis's"),
-                    LineChart {
-                        title: format!(
-                            "Seed 003 Table {t} ({}): {what}",
-                            runs.first()
-                                .map_or("", |r| r.smoother.name())
-                                .to_uppercase()
-                        ),
-                        x_label: "V-cycle".into(),
-                        y_label: what.into(),
-                        log_y: true,
-                        series,
-                        reference_line: None,
-                    },
-                ));
-            }
+                .map(|r| MgThesisCurves {
+                    tables: r.tables.clone(),
+                    smoother: r.smoother.name().to_string(),
+                    n: r.n,
+                    base: r.base,
+                    ours: r
+                        .ours()
+                        .map(|o| (o.residual_norm.clone(), o.error_norm.clone())),
+                    thesis: r.thesis.clone(),
+                })
+                .collect(),
+            large: self
+                .large
+                .iter()
+                .map(|l| MgLargeCurves {
+                    n: l.gpu.options.n,
+                    precision: l.gpu.precision.to_string(),
+                    setup: l.setup.clone(),
+                    residual: l.gpu.residual_norm.clone(),
+                    error: l.gpu.error_norm.clone(),
+                    discretisation_error: l.gpu.discretisation_error,
+                })
+                .collect(),
+            sweep_n: self.sweep_n,
+            sweep: self
+                .sweep
+                .iter()
+                .filter_map(|s| s.gpu.as_ref().map(|g| (s.inner, best_ms(&g.cycle_seconds))))
+                .collect(),
+        };
+        multigrid_charts(&data)
+    }
+}
+
+/// Best milliseconds per cycle of a run's cycle times (seconds), as in the `B` sweep.
+pub fn best_ms(cycle_seconds: &[f64]) -> f64 {
+    1e3 * min(cycle_seconds)
+}
+
+/// What the multigrid charts show, as plain numbers: from a report
+/// ([`MgBenchReport::charts`]) or from its JSON ([`crate::redraw`]).
+#[derive(Debug, Clone, Default)]
+pub struct MgChartData {
+    /// The GPU's name.
+    pub device: Option<String>,
+    /// The thesis setups, in the report's order.
+    pub thesis: Vec<MgThesisCurves>,
+    /// The large grids.
+    pub large: Vec<MgLargeCurves>,
+    /// Points per dimension of the `B` sweep.
+    pub sweep_n: usize,
+    /// `(B, best ms per V-cycle)` of the sweep's GPU runs.
+    pub sweep: Vec<(usize, f64)>,
+}
+
+/// One thesis setup's curves.
+#[derive(Debug, Clone, Default)]
+pub struct MgThesisCurves {
+    /// Tables, e.g. "6.1/6.5".
+    pub tables: String,
+    /// The smoother's name ("abl").
+    pub smoother: String,
+    /// Points per dimension.
+    pub n: usize,
+    /// The base.
+    pub base: usize,
+    /// Ours (GPU, else CPU): residual and error norms per cycle.
+    pub ours: Option<(Vec<f64>, Vec<f64>)>,
+    /// The thesis's `(||r||_h, ||e||_h)` per cycle.
+    pub thesis: Vec<(f64, f64)>,
+}
+
+/// One large grid's curves.
+#[derive(Debug, Clone, Default)]
+pub struct MgLargeCurves {
+    /// Points per dimension.
+    pub n: usize,
+    /// `f32` or `f64`.
+    pub precision: String,
+    /// Setup name.
+    pub setup: String,
+    /// Residual norm per cycle.
+    pub residual: Vec<f64>,
+    /// Error norm per cycle.
+    pub error: Vec<f64>,
+    /// The discretisation error.
+    pub discretisation_error: f64,
+}
+
+/// The multigrid charts (see [`MgBenchReport::charts`]) from their data.
+pub fn multigrid_charts(d: &MgChartData) -> Vec<(String, String, LineChart)> {
+    let mut out = Vec::new();
+    let pos = |v: f64| v.is_finite() && v > 0.0;
+    let mut names: Vec<&str> = Vec::new();
+    for r in &d.thesis {
+        let t = r.tables.split('/').next().unwrap_or("");
+        if !names.contains(&t) {
+            names.push(t);
         }
-        if let Some(n) = self.biggest() {
-            let runs: Vec<&LargeRun> = self.large.iter().filter(|l| l.gpu.options.n == n).collect();
-            for (k, what) in [(0usize, "residual ||r||_h"), (1, "error ||e||_h")] {
-                let series = runs
-                    .iter()
-                    .map(|l| LineSeries {
-                        name: format!("{} {}", l.gpu.precision, l.setup),
-                        points: (if k == 0 {
-                            &l.gpu.residual_norm
-                        } else {
-                            &l.gpu.error_norm
-                        })
+    }
+    for t in names {
+        let runs: Vec<&MgThesisCurves> = d
+            .thesis
+            .iter()
+            .filter(|r| r.tables.split('/').next() == Some(t))
+            .collect();
+        for (k, what) in [(0usize, "residual ||r||_h"), (1, "error ||e||_h")] {
+            let mut series = Vec::new();
+            for r in &runs {
+                let g = format!("n = {}, b = {}", r.n, r.base);
+                if let Some(o) = &r.ours {
+                    let v = if k == 0 { &o.0 } else { &o.1 };
+                    series.push(LineSeries {
+                        name: format!("ours {g}"),
+                        points: v
+                            .iter()
+                            .enumerate()
+                            .filter(|p| pos(*p.1))
+                            .map(|(c, &y)| ((c + 1) as f64, y))
+                            .collect(),
+                    });
+                }
+                if !r.thesis.is_empty() {
+                    series.push(LineSeries {
+                        name: format!("thesis {g}"),
+                        points: r
+                            .thesis
+                            .iter()
+                            .enumerate()
+                            .map(|(c, p)| ((c + 1) as f64, if k == 0 { p.0 } else { p.1 }))
+                            .filter(|p| pos(p.1))
+                            .collect(),
+                    });
+                }
+            }
+            let file = format!(
+                "multigrid-table-{}-{}.png",
+                t.replace('.', "-"),
+                if k == 0 { "residual" } else { "error" }
+            );
+            out.push((
+                file,
+                format!("Table {t}: {what} per V-cycle, ours and the thesis's"),
+                LineChart {
+                    title: format!(
+                        "Seed 003 Table {t} ({}): {what}",
+                        runs.first()
+                            .map_or("", |r| r.smoother.as_str())
+                            .to_uppercase()
+                    ),
+                    x_label: "V-cycle".into(),
+                    y_label: what.into(),
+                    log_y: true,
+                    series,
+                    reference_line: None,
+                },
+            ));
+        }
+    }
+    if let Some(n) = d.large.iter().map(|l| l.n).max() {
+        let runs: Vec<&MgLargeCurves> = d.large.iter().filter(|l| l.n == n).collect();
+        for (k, what) in [(0usize, "residual ||r||_h"), (1, "error ||e||_h")] {
+            let series = runs
+                .iter()
+                .map(|l| LineSeries {
+                    name: format!("{} {}", l.precision, l.setup),
+                    points: (if k == 0 { &l.residual } else { &l.error })
                         .iter()
                         .enumerate()
                         .filter(|p| pos(*p.1))
                         .map(|(c, &y)| ((c + 1) as f64, y))
                         .collect(),
-                    })
-                    .collect();
-                let disc = runs.first().map(|l| l.gpu.discretisation_error);
-                out.push((
-                    format!(
-                        "multigrid-{n}-{}.png",
-                        if k == 0 { "residual" } else { "error" }
-                    ),
-                    format!("{n}^3: {what} per cycle"),
-                    LineChart {
-                        title: format!(
-                            "{n}^3 on {}: {what} per cycle",
-                            self.device.as_deref().unwrap_or("the GPU")
-                        ),
-                        x_label: "cycle".into(),
-                        y_label: what.into(),
-                        log_y: true,
-                        series,
-                        reference_line: if k == 1 {
-                            disc.filter(|d| pos(*d))
-                                .map(|d| (d, "discretisation error".to_string()))
-                        } else {
-                            None
-                        },
-                    },
-                ));
-            }
-        }
-        let sweep: Vec<(f64, f64)> = self
-            .sweep
-            .iter()
-            .filter_map(|s| {
-                s.gpu
-                    .as_ref()
-                    .map(|g| (s.inner as f64, 1e3 * min(&g.cycle_seconds)))
-            })
-            .collect();
-        if sweep.len() > 1 {
+                })
+                .collect();
+            let disc = runs.first().map(|l| l.discretisation_error);
             out.push((
-                "multigrid-b-sweep.png".into(),
-                format!("best time per V-cycle against B on n = {}", self.sweep_n),
+                format!(
+                    "multigrid-{n}-{}.png",
+                    if k == 0 { "residual" } else { "error" }
+                ),
+                format!("{n}^3: {what} per cycle"),
                 LineChart {
                     title: format!(
-                        "SBL V(5,5) on {}^3 (base 6) on {}: time per V-cycle",
-                        self.sweep_n,
-                        self.device.as_deref().unwrap_or("the GPU")
+                        "{n}^3 on {}: {what} per cycle",
+                        d.device.as_deref().unwrap_or("the GPU")
                     ),
-                    x_label: "B (Gauss-Seidel sweeps per block)".into(),
-                    y_label: "ms per V-cycle".into(),
-                    log_y: false,
-                    series: vec![LineSeries {
-                        name: "ours".into(),
-                        points: sweep,
-                    }],
-                    reference_line: None,
+                    x_label: "cycle".into(),
+                    y_label: what.into(),
+                    log_y: true,
+                    series,
+                    reference_line: if k == 1 {
+                        disc.filter(|d| pos(*d))
+                            .map(|d| (d, "discretisation error".to_string()))
+                    } else {
+                        None
+                    },
                 },
             ));
         }
-        out
     }
+    let sweep: Vec<(f64, f64)> = d.sweep.iter().map(|&(b, ms)| (b as f64, ms)).collect();
+    if sweep.len() > 1 {
+        out.push((
+            "multigrid-b-sweep.png".into(),
+            format!("best time per V-cycle against B on n = {}", d.sweep_n),
+            LineChart {
+                title: format!(
+                    "SBL V(5,5) on {}^3 (base 6) on {}: time per V-cycle",
+                    d.sweep_n,
+                    d.device.as_deref().unwrap_or("the GPU")
+                ),
+                x_label: "B (Gauss-Seidel sweeps per block)".into(),
+                y_label: "ms per V-cycle".into(),
+                log_y: false,
+                series: vec![LineSeries {
+                    name: "ours".into(),
+                    points: sweep,
+                }],
+                reference_line: None,
+            },
+        ));
+    }
+    out
 }
 
 /// Writes `multigrid.md` and its charts (where `out` allows it: [`ResultsDir::save`]).
@@ -1435,9 +1520,14 @@ pub fn write_results(report: &MgBenchReport, out: &ResultsDir) -> Result<Saved> 
         let pngs: Vec<(String, String)> =
             charts.iter().map(|c| (c.0.clone(), c.1.clone())).collect();
         let mut written = Vec::new();
-        for (file, _, chart) in &charts {
-            chart.write_png(&out.join(file), 1024, 576)?;
-            written.push(out.join(file));
+        for (file, _, chart) in charts {
+            written.extend(crate::plot::write_with_data(
+                chart,
+                &out.join(&file),
+                1024,
+                576,
+                "ferrocuda bench multigrid",
+            )?);
         }
         written.push(out.write_markdown("multigrid.md", &report.to_markdown(&pngs))?);
         Ok(written)

@@ -89,6 +89,21 @@ pub fn to_markdown(report: &ProbeReport, plots: &[String]) -> String {
 
 /// The PNG charts of the sweeps: `(file name, chart)`.
 pub fn charts(report: &ProbeReport) -> Vec<(String, LineChart)> {
+    let ceilings = report.ceilings.as_ref();
+    charts_with_ceilings(
+        report,
+        ceilings.and_then(|c| c.dram).map(|d| d / 1e9),
+        ceilings.and_then(|c| c.pcie).map(|p| p / 1e9),
+    )
+}
+
+/// [`charts`] with the theoretical DRAM and PCIe bandwidths (GB/s) given (also used to
+/// redraw them from `probe.md`, [`crate::redraw`], whose report has no ceilings).
+pub fn charts_with_ceilings(
+    report: &ProbeReport,
+    dram_gbps: Option<f64>,
+    pcie_gbps: Option<f64>,
+) -> Vec<(String, LineChart)> {
     let dev = report.device.clone().unwrap_or_else(|| "GPU".into());
     let series = |s: &Sweep| LineSeries {
         name: s.name.clone(),
@@ -109,11 +124,7 @@ pub fn charts(report: &ProbeReport) -> Vec<(String, LineChart)> {
                 y_label: "GB/s".into(),
                 log_y: true,
                 series: report.bandwidth_sweeps.iter().map(series).collect(),
-                reference_line: report
-                    .ceilings
-                    .as_ref()
-                    .and_then(|c| c.dram)
-                    .map(|d| (d / 1e9, "DRAM (theoretical)".into())),
+                reference_line: dram_gbps.map(|d| (d, "DRAM (theoretical)".into())),
             },
         ));
     }
@@ -142,11 +153,7 @@ pub fn charts(report: &ProbeReport) -> Vec<(String, LineChart)> {
                 y_label: "GB/s".into(),
                 log_y: true,
                 series: report.transfers.iter().map(series).collect(),
-                reference_line: report
-                    .ceilings
-                    .as_ref()
-                    .and_then(|c| c.pcie)
-                    .map(|p| (p / 1e9, "PCIe line rate".into())),
+                reference_line: pcie_gbps.map(|p| (p, "PCIe line rate".into())),
             },
         ));
     }
@@ -190,8 +197,13 @@ pub fn write_results(report: &ProbeReport, out: &ResultsDir) -> Result<Saved> {
         let mut names = Vec::new();
         for (name, chart) in charts(report) {
             let path = out.join(&name);
-            chart.write_png(&path, 1200, 640)?;
-            written.push(path);
+            written.extend(crate::plot::write_with_data(
+                chart,
+                &path,
+                1200,
+                640,
+                "ferrocuda probe",
+            )?);
             names.push(name);
         }
         written.push(out.write_markdown("probe.md", &to_markdown(report, &names))?);
@@ -267,7 +279,11 @@ mod tests {
         let written = write_results(&report(), &ResultsDir::new(&dir, true)).unwrap();
         assert_eq!(
             written,
-            Saved::Wrote(vec![dir.join("probe-bandwidth.png"), dir.join("probe.md")])
+            Saved::Wrote(vec![
+                dir.join("probe-bandwidth.png"),
+                dir.join("probe-bandwidth.json"),
+                dir.join("probe.md")
+            ])
         );
         let md = std::fs::read_to_string(dir.join("probe.md")).unwrap();
         assert_eq!(md, to_markdown(&report(), &["probe-bandwidth.png".into()]));

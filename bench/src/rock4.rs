@@ -9,7 +9,7 @@
 use crate::output::{ResultsDir, Saved};
 use serde::Serialize;
 
-use super::plot::{HeatMap, HeatPanel, LineChart, LineSeries};
+use super::plot::{HeatMap, HeatPanel, LineChart, LineSeries, write_with_data};
 use crate::markdown_table;
 use ferrocuda::Result;
 use ferrocuda::gpu::{Gpu, copy_device};
@@ -541,32 +541,57 @@ impl Rock4BenchReport {
     /// Seconds to `t = 1` against `N` (log scale): this run's CPU and GPU paths and the
     /// thesis's columns.
     pub fn chart(&self) -> LineChart {
-        let series = |name: &str, f: &dyn Fn(&Rock4Row) -> Option<f64>| LineSeries {
-            name: name.into(),
-            points: self
-                .rows
-                .iter()
-                .filter_map(|r| f(r).filter(|&v| v > 0.0).map(|v| (r.n as f64, v)))
-                .collect(),
-        };
-        let gpu = self.device.clone().unwrap_or_else(|| "GPU".into());
-        LineChart {
-            title: "ROCK4 to t = 1 on seed 001's problem (5.1)".into(),
-            x_label: "N (N x N grid)".into(),
-            y_label: "seconds".into(),
-            log_y: true,
-            series: vec![
-                series("CPU, 1 core", &|r| Some(r.cpu_single_s)),
-                series("CPU, all cores", &|r| Some(r.cpu_all_s)),
-                series(&format!("{gpu}, host-decided"), &|r| r.gpu.map(|g| g.0)),
-                series(&format!("{gpu}, device-decided"), &|r| {
-                    r.gpu_device.map(|g| g.0)
-                }),
-                series("thesis CPU (2010)", &|r| r.thesis.map(|t| t.0)),
-                series("thesis GTX 285", &|r| r.thesis.map(|t| t.1)),
-            ],
-            reference_line: None,
-        }
+        let rows: Vec<(usize, [Option<f64>; 6])> = self
+            .rows
+            .iter()
+            .map(|r| {
+                (
+                    r.n,
+                    [
+                        Some(r.cpu_single_s),
+                        Some(r.cpu_all_s),
+                        r.gpu.map(|g| g.0),
+                        r.gpu_device.map(|g| g.0),
+                        r.thesis.map(|t| t.0),
+                        r.thesis.map(|t| t.1),
+                    ],
+                )
+            })
+            .collect();
+        rock4_chart(self.device.as_deref(), &rows)
+    }
+}
+
+/// The ROCK4 chart from the table's columns: per `N`, seconds of CPU 1 core, CPU all
+/// cores, GPU host-decided, GPU device-decided, thesis CPU, thesis GPU (also used to
+/// redraw it from `rock4.md`, [`crate::redraw`]).
+pub fn rock4_chart(device: Option<&str>, rows: &[(usize, [Option<f64>; 6])]) -> LineChart {
+    let gpu = device.unwrap_or("GPU");
+    let names = [
+        "CPU, 1 core".to_string(),
+        "CPU, all cores".to_string(),
+        format!("{gpu}, host-decided"),
+        format!("{gpu}, device-decided"),
+        "thesis CPU (2010)".to_string(),
+        "thesis GTX 285".to_string(),
+    ];
+    LineChart {
+        title: "ROCK4 to t = 1 on seed 001's problem (5.1)".into(),
+        x_label: "N (N x N grid)".into(),
+        y_label: "seconds".into(),
+        log_y: true,
+        series: names
+            .iter()
+            .enumerate()
+            .map(|(k, name)| LineSeries {
+                name: name.clone(),
+                points: rows
+                    .iter()
+                    .filter_map(|(n, v)| v[k].filter(|&v| v > 0.0).map(|v| (*n as f64, v)))
+                    .collect(),
+            })
+            .collect(),
+        reference_line: None,
     }
 }
 
@@ -574,11 +599,17 @@ impl Rock4BenchReport {
 /// [`ResultsDir::save`]).
 pub fn write_results(report: &Rock4BenchReport, out: &ResultsDir) -> Result<Saved> {
     out.save("rock4.md", |out| {
-        let mut written = vec![out.join("rock4.png")];
-        report.chart().write_png(&written[0], 1280, 640)?;
+        let source = "ferrocuda bench rock4";
+        let mut written =
+            write_with_data(report.chart(), &out.join("rock4.png"), 1280, 640, source)?;
         for (file, map) in &report.snapshots {
-            map.write_png(&out.join(file), 1280, 400)?;
-            written.push(out.join(file));
+            written.extend(write_with_data(
+                map.clone(),
+                &out.join(file),
+                1280,
+                400,
+                source,
+            )?);
         }
         written.push(out.write_markdown("rock4.md", &report.to_markdown(Some("rock4.png")))?);
         Ok(written)

@@ -680,28 +680,29 @@ impl SpmvReport {
         out
     }
 
-    /// Bar chart: bandwidth of every kernel, with the copy ceiling as the reference line.
+    /// Bar chart: bandwidth of every kernel (coloured by CPU, ferrocuda on the GPU and
+    /// the vendor library), with the copy ceiling and cuSPARSE on the CSR (the baseline
+    /// of "vs cuSPARSE CSR") as reference lines.
     pub fn chart(&self) -> super::plot::BarChart {
-        use super::plot::{BarChart, BarGroup};
-        BarChart {
-            title: format!(
-                "SpMV {} {} on {}",
-                self.case,
-                self.scalar,
-                self.device.as_deref().unwrap_or("CPU only")
-            ),
-            y_label: "GB/s moved".into(),
-            groups: self
-                .results
-                .iter()
-                .map(|r| BarGroup {
-                    label: format!("{} {}", r.device, r.kernel),
-                    values: vec![Some(r.gbps)],
-                })
-                .collect(),
-            series: vec!["bytes moved / time".into()],
-            reference_line: self.copy_gbps.map(|c| (c, "device copy".into())),
-        }
+        let rows: Vec<(String, String, String, f64)> = self
+            .results
+            .iter()
+            .map(|r| {
+                (
+                    r.format.clone(),
+                    r.kernel.clone(),
+                    r.device.to_string(),
+                    r.gbps,
+                )
+            })
+            .collect();
+        spmv_chart(
+            &self.case,
+            self.scalar,
+            self.device.as_deref(),
+            self.copy_gbps,
+            &rows,
+        )
     }
 
     /// File stem of this run's results (`spmv-case4-f64`).
@@ -710,21 +711,80 @@ impl SpmvReport {
     }
 }
 
+/// The SpMV chart from a results table's columns: `(format, kernel, on, GB/s)` per row
+/// (also used to redraw it from a results file, [`crate::redraw`]).
+pub fn spmv_chart(
+    case: &str,
+    scalar: &str,
+    device: Option<&str>,
+    copy_gbps: Option<f64>,
+    rows: &[(String, String, String, f64)],
+) -> super::plot::BarChart {
+    use super::plot::{BarChart, BarGroup};
+    let series = ["CPU (rayon)", "GPU, ferrocuda", "GPU, cuSPARSE"];
+    let class = |kernel: &str, on: &str| {
+        if on != "GPU" {
+            0
+        } else if kernel.starts_with("cuSPARSE") {
+            2
+        } else {
+            1
+        }
+    };
+    let vendor = rows
+        .iter()
+        .find(|r| r.0 == "CSR" && r.1.starts_with("cuSPARSE SpMV"))
+        .map(|r| (r.3, "cuSPARSE on the CSR".to_string()));
+    BarChart {
+        title: format!(
+            "SpMV {case} {scalar} on {}: bytes moved / time",
+            device.unwrap_or("CPU only")
+        ),
+        value_label: "GB/s (values + indices + x + y once each)".into(),
+        groups: rows
+            .iter()
+            .map(|(format, kernel, on, gbps)| {
+                let mut values = vec![None; series.len()];
+                values[class(kernel, on)] = Some(*gbps);
+                BarGroup {
+                    label: format!("{format}: {kernel}"),
+                    values,
+                }
+            })
+            .collect(),
+        series: series.iter().map(|s| s.to_string()).collect(),
+        reference_lines: copy_gbps
+            .map(|c| (c, "device copy (ceiling)".to_string()))
+            .into_iter()
+            .chain(vendor)
+            .collect(),
+    }
+}
+
+/// Width and height of the SpMV charts, in pixels.
+pub const SPMV_CHART_SIZE: (u32, u32) = (1400, 720);
+
 /// Writes `<dir>/<stem>.md` and its chart for this run and rebuilds `<dir>/spmv.md` from
 /// every `spmv-*.md` in `dir`, so one file holds all runs (where `out` allows it:
 /// [`ResultsDir::save`]).
 pub fn write_results(report: &SpmvReport, out: &ResultsDir) -> Result<Saved> {
     out.save("spmv.md", |out| {
         let png = format!("{}.png", report.stem());
-        report.chart().write_png(&out.join(&png), 1100, 560)?;
+        let mut written = crate::plot::write_with_data(
+            report.chart(),
+            &out.join(&png),
+            SPMV_CHART_SIZE.0,
+            SPMV_CHART_SIZE.1,
+            "ferrocuda bench spmv",
+        )?;
         let section = out.section(&format!(
             "{}\n![{}]({png})\n",
             report.to_markdown(),
             report.stem()
         ));
-        let part = out.write_markdown(&format!("{}.md", report.stem()), &section)?;
-        let index = out.write_markdown("spmv.md", &spmv_index(out)?)?;
-        Ok(vec![out.join(&png), part, index])
+        written.push(out.write_markdown(&format!("{}.md", report.stem()), &section)?);
+        written.push(out.write_markdown("spmv.md", &spmv_index(out)?)?);
+        Ok(written)
     })
 }
 

@@ -289,6 +289,22 @@ pub enum BenchCommand {
         #[arg(long)]
         markdown: Option<PathBuf>,
     },
+    /// Draws every chart of a results folder again from its data (<name>.json beside
+    /// <name>.png; every benchmark writes it with its chart); no GPU, nothing measured.
+    /// With --from-results, first rebuilds the data of charts written before that from
+    /// the results files the same tools wrote beside them (the Markdown tables, the
+    /// multigrid JSON report) and lists the charts whose data no file holds.
+    Redraw {
+        /// Rebuild the charts' data from the results files first.
+        #[arg(long)]
+        from_results: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// The results folder (its sub-folders too).
+        #[arg(long, default_value = "docs/results")]
+        results_dir: PathBuf,
+    },
 }
 
 /// A benchmark's options, checked: what runs.
@@ -304,6 +320,7 @@ enum Plan {
     Lu(ferrocuda_bench::lu::LuBenchOptions),
     Mg(ferrocuda_bench::multigrid::MgBenchOptions),
     Blas1(ferrocuda_bench::blas1::Blas1BenchOptions),
+    Redraw,
 }
 
 fn invalid(reason: String) -> ferrocuda::Error {
@@ -326,7 +343,8 @@ impl BenchCommand {
             | BenchCommand::Rock4 { json, .. }
             | BenchCommand::Lu { json, .. }
             | BenchCommand::Mg { json, .. }
-            | BenchCommand::Blas1 { json, .. } => *json,
+            | BenchCommand::Blas1 { json, .. }
+            | BenchCommand::Redraw { json, .. } => *json,
         }
     }
 
@@ -341,7 +359,8 @@ impl BenchCommand {
             | BenchCommand::Mpc { results_dir, .. }
             | BenchCommand::Rock4 { results_dir, .. }
             | BenchCommand::Lu { results_dir, .. }
-            | BenchCommand::Mg { results_dir, .. } => Some(results_dir),
+            | BenchCommand::Mg { results_dir, .. }
+            | BenchCommand::Redraw { results_dir, .. } => Some(results_dir),
             BenchCommand::Blas1 { markdown, .. } => markdown.as_deref().map(|m| {
                 m.parent()
                     .filter(|p| !p.as_os_str().is_empty())
@@ -511,6 +530,7 @@ impl BenchCommand {
                 o.reps = *reps;
                 Plan::Blas1(o)
             }
+            B::Redraw { .. } => Plan::Redraw,
         };
         match &plan {
             Plan::Scaling(o) => o.validate(),
@@ -524,6 +544,7 @@ impl BenchCommand {
             Plan::Lu(o) => o.validate(),
             Plan::Mg(o) => o.validate(),
             Plan::Blas1(o) => o.validate(),
+            Plan::Redraw => Ok(()),
         }?;
         Ok(plan)
     }
@@ -563,6 +584,14 @@ struct NothingToRun {
 pub fn run(cmd: &BenchCommand, on: Where) -> Result<Box<dyn Report>> {
     use ferrocuda_bench as b;
     let plan = cmd.plan()?;
+    if let BenchCommand::Redraw {
+        from_results,
+        results_dir,
+        ..
+    } = cmd
+    {
+        return redraw(results_dir, *from_results);
+    }
     let name = bench_name(cmd);
     let (gpu, skipped) = on.open_optional()?;
     if let Some(why) = &skipped {
@@ -674,6 +703,7 @@ pub fn run(cmd: &BenchCommand, on: Where) -> Result<Box<dyn Report>> {
             }
             shown(report, b::blas1::Blas1Report::to_text)
         }
+        Plan::Redraw => unreachable!("bench redraw returns above"),
     };
     Ok(Box::new(WithProvenance {
         report,
@@ -715,6 +745,62 @@ impl Report for WithProvenance {
     }
 }
 
+/// What `bench redraw` did.
+#[derive(Debug, Serialize)]
+struct Redrawn {
+    /// Chart data rebuilt from results files (`--from-results`).
+    data_rebuilt: Vec<PathBuf>,
+    /// Images drawn from their data.
+    drawn: Vec<PathBuf>,
+    /// Images left as they are (no data file), with the reason.
+    kept: Vec<(PathBuf, String)>,
+}
+
+impl Redrawn {
+    fn to_text(&self) -> String {
+        let mut t = String::new();
+        for p in &self.data_rebuilt {
+            t.push_str(&format!("data rebuilt: {}\n", p.display()));
+        }
+        for p in &self.drawn {
+            t.push_str(&format!("drawn: {}\n", p.display()));
+        }
+        for (p, why) in &self.kept {
+            t.push_str(&format!("kept as it is: {} ({why})\n", p.display()));
+        }
+        t.push_str(&format!(
+            "{} charts drawn, {} kept as they are\n",
+            self.drawn.len(),
+            self.kept.len()
+        ));
+        t
+    }
+}
+
+/// `bench redraw`: no GPU is opened.
+fn redraw(dir: &Path, from_results: bool) -> Result<Box<dyn Report>> {
+    use ferrocuda_bench::redraw;
+    let rebuilt = if from_results {
+        redraw::charts_from_results(dir)?
+    } else {
+        redraw::Rebuilt::default()
+    };
+    let drawn = redraw::redraw_dir(dir)?;
+    let kept = if from_results {
+        rebuilt.kept
+    } else {
+        redraw::charts_without_data(dir)?
+    };
+    Ok(shown(
+        Redrawn {
+            data_rebuilt: rebuilt.data,
+            drawn,
+            kept,
+        },
+        Redrawn::to_text,
+    ))
+}
+
 /// `--markdown FILE` of `bench blas1`, under the rule of [`ResultsDir`].
 fn write_blas1(
     report: &ferrocuda_bench::blas1::Blas1Report,
@@ -743,5 +829,6 @@ fn bench_name(cmd: &BenchCommand) -> &'static str {
         BenchCommand::Lu { .. } => "lu",
         BenchCommand::Mg { .. } => "mg",
         BenchCommand::Blas1 { .. } => "blas1",
+        BenchCommand::Redraw { .. } => "redraw",
     }
 }

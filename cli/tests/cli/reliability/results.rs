@@ -101,3 +101,19 @@ fn cpu_only_runs_write_a_fresh_folder_marked_as_such() {
     assert!(stderr(&o).contains("wrote"), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(d);
 }
+
+#[test]
+fn bench_redraw_draws_a_chart_again_from_its_data() {
+    let d = scratch("results-redraw");
+    bench(&d, LU);
+    let (png, json) = (d.join("lu.png"), d.join("lu.json"));
+    assert!(json.exists(), "the chart's data is written beside it");
+    let first = std::fs::read(&png).unwrap();
+    std::fs::remove_file(&png).unwrap();
+    let o = run(&["bench", "redraw", "--results-dir", d.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(out.contains("1 charts drawn"), "{out}");
+    assert_eq!(std::fs::read(&png).unwrap(), first);
+    let _ = std::fs::remove_dir_all(d);
+}
