@@ -327,6 +327,24 @@ pub struct Rock4Report {
     pub device_launches: usize,
 }
 
+/// One line: steps accepted and rejected, evaluations of `f`, the most stages, the range
+/// of the spectral radius and the seconds.
+impl std::fmt::Display for Rock4Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} accepted and {} rejected steps, {} evaluations of f, up to {} stages, spectral radius {:.3e}..{:.3e}, {:.3} s",
+            self.steps_accepted,
+            self.steps_rejected,
+            self.f_evals,
+            self.max_stages,
+            self.rho_min,
+            self.rho_max,
+            self.seconds
+        )
+    }
+}
+
 impl Rock4Report {
     /// Whether the integration reached `t_end` ([`StopReason::Finished`]).
     pub fn finished(&self) -> bool {

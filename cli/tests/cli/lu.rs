@@ -45,18 +45,8 @@ fn solve_on(device: &str, test: &str) {
     let d = common::cli::scratch(&format!("lu-{test}"));
     let (a, b, x) = problem(&d, 60, 3);
     let out = d.join("x.mtx");
-    let v = run_json(&[
-        "--matrix",
-        a.to_str().unwrap(),
-        "--rhs",
-        b.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--device",
-        device,
-        "--block",
-        "16",
-    ]);
+    let system = common::cli::system_args(&a, &b, &out);
+    let v = run_json(&[&system[..], &["--device", device, "--block", "16"]].concat());
     let be = v["backward_error"].as_f64().expect("backward_error");
     assert!(be < 2.0, "backward error {be}");
     assert_eq!(v["n"], 60);

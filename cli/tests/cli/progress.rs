@@ -5,7 +5,7 @@
 //! sections from earlier runs marks each with its own.
 
 use crate::common;
-use common::cli::{run, scratch, stderr};
+use common::cli::{heat, run, scratch, stderr};
 
 /// Whether `bytes` hold anything a progress bar draws: carriage returns, terminal
 /// escapes, indicatif's bar characters.
@@ -30,20 +30,9 @@ fn no_bars_from_a_pipe_with_or_without_quiet() {
     assert_no_bar("mg", &run(&mg));
     assert_no_bar("mg --quiet", &run(&[&mg[..], &["--quiet"]].concat()));
     assert_no_bar("--quiet mg", &run(&[&["--quiet"], &mg[..]].concat()));
-    let rock4 = [
-        "rock4",
-        "--problem",
-        "heat",
-        "--n",
-        "16",
-        "--t-end",
-        "0.001",
-    ];
-    let out = run(&rock4);
-    if out.status.success() {
-        assert_no_bar("rock4", &out);
-        assert_no_bar("rock4 --quiet", &run(&[&rock4[..], &["--quiet"]].concat()));
-    }
+    let rock4 = heat("16", &["--t-end", "0.001"]);
+    assert_no_bar("rock4", &run(&rock4));
+    assert_no_bar("rock4 --quiet", &run(&[&rock4[..], &["--quiet"]].concat()));
     // JSON with --quiet stays one valid document.
     let out = run(&[&mg[..], &["--json", "--quiet"]].concat());
     assert_no_bar("mg --json --quiet", &out);

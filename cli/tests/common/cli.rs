@@ -147,6 +147,56 @@ pub fn solve_small(test: &str, options: &[&str]) -> (std::path::PathBuf, std::pr
     (d, r)
 }
 
+/// `ferrocuda solve --matrix a --rhs b --out out` followed by `extra`.
+pub fn solve_args<'a>(a: &'a str, b: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    [
+        &["solve", "--matrix", a, "--rhs", b, "--out", out][..],
+        extra,
+    ]
+    .concat()
+}
+
+/// [`small_system`] in a fresh [`scratch`] folder: the folder, `A.mtx`, `x.mtx` and the
+/// path of an output `y.mtx` there.
+pub fn small_system_in(
+    test: &str,
+) -> (
+    std::path::PathBuf,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    std::path::PathBuf,
+) {
+    let d = scratch(test);
+    let (a, x) = small_system(&d);
+    let out = d.join("y.mtx");
+    (d, a, x, out)
+}
+
+/// `--matrix a --rhs b --out out`: the system and the output of `solve` and `lu`.
+pub fn system_args<'a>(
+    a: &'a std::path::Path,
+    b: &'a std::path::Path,
+    out: &'a std::path::Path,
+) -> [&'a str; 6] {
+    let text = |p: &'a std::path::Path| p.to_str().expect("a test path in UTF-8");
+    ["--matrix", text(a), "--rhs", text(b), "--out", text(out)]
+}
+
+/// `ferrocuda rock4 --problem heat --n n` followed by `extra`: a small integration.
+pub fn heat<'a>(n: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    [&["rock4", "--problem", "heat", "--n", n][..], extra].concat()
+}
+
+/// `ferrocuda bench <args> --device cpu --results-dir results`.
+pub fn bench_on_cpu<'a>(args: &[&'a str], results: &'a str) -> Vec<&'a str> {
+    [
+        &["bench"],
+        args,
+        &["--device", "cpu", "--results-dir", results],
+    ]
+    .concat()
+}
+
 /// `ferrocuda spmv --matrix a --x x --out out` followed by `extra`.
 pub fn spmv_args<'a>(a: &'a str, x: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     [&["spmv", "--matrix", a, "--x", x, "--out", out][..], extra].concat()

@@ -80,12 +80,16 @@ fn check_gathered<V: Element>(
     }
 }
 
+/// The GPU (or a visible skip) and the TRACE-like grid the single-process tests partition.
+fn gpu_and_grid(test: &str) -> Option<(Gpu, TraceSpec)> {
+    Some((gpu_or_skip(test)?, TraceSpec::new(5, 6, 3, 4).seed(3)))
+}
+
 #[test]
 fn distributed_gpu_spmv_equals_the_global_spmv() {
-    let Some(base) = gpu_or_skip("distributed_gpu_spmv_equals_the_global_spmv") else {
+    let Some((base, spec)) = gpu_and_grid("distributed_gpu_spmv_equals_the_global_spmv") else {
         return;
     };
-    let spec = TraceSpec::new(5, 6, 3, 4).seed(3);
     let real = trace_like::<f64>(&spec).unwrap();
     let complex = trace_like::<C64>(&spec).unwrap();
     let single = trace_like::<f32>(&spec).unwrap();
@@ -176,10 +180,11 @@ fn assert_gmres_runs_agree<V: Element>(
 
 #[test]
 fn distributed_gpu_gmres_matches_the_cpu_distributed_solve() {
-    let Some(base) = gpu_or_skip("distributed_gpu_gmres_matches_the_cpu_distributed_solve") else {
+    let Some((base, spec)) =
+        gpu_and_grid("distributed_gpu_gmres_matches_the_cpu_distributed_solve")
+    else {
         return;
     };
-    let spec = TraceSpec::new(5, 6, 3, 4).seed(3);
     let a = trace_like::<f64>(&spec).unwrap();
     for ranks in [1, 2, 4] {
         let p = RowPartition::grid_blocks(&spec, ranks).unwrap();

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use crate::common::cli::{
-    assert_error, ferrocuda, read_values, run, scratch, small_system, spmv_args, stderr,
+    assert_error, ferrocuda, heat, read_values, run, scratch, small_system, small_system_in,
+    spmv_args, stderr, system_args,
 };
 
 /// `y = A x` of [`small_system`].
@@ -102,9 +103,7 @@ fn devices_fifos_and_links_are_never_replaced() {
 /// file, so the result is one whole answer and nothing is left behind.
 #[test]
 fn concurrent_runs_never_share_a_temporary_file() {
-    let d = scratch("files-concurrent");
-    let (a, x) = small_system(&d);
-    let out = d.join("y.mtx");
+    let (d, a, x, out) = small_system_in("files-concurrent");
     let children: Vec<_> = (0..8)
         .map(|_| {
             ferrocuda()
@@ -132,25 +131,16 @@ fn concurrent_runs_never_share_a_temporary_file() {
 /// The old fixed temporary names (`OUT.partial`, `OUT.mtx.partial`) belong to the user.
 #[test]
 fn a_user_file_named_like_a_temporary_file_is_never_touched() {
-    let d = scratch("files-partial");
-    let (a, x) = small_system(&d);
-    let out = d.join("y.mtx");
+    let (d, a, x, out) = small_system_in("files-partial");
     for name in ["y.mtx.partial", "y.partial"] {
         std::fs::write(d.join(name), "mine").unwrap();
     }
     let r = spmv(&a, &x, &out);
     assert!(r.status.success(), "{}", stderr(&r));
-    let r = run(&[
-        "rock4",
-        "--problem",
-        "heat",
-        "--n",
+    let r = run(&heat(
         "3",
-        "--t-end",
-        "0.01",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        &["--t-end", "0.01", "--out", out.to_str().unwrap()],
+    ));
     assert!(r.status.success(), "{}", stderr(&r));
     for name in ["y.mtx.partial", "y.partial"] {
         assert_eq!(
@@ -202,15 +192,7 @@ fn out_equal_to_an_input_is_refused_naming_both() {
     assert_error(&r, 1, &["same file as --x"], "spmv --x");
     let x0_path = d.join("x0.mtx");
     let s = |out: &Path, x0: bool| {
-        let mut args = vec![
-            "solve",
-            "--matrix",
-            a.to_str().unwrap(),
-            "--rhs",
-            b.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ];
+        let mut args = [&["solve"][..], &system_args(&a, &b, out)].concat();
         if x0 {
             args.extend(["--x0", x0_path.to_str().unwrap()]);
         }
@@ -246,9 +228,7 @@ fn out_equal_to_an_input_is_refused_naming_both() {
 #[test]
 fn pipes_and_process_substitution_work() {
     use std::io::Write;
-    let d = scratch("files-pipes");
-    let (a, x) = small_system(&d);
-    let out = d.join("y.mtx");
+    let (d, a, x, out) = small_system_in("files-pipes");
     for cmd in ["spmv", "lu"] {
         let mut args: Vec<String> = vec![cmd.into(), "--matrix".into(), "/dev/stdin".into()];
         if cmd == "spmv" {
@@ -317,17 +297,7 @@ fn output_to_a_full_disk_exits_non_zero() {
         vec!["spmv", "--matrix", sa, "--x", sx, "--out", "/dev/full"],
         vec!["solve", "--matrix", sa, "--rhs", sx, "--out", "/dev/full"],
         vec!["lu", "--matrix", sa, "--rhs", sx, "--out", "/dev/full"],
-        vec![
-            "rock4",
-            "--problem",
-            "heat",
-            "--n",
-            "3",
-            "--t-end",
-            "0.01",
-            "--out",
-            "/dev/full",
-        ],
+        heat("3", &["--t-end", "0.01", "--out", "/dev/full"]),
     ] {
         let o = run(&args);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));

@@ -1,7 +1,7 @@
 //! Messages in the user's words, `--device` as documented, exit statuses.
 
 use crate::common::cli::{
-    assert_error, run, scratch, small_system, small_system_args, spmv_args, stderr,
+    assert_error, heat, heat_8, run, scratch, small_system, small_system_args, spmv_args, stderr,
 };
 
 /// Negative numbers reach the option's own check (clap would say "unexpected argument").
@@ -183,19 +183,17 @@ fn exit_statuses_are_the_documented_ones() {
     .unwrap();
     let r = run(&["lu", "--matrix", singular.to_str().unwrap()]);
     assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
-    let r = run(&[
-        "rock4",
-        "--problem",
-        "heat",
-        "--n",
+    let r = run(&heat(
         "8",
-        "--t-end",
-        "1",
-        "--max-steps",
-        "2",
-        "--out",
-        d.join("r.mtx").to_str().unwrap(),
-    ]);
+        &[
+            "--t-end",
+            "1",
+            "--max-steps",
+            "2",
+            "--out",
+            d.join("r.mtx").to_str().unwrap(),
+        ],
+    ));
     assert_eq!(r.status.code(), Some(3), "{}", stderr(&r));
     assert!(!d.join("r.mtx").exists());
     let _ = std::fs::remove_dir_all(d);
@@ -250,19 +248,7 @@ fn json_errors_are_one_object_on_stdout() {
             .contains("cannot be negative"),
         "{e}"
     );
-    let e = error_of(
-        &run(&[
-            "rock4",
-            "--problem",
-            "heat",
-            "--n",
-            "3",
-            "--rtol",
-            "0",
-            "--json",
-        ]),
-        1,
-    );
+    let e = error_of(&run(&heat("3", &["--rtol", "0", "--json"])), 1);
     assert_eq!(e["kind"], "invalid_argument");
     assert!(e["message"].as_str().unwrap().contains("--rtol"), "{e}");
     let r = crate::common::cli::run_limited(4 << 20, &["mpc", "--objects", "1e8", "--json"]);

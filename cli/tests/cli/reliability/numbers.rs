@@ -5,7 +5,9 @@
 
 use std::path::Path;
 
-use crate::common::cli::{assert_error, read_values, run, scratch, spmv_args, stderr, write_text};
+use crate::common::cli::{
+    assert_error, heat_8, read_values, run, scratch, spmv_args, stderr, write_text,
+};
 
 /// A dense `n x n` (column-major) Matrix Market array file.
 fn array(dir: &Path, name: &str, rows: usize, cols: usize, values: &[&str]) -> String {
@@ -200,17 +202,10 @@ fn a_failed_integration_is_a_failure() {
     let d = scratch("numbers-rock4");
     let out = d.join("y.mtx");
     std::fs::write(&out, "old").unwrap();
-    let r = run(&[
-        "rock4",
-        "--problem",
-        "heat",
-        "--n",
+    let r = run(&heat(
         "8",
-        "--nu",
-        "1e300",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        &["--nu", "1e300", "--out", out.to_str().unwrap()],
+    ));
     assert_error(&r, 1, &["integration failed", "t = 0"], "rock4 --nu 1e300");
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "old");
     let _ = std::fs::remove_dir_all(d);
