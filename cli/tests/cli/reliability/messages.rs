@@ -1,7 +1,7 @@
 //! Messages in the user's words, `--device` as documented, exit statuses.
 
 use crate::common::cli::{
-    assert_error, heat, heat_8, run, scratch, small_system, small_system_args, spmv_args, stderr,
+    assert_error, heat, run, scratch, small_system, small_system_args, spmv_args, stderr,
 };
 
 /// Negative numbers reach the option's own check (clap would say "unexpected argument").

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::common::cli::{
-    assert_error, heat_8, read_values, run, scratch, spmv_args, stderr, write_text,
+    assert_error, heat, read_values, run, scratch, spmv_args, stderr, write_text,
 };
 
 /// A dense `n x n` (column-major) Matrix Market array file.
