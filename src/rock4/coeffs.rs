@@ -121,3 +121,61 @@ pub fn tables() -> &'static Tables {
         t
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The numbers of the JSON array `key`, as decimal text.
+    fn decimals<'a>(key: &str) -> Vec<&'a str> {
+        let at = JSON.find(&format!("\"{key}\"")).expect("key in the file");
+        let open = at + JSON[at..].find('[').expect("array");
+        let mut depth = 0;
+        let mut end = open;
+        for (i, ch) in JSON[open..].char_indices() {
+            match ch {
+                '[' => depth += 1,
+                ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = open + i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        JSON[open..end]
+            .split(|c: char| c == '[' || c == ']' || c == ',' || c.is_whitespace())
+            .filter(|t| !t.is_empty())
+            .collect()
+    }
+
+    /// Every coefficient is the correctly rounded value of its decimal in the file (what
+    /// `str::parse` gives), whatever serde_json features the rest of a build enables.
+    #[test]
+    fn coefficients_are_the_correctly_rounded_decimals() {
+        let t = tables();
+        let flat = |rows: &[&[f64]]| rows.concat();
+        let fpa: Vec<&[f64]> = t.fpa.iter().map(|r| &r[..]).collect();
+        let fpb: Vec<&[f64]> = t.fpb.iter().map(|r| &r[..]).collect();
+        let fpbe: Vec<&[f64]> = t.fpbe.iter().map(|r| &r[..]).collect();
+        for (key, parsed) in [
+            ("fpa", flat(&fpa)),
+            ("fpb", flat(&fpb)),
+            ("fpbe", flat(&fpbe)),
+            ("recf", t.recf.clone()),
+        ] {
+            let text = decimals(key);
+            assert_eq!(text.len(), parsed.len(), "{key}");
+            for (i, (d, v)) in text.iter().zip(&parsed).enumerate() {
+                let exact: f64 = d.parse().expect("a decimal number");
+                assert_eq!(
+                    exact.to_bits(),
+                    v.to_bits(),
+                    "{key}[{i}] = {d}: parsed {v:e}"
+                );
+            }
+        }
+    }
+}
