@@ -713,15 +713,16 @@ impl GmresThesisReport {
     }
 }
 
-/// Appends this run's section to `gmres.md` and writes its convergence chart (where `out`
+/// Puts this run's section into `gmres.md` (in place of its setup's earlier one:
+/// [`crate::output::put_section`]) and writes its convergence chart (where `out`
 /// allows it: [`ResultsDir::save`]).
 pub fn write_results(report: &GmresBenchReport, out: &ResultsDir) -> Result<Saved> {
     out.save("gmres.md", |out| {
         let mut written = Vec::new();
-        let mut text = out.read_markdown("gmres.md").unwrap_or_else(|| {
-            "# GMRES benchmark\n\nWritten by `ferrocuda bench gmres`; do not edit by hand. One section per run.\n\n".into()
+        let text = out.read_markdown("gmres.md").unwrap_or_else(|| {
+            "# GMRES benchmark\n\nWritten by `ferrocuda bench gmres`; do not edit by hand. One section per setup (case, precision, restart, preconditioner): the latest run of each.\n\n".into()
         });
-        text.push_str(&out.section(&report.to_markdown()));
+        let text = crate::output::put_section(&text, &out.section(&report.to_markdown()));
         if let Some(chart) = report.convergence_chart() {
             let png = out.join(&report.plot_name());
             written.extend(crate::plot::write_with_data(

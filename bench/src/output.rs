@@ -24,9 +24,10 @@
 //! of `ferrocuda bench ... --json` carry the same object (`provenance`). One place,
 //! [`ResultsDir`], adds it, so every benchmark has it.
 //!
-//! Files that keep sections from earlier runs (`gmres.md` appends one section per run,
-//! `spmv.md` gathers `spmv-*.md`, each from its own run) mark each `## ` section with the
-//! provenance of the run that measured it ([`ResultsDir::section`]). The rule for stale
+//! Files that keep sections from earlier runs (`gmres.md` keeps one section per setup, a
+//! run replacing its setup's section ([`put_section`]); `spmv.md` gathers `spmv-*.md`,
+//! each from its own run) mark each `## ` section with the provenance of the run that
+//! measured it ([`ResultsDir::section`]). The rule for stale
 //! sections, applied every time such a file is written:
 //!
 //! * a section measured with the same commit, version and device as the run writing the
@@ -572,6 +573,36 @@ impl ResultsDir {
     }
 }
 
+/// `text` (a results file of `## ` sections) with `section` in place of every section of
+/// the same heading: where the first of them was, or at the end if there is none. A setup
+/// that is measured again keeps one section (its chart file is shared by the setup, so an
+/// older section beside it would show the new chart under old numbers).
+pub fn put_section(text: &str, section: &str) -> String {
+    let heading = section.lines().next().unwrap_or_default();
+    let mut out = String::with_capacity(text.len() + section.len());
+    let mut placed = false;
+    let mut skipping = false;
+    for line in text.split_inclusive('\n') {
+        if line.starts_with("## ") {
+            skipping = line.trim_end() == heading.trim_end();
+            if skipping && !placed {
+                out.push_str(section);
+                placed = true;
+            }
+        }
+        if !skipping {
+            out.push_str(line);
+        }
+    }
+    if !placed {
+        if !out.is_empty() && !out.ends_with("\n\n") {
+            out.push_str(if out.ends_with('\n') { "\n" } else { "\n\n" });
+        }
+        out.push_str(section);
+    }
+    out
+}
+
 /// The comment that holds a file's provenance (JSON), followed by [`PROVENANCE_LINE`].
 const FILE_TAG: &str = "<!-- ferrocuda-results: ";
 /// The comment that holds one section's provenance (JSON), followed by its visible line.
@@ -943,6 +974,26 @@ mod tests {
         assert!(text.contains("CPU only"), "{text}");
         assert_eq!(cpu.read_markdown("mg.md").unwrap(), "# MG\n");
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_setup_measured_again_keeps_one_section() {
+        let file = "# T\n\nintro\n\n## a\n\nold a\n\n## b\n\nb\n\n## a\n\nolder a\n";
+        let new_a = "## a\n\nnew a\n\n";
+        assert_eq!(
+            put_section(file, new_a),
+            "# T\n\nintro\n\n## a\n\nnew a\n\n## b\n\nb\n\n"
+        );
+        assert_eq!(
+            put_section("# T\n\nintro\n", "## c\n\nc\n"),
+            "# T\n\nintro\n\n## c\n\nc\n"
+        );
+        assert_eq!(put_section("", "## c\n"), "## c\n");
+        // A heading is matched whole: "## a b" is another setup than "## a".
+        assert_eq!(
+            put_section("## a b\n\nx\n\n", "## a\n\ny\n"),
+            "## a b\n\nx\n\n## a\n\ny\n"
+        );
     }
 
     #[test]

@@ -130,9 +130,10 @@ pub enum BenchCommand {
         results_dir: PathBuf,
     },
     /// GMRES on a TRACE-like case: GPU (SBELL, CGS2 and MGS) against the CPU twin, time
-    /// per step against the bandwidth floor; appends to <results-dir>/gmres.md. With
-    /// `--thesis`: seed 000's setup (100 steps without restart, c32 and f64) on
-    /// `--cases`, written to <results-dir>/gmres-thesis.md.
+    /// per step against the bandwidth floor; puts its section into
+    /// <results-dir>/gmres.md (one per setup). With `--thesis`: seed 000's setup (100
+    /// steps without restart, c32 and f64) on `--cases`, written to
+    /// <results-dir>/gmres-thesis.md.
     Gmres {
         /// Seed 000's setup on every case of `--cases` (ignores `--case`, `--precision`,
         /// `--complex`, `--restart`, `--rtol`, `--max-iter`, `--precond`).
