@@ -1,18 +1,18 @@
 //! The tensor-core GEMM, written once: `C <- alpha A B + beta C` in `f64`, column-major,
 //! `A` `m x k`, `B` `k x n`, split as in CUTLASS/CuTe into
 //!
-//! - **the block tile** ([`tile_gemm`]): [`TILE`]-square block tiles of `C`, [`THREADS`]
-//!   threads = [`WARPS_M`] x [`WARPS_N`] warps of [`WARP_M`] x [`WARP_N`] results; k-steps
-//!   of `K` in `STAGES` shared-memory stages filled by `cp.async` (`STAGES - 1` tiles in
-//!   flight, one barrier per k-step). Each stage holds `K` rows of the block's `A` tile,
+//! - **the block tile** (`tile_gemm`, device only): [`TILE`]-square block tiles of `C`,
+//!   [`THREADS`] threads = [`WARPS_M`] x [`WARPS_N`] warps of [`WARP_M`] x [`WARP_N`]
+//!   results; k-steps of `K` in `STAGES` shared-memory stages filled by `cp.async`
+//!   (`STAGES - 1` tiles in flight, one barrier per k-step). Each stage holds `K` rows of the block's `A` tile,
 //!   then `K` rows of its `B` tile, each row [`TILE`] + [`PAD`] elements
 //!   ([`shared_bytes`]); `k` need not be a multiple of anything (out-of-range elements
 //!   are copied as zeros);
-//! - **the MMA atom** ([`Mma`]): one warp-wide `mma.sync` instruction of shape
+//! - **the MMA atom** (the device-only trait `Mma`): one warp-wide `mma.sync` instruction of shape
 //!   `M x N x K` and which elements of `A`, `B` and the accumulator each lane holds; a
 //!   warp tile is `WARP_M / M x WARP_N / N` fragments, each k-step `K / Mma::K`
 //!   instructions per fragment;
-//! - **the epilogue**: `C <- alpha acc + beta C` through [`crate::device::scale_store`],
+//! - **the epilogue**: `C <- alpha acc + beta C` through `device::scale_store`,
 //!   16 results of a thread at a time (`beta == 0` does not read `C`).
 //!
 //! Instances: `gemm_dmma_f64` ([`crate::dense`], `sm_80` module) is
@@ -35,7 +35,7 @@ pub const WARP_N: usize = TILE / WARPS_N;
 /// 16 different banks.
 pub const PAD: usize = 4;
 
-/// Dynamic shared memory of [`tile_gemm`] in bytes for k-steps of `k` in `stages` stages
+/// Dynamic shared memory of `tile_gemm` in bytes for k-steps of `k` in `stages` stages
 /// (over the default 48 KiB: the host raises the kernel's limit).
 pub const fn shared_bytes(k: usize, stages: usize) -> usize {
     stages * 2 * k * (TILE + PAD) * 8
