@@ -615,6 +615,62 @@ const STALE_LINE: &str = "_**Stale:**";
 const UNKNOWN_LINE: &str =
     "_**Stale:** provenance unknown (written before results recorded their commit and device)._";
 
+/// The visible line under the title of a results file written before files recorded
+/// their provenance ([`mark_unknown_provenance`]). It starts as [`STALE_LINE`], so the
+/// next run that writes the file drops it for its own provenance.
+pub const UNKNOWN_FILE_LINE: &str = "_**Stale:** provenance unknown: written before results files recorded their date, commit and device (the text names its device); a run of the tool that wrote it replaces this file._";
+
+/// Marks each Markdown file directly in `dir` that names no provenance (no file comment,
+/// no mark yet) with [`UNKNOWN_FILE_LINE`] under its title; returns the files marked.
+/// Symbolic links and other non-regular files are left alone.
+pub fn mark_unknown_provenance(dir: &Path) -> Result<Vec<PathBuf>> {
+    let io = |path: &Path, e: io::Error| Error::InvalidArgument {
+        op: "bench redraw",
+        reason: format!("{}: {}", path.display(), plain(&e)),
+    };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| io(dir, e))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file()))
+        .collect();
+    files.sort();
+    let mut marked = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).map_err(|e| io(&path, e))?;
+        if text.contains(FILE_TAG) || text.contains(UNKNOWN_FILE_LINE) {
+            continue;
+        }
+        write_file(&path, with_unknown_line(&text).as_bytes())?;
+        marked.push(path);
+    }
+    Ok(marked)
+}
+
+/// `text` with [`UNKNOWN_FILE_LINE`] after its `# ` title and a blank line (first where
+/// there is no title).
+fn with_unknown_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + UNKNOWN_FILE_LINE.len() + 2);
+    let mut placed = false;
+    for line in text.split_inclusive('\n') {
+        out.push_str(line);
+        if !placed && line.starts_with("# ") {
+            if !line.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push('\n');
+            out.push_str(UNKNOWN_FILE_LINE);
+            out.push('\n');
+            placed = true;
+        }
+    }
+    if placed {
+        out
+    } else {
+        format!("{UNKNOWN_FILE_LINE}\n\n{text}")
+    }
+}
+
 /// `text` without a file provenance comment and the visible line after it.
 fn strip_file_provenance(text: &str) -> String {
     if !text.contains(FILE_TAG) {
@@ -973,6 +1029,45 @@ mod tests {
         assert!(text.starts_with(CPU_ONLY_MARK), "{text}");
         assert!(text.contains("CPU only"), "{text}");
         assert_eq!(cpu.read_markdown("mg.md").unwrap(), "# MG\n");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn files_without_provenance_are_marked_once_and_a_run_replaces_the_mark() {
+        let d = scratch("unknown");
+        std::fs::write(d.join("old.md"), "# Old\n\n| a |\n|---|\n| 1 |\n").unwrap();
+        std::fs::write(d.join("notitle.md"), "numbers\n").unwrap();
+        let run =
+            ResultsDir::new(&d, true).with_provenance(at("v1", "GPU A", "2026-01-01 00:00 UTC"));
+        run.write_markdown("new.md", "# New\n\nnumbers\n").unwrap();
+        let marked = mark_unknown_provenance(&d).unwrap();
+        assert_eq!(marked, vec![d.join("notitle.md"), d.join("old.md")]);
+        let old = std::fs::read_to_string(d.join("old.md")).unwrap();
+        assert_eq!(
+            old,
+            format!("# Old\n\n{UNKNOWN_FILE_LINE}\n\n| a |\n|---|\n| 1 |\n")
+        );
+        assert!(
+            std::fs::read_to_string(d.join("notitle.md"))
+                .unwrap()
+                .starts_with(UNKNOWN_FILE_LINE)
+        );
+        // Marked once; a file with provenance is left alone.
+        assert!(mark_unknown_provenance(&d).unwrap().is_empty());
+        assert!(
+            !std::fs::read_to_string(d.join("new.md"))
+                .unwrap()
+                .contains("**Stale:**")
+        );
+        // A run that writes the file again drops the mark for its own provenance.
+        let text = run.read_markdown("old.md").unwrap();
+        run.write_markdown("old.md", &text).unwrap();
+        let again = std::fs::read_to_string(d.join("old.md")).unwrap();
+        assert!(!again.contains(UNKNOWN_FILE_LINE), "{again}");
+        assert!(
+            again.contains("_Measured 2026-01-01 00:00 UTC, commit v1"),
+            "{again}"
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 

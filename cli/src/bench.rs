@@ -294,7 +294,9 @@ pub enum BenchCommand {
     /// <name>.png; every benchmark writes it with its chart); no GPU, nothing measured.
     /// With --from-results, first rebuilds the data of charts written before that from
     /// the results files the same tools wrote beside them (the Markdown tables, the
-    /// multigrid JSON report) and lists the charts whose data no file holds.
+    /// multigrid JSON report) and lists the charts whose data no file holds. Marks the
+    /// Markdown results files that record no provenance (measured before they did) as
+    /// stale under their title.
     Redraw {
         /// Rebuild the charts' data from the results files first.
         #[arg(long)]
@@ -755,6 +757,8 @@ struct Redrawn {
     drawn: Vec<PathBuf>,
     /// Images left as they are (no data file), with the reason.
     kept: Vec<(PathBuf, String)>,
+    /// Results files without provenance, now marked as such.
+    marked: Vec<PathBuf>,
 }
 
 impl Redrawn {
@@ -768,6 +772,12 @@ impl Redrawn {
         }
         for (p, why) in &self.kept {
             t.push_str(&format!("kept as it is: {} ({why})\n", p.display()));
+        }
+        for p in &self.marked {
+            t.push_str(&format!(
+                "marked: {} (no provenance: measured before results recorded it)\n",
+                p.display()
+            ));
         }
         t.push_str(&format!(
             "{} charts drawn, {} kept as they are\n",
@@ -792,11 +802,13 @@ fn redraw(dir: &Path, from_results: bool) -> Result<Box<dyn Report>> {
     } else {
         redraw::charts_without_data(dir)?
     };
+    let marked = ferrocuda_bench::output::mark_unknown_provenance(dir)?;
     Ok(shown(
         Redrawn {
             data_rebuilt: rebuilt.data,
             drawn,
             kept,
+            marked,
         },
         Redrawn::to_text,
     ))
