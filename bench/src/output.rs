@@ -616,40 +616,18 @@ const UNKNOWN_LINE: &str =
     "_**Stale:** provenance unknown (written before results recorded their commit and device)._";
 
 /// The visible line under the title of a results file written before files recorded
-/// their provenance ([`mark_unknown_provenance`]). It starts as [`STALE_LINE`], so the
+/// their provenance ([`crate::redraw::mark_unknown_provenance`]). It starts as [`STALE_LINE`], so the
 /// next run that writes the file drops it for its own provenance.
 pub const UNKNOWN_FILE_LINE: &str = "_**Stale:** provenance unknown: written before results files recorded their date, commit and device (the text names its device); a run of the tool that wrote it replaces this file._";
 
-/// Marks each Markdown file directly in `dir` that names no provenance (no file comment,
-/// no mark yet) with [`UNKNOWN_FILE_LINE`] under its title; returns the files marked.
-/// Symbolic links and other non-regular files are left alone.
-pub fn mark_unknown_provenance(dir: &Path) -> Result<Vec<PathBuf>> {
-    let io = |path: &Path, e: io::Error| Error::InvalidArgument {
-        op: "bench redraw",
-        reason: format!("{}: {}", path.display(), plain(&e)),
-    };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| io(dir, e))?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file()))
-        .collect();
-    files.sort();
-    let mut marked = Vec::new();
-    for path in files {
-        let text = std::fs::read_to_string(&path).map_err(|e| io(&path, e))?;
-        if text.contains(FILE_TAG) || text.contains(UNKNOWN_FILE_LINE) {
-            continue;
-        }
-        write_file(&path, with_unknown_line(&text).as_bytes())?;
-        marked.push(path);
+/// The text of a results file that records no provenance (no file comment, no mark yet)
+/// with [`UNKNOWN_FILE_LINE`] after its `# ` title and a blank line (first where there
+/// is no title); `None` for a file that records it or is marked already
+/// ([`crate::redraw::mark_unknown_provenance`] writes it).
+pub fn with_unknown_line(text: &str) -> Option<String> {
+    if text.contains(FILE_TAG) || text.contains(UNKNOWN_FILE_LINE) {
+        return None;
     }
-    Ok(marked)
-}
-
-/// `text` with [`UNKNOWN_FILE_LINE`] after its `# ` title and a blank line (first where
-/// there is no title).
-fn with_unknown_line(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + UNKNOWN_FILE_LINE.len() + 2);
     let mut placed = false;
     for line in text.split_inclusive('\n') {
@@ -664,11 +642,11 @@ fn with_unknown_line(text: &str) -> String {
             placed = true;
         }
     }
-    if placed {
+    Some(if placed {
         out
     } else {
         format!("{UNKNOWN_FILE_LINE}\n\n{text}")
-    }
+    })
 }
 
 /// `text` without a file provenance comment and the visible line after it.
@@ -1040,7 +1018,7 @@ mod tests {
         let run =
             ResultsDir::new(&d, true).with_provenance(at("v1", "GPU A", "2026-01-01 00:00 UTC"));
         run.write_markdown("new.md", "# New\n\nnumbers\n").unwrap();
-        let marked = mark_unknown_provenance(&d).unwrap();
+        let marked = crate::redraw::mark_unknown_provenance(&d).unwrap();
         assert_eq!(marked, vec![d.join("notitle.md"), d.join("old.md")]);
         let old = std::fs::read_to_string(d.join("old.md")).unwrap();
         assert_eq!(
@@ -1053,7 +1031,11 @@ mod tests {
                 .starts_with(UNKNOWN_FILE_LINE)
         );
         // Marked once; a file with provenance is left alone.
-        assert!(mark_unknown_provenance(&d).unwrap().is_empty());
+        assert!(
+            crate::redraw::mark_unknown_provenance(&d)
+                .unwrap()
+                .is_empty()
+        );
         assert!(
             !std::fs::read_to_string(d.join("new.md"))
                 .unwrap()

@@ -3,6 +3,8 @@
 //!
 //! * [`redraw_dir`] draws every chart whose data file is there (`<name>.json` beside
 //!   `<name>.png`, a [`ChartFile`] that every benchmark writes with its chart).
+//! * [`mark_unknown_provenance`] marks the Markdown results files that record no
+//!   provenance (written before they did) as stale under their title.
 //! * [`charts_from_results`] rebuilds the data files of charts written before the
 //!   benchmarks kept them, from what the same tools wrote beside them: the tables of
 //!   `spmv-*.md`, `lu.md`, `rock4.md`, `mpc.md` and `probe.md`, and the report in
@@ -88,6 +90,20 @@ pub fn redraw_dir(dir: &Path) -> Result<Vec<PathBuf>> {
         written.push(png);
     }
     Ok(written)
+}
+
+/// Marks each Markdown file of `dir` (and its sub-folders) that records no provenance
+/// with [`crate::output::UNKNOWN_FILE_LINE`] under its title; returns the files marked.
+pub fn mark_unknown_provenance(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut marked = Vec::new();
+    for path in files(dir)?.into_iter().filter(|p| ext_is(p, "md")) {
+        let text = std::fs::read_to_string(&path).map_err(|e| io_err(&path, &e))?;
+        if let Some(text) = crate::output::with_unknown_line(&text) {
+            crate::output::write_file(&path, text.as_bytes())?;
+            marked.push(path);
+        }
+    }
+    Ok(marked)
 }
 
 /// What [`charts_from_results`] did.

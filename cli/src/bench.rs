@@ -802,7 +802,7 @@ fn redraw(dir: &Path, from_results: bool) -> Result<Box<dyn Report>> {
     } else {
         redraw::charts_without_data(dir)?
     };
-    let marked = ferrocuda_bench::output::mark_unknown_provenance(dir)?;
+    let marked = redraw::mark_unknown_provenance(dir)?;
     Ok(shown(
         Redrawn {
             data_rebuilt: rebuilt.data,

@@ -156,14 +156,10 @@ mod tests {
     #[test]
     fn coefficients_are_the_correctly_rounded_decimals() {
         let t = tables();
-        let flat = |rows: &[&[f64]]| rows.concat();
-        let fpa: Vec<&[f64]> = t.fpa.iter().map(|r| &r[..]).collect();
-        let fpb: Vec<&[f64]> = t.fpb.iter().map(|r| &r[..]).collect();
-        let fpbe: Vec<&[f64]> = t.fpbe.iter().map(|r| &r[..]).collect();
         for (key, parsed) in [
-            ("fpa", flat(&fpa)),
-            ("fpb", flat(&fpb)),
-            ("fpbe", flat(&fpbe)),
+            ("fpa", t.fpa.concat()),
+            ("fpb", t.fpb.concat()),
+            ("fpbe", t.fpbe.concat()),
             ("recf", t.recf.clone()),
         ] {
             let text = decimals(key);
