@@ -10,6 +10,7 @@
 
 use crate::output::{ResultsDir, Saved};
 use serde::Serialize;
+use std::path::PathBuf;
 
 use super::peer::{self, PeerResult};
 use super::plot::{LineChart, LineSeries};
@@ -513,14 +514,34 @@ impl GmresBenchReport {
         format!("{}\n{}\n", self.header(), table(&h, &r))
     }
 
-    /// File name of the convergence plot, e.g. `gmres-case6-f64-none.png`.
+    /// File name of the convergence plot, e.g. `gmres-case6-f64-none.png`; a restart
+    /// length other than the default 30 is part of the setup, and of the name
+    /// (`gmres-case1-c32-none-m100.png`: the thesis setup).
     pub fn plot_name(&self) -> String {
+        let restart = match self.options.restart {
+            30 => String::new(),
+            m => format!("-m{m}"),
+        };
         format!(
-            "gmres-{}-{}-{}.png",
+            "gmres-{}-{}-{}{restart}.png",
             self.matrix.split(' ').next().unwrap_or("case"),
             self.scalar,
             self.precond
         )
+    }
+
+    /// Writes the convergence chart (and its data) into `out`, where a row took a step.
+    fn write_chart(&self, out: &ResultsDir) -> Result<Vec<PathBuf>> {
+        match self.convergence_chart() {
+            Some(chart) => crate::plot::write_with_data(
+                chart,
+                &out.join(&self.plot_name()),
+                1024,
+                576,
+                "ferrocuda bench gmres",
+            ),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// The residual estimate of every step of every ferrocuda row (log scale), with the
@@ -723,16 +744,7 @@ pub fn write_results(report: &GmresBenchReport, out: &ResultsDir) -> Result<Save
             "# GMRES benchmark\n\nWritten by `ferrocuda bench gmres`; do not edit by hand. One section per setup (case, precision, restart, preconditioner): the latest run of each.\n\n".into()
         });
         let text = crate::output::put_section(&text, &out.section(&report.to_markdown()));
-        if let Some(chart) = report.convergence_chart() {
-            let png = out.join(&report.plot_name());
-            written.extend(crate::plot::write_with_data(
-                chart,
-                &png,
-                1024,
-                576,
-                "ferrocuda bench gmres",
-            )?);
-        }
+        written.extend(report.write_chart(out)?);
         written.push(out.write_markdown("gmres.md", &text)?);
         Ok(written)
     })
@@ -752,7 +764,13 @@ pub fn write_thesis_results(
         format!("gmres-thesis-cases{}.md", list.join("-"))
     };
     out.save(&name, |out| {
-        Ok(vec![out.write_markdown(&name, &report.to_markdown())?])
+        // Every section links its convergence chart.
+        let mut written = Vec::new();
+        for run in &report.runs {
+            written.extend(run.write_chart(out)?);
+        }
+        written.push(out.write_markdown(&name, &report.to_markdown())?);
+        Ok(written)
     })
 }
 
@@ -797,12 +815,44 @@ mod tests {
             md.contains(&format!("![convergence]({})", r.plot_name())),
             "{md}"
         );
-        assert_eq!(r.plot_name(), "gmres-case1-f64-block-jacobi.png");
+        assert_eq!(r.plot_name(), "gmres-case1-f64-block-jacobi-m4.png");
         let png = r
             .convergence_chart()
             .expect("chart")
             .render_png(640, 360)
             .expect("png");
         assert_eq!(&png[1..4], b"PNG");
+    }
+
+    /// The thesis file links one convergence chart per section: each is written, under a
+    /// name of its own setup (restart 100), not over the default setup's chart.
+    #[test]
+    fn thesis_results_write_every_linked_chart() {
+        let opts = GmresBenchOptions {
+            case: SpmvCase::Thesis(1),
+            double: true,
+            complex: false,
+            gmres: GmresOptions::default().restart(100).max_iter(3).rtol(0.0),
+            precond: Preconditioner::None,
+            cpu: true,
+            peers: Vec::new(),
+        };
+        let report = GmresThesisReport {
+            device: None,
+            runs: vec![run(None, &opts).expect("bench")],
+        };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = ResultsDir::new(dir.path(), false);
+        write_thesis_results(&report, &[1], &out).expect("write");
+        let md = std::fs::read_to_string(dir.path().join("gmres-thesis-cases1.md")).expect("md");
+        let links: Vec<&str> = md
+            .split("](")
+            .skip(1)
+            .filter_map(|rest| rest.split(')').next())
+            .collect();
+        assert_eq!(links, ["gmres-case1-f64-none-m100.png"], "{md}");
+        for link in links {
+            assert!(dir.path().join(link).is_file(), "{link} missing");
+        }
     }
 }
