@@ -13,6 +13,7 @@ use super::{
     STAGNATION_CYCLES, STAGNATION_REDUCTION, StopReason,
 };
 use crate::error::{Error, Result};
+use ferrocuda_kernels::krylov::cycle as cyc;
 
 pub(crate) type C = Complex<f64>;
 
@@ -49,89 +50,10 @@ pub(crate) trait Space {
     fn epsilon(&self) -> f64;
 }
 
-/// Givens rotation `(c, s)` with `c` real that zeroes `b` in `(a, b)`: `r = c a + s b`,
-/// `0 = -conj(s) a + c b`.
-fn givens(a: C, b: C) -> (f64, C, C) {
-    let (na, nb) = (a.norm(), b.norm());
-    if nb == 0.0 {
-        return (1.0, C::new(0.0, 0.0), a);
-    }
-    if na == 0.0 {
-        let s = b.conj() / nb;
-        return (0.0, s, C::new(nb, 0.0));
-    }
-    let norm = na.hypot(nb);
-    let phase = a / na;
-    let c = na / norm;
-    let s = phase * b.conj() / norm;
-    (c, s, phase * norm)
-}
-
-/// The least-squares state of one cycle: rotated columns, rotations and `g`.
-struct LeastSquares {
-    r: Vec<Vec<C>>,
-    rot: Vec<(f64, C)>,
-    g: Vec<C>,
-}
-
-impl LeastSquares {
-    fn new(beta: f64) -> Self {
-        LeastSquares {
-            r: Vec::new(),
-            rot: Vec::new(),
-            g: vec![C::new(beta, 0.0)],
-        }
-    }
-
-    /// Adds Hessenberg column `j` (`j + 2` entries); returns the new residual estimate.
-    fn push(&mut self, mut col: Vec<C>) -> f64 {
-        let j = self.r.len();
-        for (i, &(c, s)) in self.rot.iter().enumerate() {
-            let (a, b) = (col[i], col[i + 1]);
-            col[i] = a * c + s * b;
-            col[i + 1] = -s.conj() * a + b * c;
-        }
-        let (c, s, rr) = givens(col[j], col[j + 1]);
-        col[j] = rr;
-        col.truncate(j + 1);
-        self.rot.push((c, s));
-        let gj = self.g[j];
-        self.g[j] = gj * c;
-        self.g.push(-s.conj() * gj);
-        self.r.push(col);
-        self.g[j + 1].norm()
-    }
-
-    /// `y` solving `R y = g[..k]` (back substitution).
-    fn solve(&self) -> Vec<C> {
-        let k = self.r.len();
-        let mut y = vec![C::new(0.0, 0.0); k];
-        for i in (0..k).rev() {
-            let mut s = self.g[i];
-            for (j, yj) in y.iter().enumerate().skip(i + 1) {
-                s -= self.r[j][i] * yj;
-            }
-            y[i] = if self.r[i][i] == C::new(0.0, 0.0) {
-                C::new(0.0, 0.0)
-            } else {
-                s / self.r[i][i]
-            };
-        }
-        y
-    }
-}
-
 /// `v` as `Complex<f64>`.
-pub(crate) fn to_c<V: crate::blas1::Element>(v: V) -> C {
-    use ferrocuda_kernels::RealScalar;
-    C::new(v.re().to_f64(), v.im().to_f64())
-}
-
+pub(crate) use ferrocuda_kernels::krylov::cycle::from_scalar as to_c;
 /// `c` rounded to `V` (the imaginary part dropped for real `V`).
-pub(crate) fn from_c<V: crate::blas1::Element>(c: C) -> V {
-    use ferrocuda_kernels::RealScalar;
-    V::from_parts(V::Real::from_f64(c.re), V::Real::from_f64(c.im))
-}
+pub(crate) use ferrocuda_kernels::krylov::cycle::to_scalar as from_c;
 
 /// Progress callback: `(iteration, estimated relative residual)`.
 pub(crate) type Progress<'a> = Option<&'a mut dyn FnMut(usize, f64)>;
@@ -300,120 +222,60 @@ impl Cycle<'_, '_, '_> {
     }
 }
 
-/// One MGS cycle of at most `m` steps; returns `y` and whether the space broke down.
+/// The estimates a cycle recorded from step `from` on, into the report; then `y` and
+/// whether the space stopped growing.
+fn finish_cycle(st: &[f64], from: usize, cycle: &mut Cycle<'_, '_, '_>) -> (Vec<C>, bool) {
+    for j in from..cyc::steps(st) {
+        cycle.record(cyc::estimate(st, j));
+    }
+    let mut y = vec![C::new(0.0, 0.0); cyc::steps(st)];
+    cyc::solve(st, &mut y);
+    (y, cyc::stalled(st))
+}
+
+/// One MGS cycle of at most `m` steps, stepped from the host; returns `y` and whether
+/// the space broke down.
 fn mgs_cycle(
     space: &mut dyn Space,
     m: usize,
     beta: f64,
     cycle: &mut Cycle<'_, '_, '_>,
 ) -> Result<(Vec<C>, bool)> {
-    let (target, eps) = (cycle.target, cycle.eps);
     space.scale_first(beta)?;
-    let mut ls = LeastSquares::new(beta);
+    let mut st = vec![0.0; cyc::state_len(m)];
+    cyc::begin(&mut st, m, cycle.target, cycle.eps);
+    cyc::mgs_begin(&mut st, beta);
     for k in 0..m {
-        let (mut col, w2) = space.mgs(k)?;
-        let hn = w2.max(0.0).sqrt();
-        let hnorm = col.iter().map(|h| h.norm_sqr()).sum::<f64>().sqrt();
-        col.push(C::new(hn, 0.0));
-        let est = ls.push(col);
-        cycle.record(est);
-        if !est.is_finite() {
+        let (col, w2) = space.mgs(k)?;
+        let go = cyc::mgs_step(&mut st, k, |i| col[i], w2);
+        cycle.record(cyc::estimate(&st, k));
+        if !go {
             break;
         }
-        let breakdown = hn <= 16.0 * eps * hnorm;
-        if est <= target || breakdown {
-            return Ok((ls.solve(), breakdown && est > target));
-        }
     }
-    Ok((ls.solve(), false))
+    Ok(finish_cycle(&st, cyc::steps(&st), cycle))
 }
 
-/// One delayed-CGS2 cycle of at most `m` steps (module docs of `ferrocuda_kernels::krylov`
-/// for the vector algebra); returns `y` and whether the space broke down.
-///
-/// Step `k` holds `q_0..q_{k-1}` and the once-projected `u = V_k`; it gets
-/// `s = Q^H u`, `|u|^2`, `t = Q^H w`, `u^H w` (`w = A M^{-1} u`) from one pass, so
-/// `alpha = |u - Q s|`, column `k - 1` of the Hessenberg matrix is `h'_{k-1} + s` over
-/// `alpha`, and `A q_k = (w - A Q s) / alpha` gives the next provisional column
-/// `h'_k = ([t; c] - H s) / alpha`, `c = q_k^H w = (u^H w - s^H t) / alpha`.
+/// One delayed-CGS2 cycle of at most `m` steps, stepped from the host (the algebra:
+/// [`cyc::dcgs2_step`]); returns `y` and whether the space broke down.
 fn dcgs2_cycle(
     space: &mut dyn Space,
     m: usize,
     cycle: &mut Cycle<'_, '_, '_>,
 ) -> Result<(Vec<C>, bool)> {
-    let (target, eps) = (cycle.target, cycle.eps);
-    let mut hess: Vec<Vec<C>> = Vec::new(); // finished, unrotated columns
-    let mut ls: Option<LeastSquares> = None;
-    let mut pending: Vec<C> = Vec::new(); // h'_{k-1}
+    let mut st = vec![0.0; cyc::state_len(m)];
+    cyc::begin(&mut st, m, cycle.target, cycle.eps);
+    let mut b = vec![C::new(0.0, 0.0); m];
     for k in 0..=m {
         let (du, dw) = space.dots(k, k < m)?;
-        let s = &du[..k];
-        let uu = du[k].re;
-        let ss: f64 = s.iter().map(|v| v.norm_sqr()).sum();
-        let alpha2 = uu - ss;
-        // NaN counts as a breakdown too.
-        let breakdown =
-            alpha2.partial_cmp(&((16.0 * eps).powi(2) * uu)) != Some(std::cmp::Ordering::Greater);
-        let alpha = alpha2.max(0.0).sqrt();
-        if k == 0 {
-            ls = Some(LeastSquares::new(alpha));
-        } else {
-            let mut col: Vec<C> = pending.iter().zip(s).map(|(h, s)| h + s).collect();
-            col.push(C::new(alpha, 0.0));
-            hess.push(col.clone());
-            let lsq = ls.as_mut().expect("set at k = 0");
-            let est = lsq.push(col);
-            cycle.record(est);
-            if est <= target || breakdown || k == m || !est.is_finite() {
-                return Ok((lsq.solve(), breakdown && est > target));
-            }
+        let update = cyc::dcgs2_step(&mut st, k, |j| du[j], |j| dw[j], |j, v| b[j] = v);
+        if k > 0 && cyc::steps(&st) == k {
+            cycle.record(cyc::estimate(&st, k - 1));
         }
-        if breakdown {
-            // Only at k = 0 with a zero residual, which the caller excludes.
-            return Ok((Vec::new(), true));
-        }
-        let t = &dw[..k];
-        let uw = dw[k];
-        let st: C = s.iter().zip(t).map(|(s, t)| s.conj() * t).sum();
-        let c = (uw - st) / alpha;
-        // H s over the finished columns (column j has j + 2 entries).
-        let mut hs = vec![C::new(0.0, 0.0); k + 1];
-        for (j, col) in hess.iter().enumerate() {
-            for (i, h) in col.iter().enumerate() {
-                hs[i] += h * s[j];
-            }
-        }
-        pending = (0..=k)
-            .map(|i| {
-                let tc = if i < k { t[i] } else { c };
-                (tc - hs[i]) / alpha
-            })
-            .collect();
-        let cu = c / alpha;
-        let bcoef: Vec<C> = t.iter().zip(s).map(|(t, s)| t - cu * s).collect();
-        space.update(k, s, &bcoef, cu, 1.0 / alpha)?;
-    }
-    // The loop returns at k = m at the latest.
-    Ok((Vec::new(), true))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn givens_zeroes_the_second_entry() {
-        for (a, b) in [
-            (C::new(3.0, 0.0), C::new(4.0, 0.0)),
-            (C::new(1.0, 2.0), C::new(-0.5, 0.7)),
-            (C::new(0.0, 0.0), C::new(2.0, -1.0)),
-        ] {
-            let (c, s, r) = givens(a, b);
-            let top = a * c + s * b;
-            let bottom = -s.conj() * a + b * c;
-            assert!((top - r).norm() < 1e-14, "{a} {b}");
-            assert!(bottom.norm() < 1e-14, "{a} {b}");
-            assert!((c * c + s.norm_sqr() - 1.0).abs() < 1e-14);
+        match update {
+            Some(u) => space.update(k, &du[..k], &b[..k], u.c, u.inv_alpha)?,
+            None => break,
         }
     }
+    Ok(finish_cycle(&st, cyc::steps(&st), cycle))
 }

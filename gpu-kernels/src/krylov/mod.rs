@@ -10,6 +10,8 @@
 //!
 //! `q_k = (u - sum_j a_j V_j) / alpha`, `u' = (w - c u - sum_j b_j V_j) / alpha`.
 
+pub mod cycle;
+
 use crate::scalar::{RealScalar, Scalar};
 
 /// Threads per block of the Krylov kernels.

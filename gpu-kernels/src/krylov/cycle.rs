@@ -1,0 +1,436 @@
+//! The small dense algebra of one GMRES restart cycle, written once: the host runs it
+//! between the vector kernels (the CPU twin, and the GPU path stepped from the host), and
+//! one device thread runs the same functions inside a cycle that never waits for the host
+//! (`gmres_dcgs2_step`, `gmres_mgs_step`). Everything is `Complex<f64>` whatever the
+//! vector type, with no fused operations and `libm`'s `hypot` on both targets, so both
+//! take the same steps with the same bits.
+//!
+//! The state of a cycle is one flat `f64` array ([`state_len`]): a header, the residual
+//! estimate of every step, the finished Hessenberg columns, their rotated copies (`R`),
+//! the Givens rotations, `g` (the rotated right-hand side `beta e_1`) and the provisional
+//! column of the delayed CGS2 (`h'`). A cycle ends ([`Header::DONE`]) when a step meets
+//! the tolerance, breaks down, reaches the restart length or gives a non-finite estimate;
+//! later steps of the same cycle change nothing.
+
+use num_complex::Complex;
+
+use crate::math::sqrt_f64;
+
+/// The scalar of the small dense algebra.
+pub type C = Complex<f64>;
+
+/// Indices of the header fields in the state array.
+pub struct Header;
+
+impl Header {
+    /// Restart length `m` of the cycle (most steps).
+    pub const M: usize = 0;
+    /// Absolute residual target.
+    pub const TARGET: usize = 1;
+    /// Breakdown tolerance: the vector type's machine epsilon.
+    pub const EPS: usize = 2;
+    /// Steps recorded so far (Hessenberg columns).
+    pub const STEPS: usize = 3;
+    /// 1 once the cycle has ended.
+    pub const DONE: usize = 4;
+    /// 1 where it ended because the space stopped growing short of the target.
+    pub const STALLED: usize = 5;
+    /// Header length.
+    pub const LEN: usize = 8;
+}
+
+/// Length of the state array of a cycle of at most `m` steps.
+pub const fn state_len(m: usize) -> usize {
+    Header::LEN + m + 2 * (m * (m + 1)) + 2 * m * m + 3 * m + 2 * (m + 1) + 2 * (m + 1)
+}
+
+/// Offsets of the arrays after the header.
+#[derive(Clone, Copy)]
+struct Layout {
+    m: usize,
+}
+
+impl Layout {
+    fn of(st: &[f64]) -> Layout {
+        Layout {
+            m: st[Header::M] as usize,
+        }
+    }
+    fn history(self) -> usize {
+        Header::LEN
+    }
+    /// Finished Hessenberg column `j` (`j + 2` entries), entry `i`.
+    fn hess(self, j: usize, i: usize) -> usize {
+        self.history() + self.m + 2 * (j * (self.m + 1) + i)
+    }
+    /// Rotated column `j` (`j + 1` entries), entry `i`.
+    fn r(self, j: usize, i: usize) -> usize {
+        self.hess(0, 0) + 2 * self.m * (self.m + 1) + 2 * (j * self.m + i)
+    }
+    /// Rotation `j`: `c`, then `s`.
+    fn rot(self, j: usize) -> usize {
+        self.r(0, 0) + 2 * self.m * self.m + 3 * j
+    }
+    fn g(self, i: usize) -> usize {
+        self.rot(0) + 3 * self.m + 2 * i
+    }
+    /// The provisional column `h'` of the delayed CGS2.
+    fn pending(self, i: usize) -> usize {
+        self.g(0) + 2 * (self.m + 1) + 2 * i
+    }
+}
+
+fn get(st: &[f64], at: usize) -> C {
+    C::new(st[at], st[at + 1])
+}
+
+fn set(st: &mut [f64], at: usize, v: C) {
+    st[at] = v.re;
+    st[at + 1] = v.im;
+}
+
+/// `|z|`, the same bits on both targets.
+pub fn abs(z: C) -> f64 {
+    libm::hypot(z.re, z.im)
+}
+
+/// `z` to `V`'s parts (the imaginary part dropped for a real `V`).
+pub fn to_scalar<V: crate::scalar::Scalar>(z: C) -> V {
+    use crate::scalar::RealScalar;
+    V::from_parts(V::Real::from_f64(z.re), V::Real::from_f64(z.im))
+}
+
+/// `v` as `Complex<f64>`.
+pub fn from_scalar<V: crate::scalar::Scalar>(v: V) -> C {
+    use crate::scalar::RealScalar;
+    C::new(v.re().to_f64(), v.im().to_f64())
+}
+
+/// Givens rotation `(c, s)` with `c` real that zeroes `b` in `(a, b)`: `r = c a + s b`,
+/// `0 = -conj(s) a + c b`.
+pub fn givens(a: C, b: C) -> (f64, C, C) {
+    let (na, nb) = (abs(a), abs(b));
+    if nb == 0.0 {
+        return (1.0, C::new(0.0, 0.0), a);
+    }
+    if na == 0.0 {
+        let s = b.conj() / nb;
+        return (0.0, s, C::new(nb, 0.0));
+    }
+    let norm = libm::hypot(na, nb);
+    let phase = a / na;
+    let c = na / norm;
+    let s = phase * b.conj() / norm;
+    (c, s, phase * norm)
+}
+
+/// Starts a cycle of at most `m` steps (`m >= 1`): residual `target`, breakdown `eps`.
+pub fn begin(st: &mut [f64], m: usize, target: f64, eps: f64) {
+    st[..Header::LEN].fill(0.0);
+    st[Header::M] = m as f64;
+    st[Header::TARGET] = target;
+    st[Header::EPS] = eps;
+}
+
+/// Steps recorded.
+pub fn steps(st: &[f64]) -> usize {
+    st[Header::STEPS] as usize
+}
+
+/// Whether the cycle has ended.
+pub fn done(st: &[f64]) -> bool {
+    st[Header::DONE] != 0.0
+}
+
+/// Whether it ended because the space stopped growing short of the target.
+pub fn stalled(st: &[f64]) -> bool {
+    st[Header::STALLED] != 0.0
+}
+
+/// The absolute residual estimate after step `j` (`j < steps`).
+pub fn estimate(st: &[f64], j: usize) -> f64 {
+    st[Layout::of(st).history() + j]
+}
+
+fn finish(st: &mut [f64], stalled: bool) {
+    st[Header::DONE] = 1.0;
+    st[Header::STALLED] = if stalled { 1.0 } else { 0.0 };
+}
+
+/// Sets `g = beta e_1`: the rotated right-hand side of an empty cycle.
+fn start_least_squares(st: &mut [f64], beta: f64) {
+    let l = Layout::of(st);
+    set(st, l.g(0), C::new(beta, 0.0));
+}
+
+/// Adds the Hessenberg column `j = steps` (entry `i` from `col(i)`, `i <= j + 1`): applies
+/// the earlier rotations, makes the new one, stores the column and its rotated copy, and
+/// records the new residual estimate `|g_{j+1}|`, which it returns.
+fn push_column(st: &mut [f64], col: impl Fn(&[f64], usize) -> C) -> f64 {
+    let l = Layout::of(st);
+    let j = steps(st);
+    for i in 0..j + 2 {
+        let v = col(st, i);
+        set(st, l.hess(j, i), v);
+    }
+    // R's column j is the Hessenberg column turned by the earlier rotations (each touches
+    // entries i and i + 1 <= j); its entry j + 1, which the new rotation zeroes, is
+    // carried aside.
+    for i in 0..=j {
+        set(st, l.r(j, i), get(st, l.hess(j, i)));
+    }
+    for i in 0..j {
+        let (c, s) = (st[l.rot(i)], get(st, l.rot(i) + 1));
+        let (a, b) = (get(st, l.r(j, i)), get(st, l.r(j, i + 1)));
+        set(st, l.r(j, i), a * c + s * b);
+        set(st, l.r(j, i + 1), -s.conj() * a + b * c);
+    }
+    let (c, s, rr) = givens(get(st, l.r(j, j)), get(st, l.hess(j, j + 1)));
+    set(st, l.r(j, j), rr);
+    st[l.rot(j)] = c;
+    set(st, l.rot(j) + 1, s);
+    let gj = get(st, l.g(j));
+    set(st, l.g(j), gj * c);
+    let next = -s.conj() * gj;
+    set(st, l.g(j + 1), next);
+    let est = abs(next);
+    st[l.history() + j] = est;
+    st[Header::STEPS] = (j + 1) as f64;
+    est
+}
+
+/// `y` solving `R y = g[..steps]` by back substitution into `y[..steps]`; a zero
+/// diagonal entry gives `y_i = 0`.
+pub fn solve(st: &[f64], y: &mut [C]) {
+    let l = Layout::of(st);
+    let k = steps(st);
+    for i in (0..k).rev() {
+        let mut s = get(st, l.g(i));
+        for j in i + 1..k {
+            s -= get(st, l.r(j, i)) * y[j];
+        }
+        let d = get(st, l.r(i, i));
+        y[i] = if d == C::new(0.0, 0.0) {
+            C::new(0.0, 0.0)
+        } else {
+            s / d
+        };
+    }
+}
+
+/// What the vector update of a delayed-CGS2 step needs besides `a_j = s_j = du(j)`
+/// (`j < k`): the coefficients `b_j` (written through the caller's sink), `c / alpha`
+/// and `1 / alpha`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Dcgs2Update {
+    /// Coefficient of `u` in the next vector, over `alpha`.
+    pub c: C,
+    /// `1 / alpha`.
+    pub inv_alpha: f64,
+}
+
+/// Delayed-CGS2 step `k` (`0 <= k <= m`) of the cycle in `st` (module docs of
+/// [`super`] for the vector algebra), from the step's dots: `du(j) = V_j^H u` and
+/// `dw(j) = V_j^H w` for `j <= k` (`du(k) = |u|^2`, `dw(k) = u^H w`).
+///
+/// Step `k` finishes Hessenberg column `k - 1` (`h'_{k-1} + s` over `alpha`, the norm
+/// of the reorthogonalised `u`) and records its estimate; then it returns the update
+/// that turns `u` into `q_k` and `w` into the next `u`, with `b(j, b_j)` called for
+/// `j < k`, or `None` where the cycle ends here (or had ended). The next provisional
+/// column is `h'_k = ([t; c] - H s) / alpha`, `c = q_k^H w = (u^H w - s^H t) / alpha`.
+pub fn dcgs2_step(
+    st: &mut [f64],
+    k: usize,
+    du: impl Fn(usize) -> C,
+    dw: impl Fn(usize) -> C,
+    mut b: impl FnMut(usize, C),
+) -> Option<Dcgs2Update> {
+    if done(st) {
+        return None;
+    }
+    let l = Layout::of(st);
+    let (target, eps) = (st[Header::TARGET], st[Header::EPS]);
+    let uu = du(k).re;
+    let mut ss = 0.0;
+    for j in 0..k {
+        ss += du(j).norm_sqr();
+    }
+    let alpha2 = uu - ss;
+    let tol = 16.0 * eps;
+    // NaN counts as a breakdown too.
+    let breakdown = !(alpha2 > tol * tol * uu);
+    let alpha = sqrt_f64(alpha2.max(0.0));
+    if k == 0 {
+        start_least_squares(st, alpha);
+    } else {
+        let est = push_column(st, |st, i| {
+            if i < k {
+                get(st, l.pending(i)) + du(i)
+            } else {
+                C::new(alpha, 0.0)
+            }
+        });
+        if est <= target || breakdown || k == l.m || !est.is_finite() {
+            finish(st, breakdown && est > target);
+            return None;
+        }
+    }
+    if breakdown {
+        // Only at k = 0 with a zero residual, which the caller excludes.
+        finish(st, true);
+        return None;
+    }
+    let mut st_ = C::new(0.0, 0.0);
+    for j in 0..k {
+        st_ += du(j).conj() * dw(j);
+    }
+    let c = (dw(k) - st_) / alpha;
+    // h'_k: (H s)_i over the finished columns (column j has j + 2 entries), summed in
+    // column order.
+    for i in 0..=k {
+        let mut hs = C::new(0.0, 0.0);
+        for j in i.saturating_sub(1)..k {
+            hs += get(st, l.hess(j, i)) * du(j);
+        }
+        let tc = if i < k { dw(i) } else { c };
+        set(st, l.pending(i), (tc - hs) / alpha);
+    }
+    let cu = c / alpha;
+    for j in 0..k {
+        b(j, dw(j) - cu * du(j));
+    }
+    Some(Dcgs2Update {
+        c: cu,
+        inv_alpha: 1.0 / alpha,
+    })
+}
+
+/// Starts an MGS cycle: `beta = |r_0|` (the first basis vector is `r_0 / beta`).
+pub fn mgs_begin(st: &mut [f64], beta: f64) {
+    start_least_squares(st, beta);
+}
+
+/// MGS step `k` (`0 <= k < m`) of the cycle in `st`: `h(i)`, `i <= k`, are the
+/// projections of `w = A M^{-1} V_k` on the basis, `w2 = |w|^2` after them. Records the
+/// estimate; returns whether the cycle goes on.
+pub fn mgs_step(st: &mut [f64], k: usize, h: impl Fn(usize) -> C, w2: f64) -> bool {
+    if done(st) {
+        return false;
+    }
+    let l = Layout::of(st);
+    let (target, eps) = (st[Header::TARGET], st[Header::EPS]);
+    let hn = sqrt_f64(w2.max(0.0));
+    let mut h2 = 0.0;
+    for i in 0..=k {
+        h2 += h(i).norm_sqr();
+    }
+    let hnorm = sqrt_f64(h2);
+    let est = push_column(st, |_, i| if i <= k { h(i) } else { C::new(hn, 0.0) });
+    if !est.is_finite() {
+        finish(st, false);
+        return false;
+    }
+    let breakdown = hn <= 16.0 * eps * hnorm;
+    if est <= target || breakdown {
+        finish(st, breakdown && est > target);
+        return false;
+    }
+    if k + 1 == l.m {
+        finish(st, false);
+        return false;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::vec;
+    use std::vec::Vec;
+
+    #[test]
+    fn givens_zeroes_the_second_entry() {
+        for (a, b) in [
+            (C::new(3.0, 0.0), C::new(4.0, 0.0)),
+            (C::new(1.0, 2.0), C::new(-0.5, 0.7)),
+            (C::new(0.0, 0.0), C::new(2.0, -1.0)),
+        ] {
+            let (c, s, r) = givens(a, b);
+            let top = a * c + s * b;
+            let bottom = -s.conj() * a + b * c;
+            assert!(abs(top - r) < 1e-14, "{a} {b}");
+            assert!(abs(bottom) < 1e-14, "{a} {b}");
+            assert!((c * c + s.norm_sqr() - 1.0).abs() < 1e-14);
+        }
+    }
+
+    /// MGS on a small dense Hessenberg problem: the estimates are the true least-squares
+    /// residuals `min |beta e_1 - H y|` and `solve` returns the minimiser.
+    #[test]
+    fn least_squares_matches_the_normal_equations() {
+        let m = 4;
+        let mut st = vec![f64::NAN; state_len(m)];
+        begin(&mut st, m, 0.0, f64::EPSILON);
+        let beta = 2.0;
+        mgs_begin(&mut st, beta);
+        // Columns of an upper Hessenberg (m + 1) x m matrix.
+        let cols: Vec<Vec<C>> = (0..m)
+            .map(|j| {
+                // The subdiagonal entry is |w|, real and positive, as in MGS.
+                (0..=j + 1)
+                    .map(|i| match i == j + 1 {
+                        true => C::new(0.5 + j as f64 * 0.25, 0.0),
+                        false => {
+                            C::new(1.0 + (i * 3 + j) as f64 * 0.25, (i as f64 - j as f64) * 0.5)
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        for (k, col) in cols.iter().enumerate() {
+            let w2 = col[k + 1].norm_sqr();
+            let go = mgs_step(&mut st, k, |i| col[i], w2);
+            assert_eq!(go, k + 1 < m, "step {k}");
+        }
+        assert_eq!(steps(&st), m);
+        assert!(done(&st) && !stalled(&st));
+        let mut y = vec![C::new(0.0, 0.0); m];
+        solve(&st, &mut y);
+        // Residual beta e_1 - H y, and the normal equations H^H (beta e_1 - H y) = 0.
+        let mut r = vec![C::new(0.0, 0.0); m + 1];
+        r[0] = C::new(beta, 0.0);
+        for (j, col) in cols.iter().enumerate() {
+            for (i, h) in col.iter().enumerate() {
+                r[i] -= h * y[j];
+            }
+        }
+        for col in &cols {
+            let g: C = col.iter().zip(&r).map(|(h, r)| h.conj() * r).sum();
+            assert!(abs(g) < 1e-12, "{g}");
+        }
+        let rnorm = r.iter().map(|v| v.norm_sqr()).sum::<f64>().sqrt();
+        assert!((rnorm - estimate(&st, m - 1)).abs() < 1e-12 * beta);
+        // The estimates shrink (least squares over a growing space).
+        for j in 1..m {
+            assert!(estimate(&st, j) <= estimate(&st, j - 1) * (1.0 + 1e-12));
+        }
+        // A finished cycle changes nothing.
+        let before = st.clone();
+        assert!(!mgs_step(&mut st, 0, |_| C::new(1.0, 0.0), 1.0));
+        assert_eq!(
+            before.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            st.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn state_layout_fits() {
+        for m in 1..40 {
+            let l = Layout { m };
+            let end = l.pending(m) + 2;
+            assert_eq!(end, state_len(m), "m = {m}");
+            assert!(l.r(m - 1, m - 1) + 2 <= l.rot(0));
+            assert!(l.hess(m - 1, m) + 2 <= l.r(0, 0));
+        }
+    }
+}
