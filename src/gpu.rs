@@ -3,8 +3,8 @@
 pub use ferrocuda_host::{
     CUDA_BINDINGS_VERSION, DeviceBuffer, DeviceInfo, DeviceSlice, DeviceSliceMut, DeviceView,
     DeviceViewMut, EventTimer, Gpu, Graph, LaunchConfig, ModuleImage, ModuleSource, NcclComm,
-    NcclId, PcieLink, PinnedBuffer, copy_device, device_count, driver_cuda_version, driver_present,
-    nccl_available, nccl_version, register_module,
+    NcclId, PcieLink, PinnedBuffer, Snapshots, copy_device, device_count, driver_cuda_version,
+    driver_present, host_waits, nccl_available, nccl_version, register_module,
 };
 
 use crate::error::Result;

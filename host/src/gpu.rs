@@ -330,6 +330,7 @@ impl Gpu {
     /// Waits for all work on this stream. An asynchronous fault is reported with the
     /// name of the last kernel launched here.
     pub fn synchronize(&self) -> Result<()> {
+        count_host_wait();
         self.state
             .stream
             .synchronize()
@@ -676,4 +677,20 @@ impl StreamState {
         streams.push(Arc::downgrade(&state));
         Ok(state)
     }
+}
+
+thread_local! {
+    static HOST_WAITS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many times this thread has waited for the GPU so far: stream synchronisations
+/// (every download is one), event waits ([`crate::EventTimer::elapsed_ms`],
+/// [`crate::Snapshots::read`]). Take the difference around a call to count its round
+/// trips (GMRES's per cycle, for example).
+pub fn host_waits() -> u64 {
+    HOST_WAITS.with(|c| c.get())
+}
+
+pub(crate) fn count_host_wait() {
+    HOST_WAITS.with(|c| c.set(c.get() + 1));
 }

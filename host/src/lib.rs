@@ -30,7 +30,7 @@ pub mod vendor;
 pub use bytemuck::Pod;
 pub use error::{DriverStatus, Error, Result, check_device, check_len};
 pub use ferrocuda_kernels::abi::{In, Kernel, Out};
-pub use gpu::{Gpu, ModuleLoad, ModuleSource, device_count, driver_present};
+pub use gpu::{Gpu, ModuleLoad, ModuleSource, device_count, driver_present, host_waits};
 pub use graph::Graph;
 pub use info::{DeviceInfo, PcieLink, driver_cuda_version};
 pub use launch::{LaunchConfig, MAX_BLOCK_THREADS, MAX_GRID_X, MAX_GRID_YZ};
@@ -43,7 +43,7 @@ pub use modules::{
     registered_ptx,
 };
 pub use nccl::{NcclComm, NcclId, NcclScalar, nccl_available, nccl_version};
-pub use pinned::PinnedBuffer;
+pub use pinned::{PinnedBuffer, Snapshots};
 pub use timing::EventTimer;
 
 /// Version of the CUDA driver API these bindings were generated for.

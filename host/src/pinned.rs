@@ -102,3 +102,99 @@ impl<T> Drop for PinnedBuffer<T> {
         let _ = unsafe { result::free_host(self.ptr as *mut std::ffi::c_void) };
     }
 }
+
+/// Copies of a few device values taken on a stream without waiting for it, for a host
+/// that looks at the GPU's progress while more work stays queued: [`Snapshots::take`]
+/// enqueues a copy into the next page-locked slot and marks it with an event;
+/// [`Snapshots::read`] waits for that event only. The slots are reused in turn, so a
+/// slot's copy should be read before as many more are taken.
+pub struct Snapshots<T> {
+    gpu: Gpu,
+    len: usize,
+    slots: Vec<(PinnedBuffer<T>, cudarc::driver::CudaEvent)>,
+    next: usize,
+}
+
+impl<T> std::fmt::Debug for Snapshots<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshots").field("len", &self.len).finish()
+    }
+}
+
+impl Gpu {
+    /// `slots` page-locked copies of `len` elements each, taken on this stream.
+    pub fn snapshots<T: Pod>(&self, len: usize, slots: usize) -> Result<Snapshots<T>> {
+        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING);
+        let slots = (0..slots.max(1))
+            .map(|_| {
+                let event = crate::error::check(self.context().new_event(flags), || {
+                    "cuEventCreate".into()
+                })?;
+                Ok((self.alloc_pinned::<T>(len)?, event))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Snapshots {
+            gpu: self.clone(),
+            len,
+            slots,
+            next: 0,
+        })
+    }
+}
+
+impl<T: Pod> Snapshots<T> {
+    /// Enqueues a copy of `src` (the snapshots' length, on their stream) into the next
+    /// slot, after the work queued so far; returns the slot.
+    pub fn take(&mut self, src: &impl crate::DeviceSlice<T>) -> Result<usize> {
+        crate::error::check_len("Snapshots::take", "src", self.len, src.len())?;
+        if !src.gpu().same_stream(&self.gpu) {
+            return Err(Error::InvalidArgument {
+                op: "Snapshots::take",
+                reason: "the source belongs to another stream than the snapshots".into(),
+            });
+        }
+        let slot = self.next;
+        self.next = (self.next + 1) % self.slots.len();
+        let (host, event) = &mut self.slots[slot];
+        if self.len > 0 {
+            self.gpu.bind()?;
+            // SAFETY: lengths checked; the pinned slot lives in self, and every copy into
+            // it is waited for before it is read (`read` takes &mut self), reused (copies
+            // on one stream run in order) or freed (Drop waits).
+            unsafe {
+                result::memcpy_dtoh_async(
+                    host.as_mut_slice(),
+                    src.device_ptr(),
+                    self.gpu.cu_stream(),
+                )
+            }
+            .map_err(|e| self.gpu.after_kernel("cuMemcpyDtoHAsync", e))?;
+        }
+        crate::error::check(event.record(self.gpu.cuda_stream()), || {
+            "cuEventRecord".into()
+        })?;
+        Ok(slot)
+    }
+
+    /// Waits for the copy last taken into `slot` and returns it.
+    pub fn read(&mut self, slot: usize) -> Result<&[T]> {
+        let (host, event) = self.slots.get(slot).ok_or_else(|| Error::InvalidArgument {
+            op: "Snapshots::read",
+            reason: format!("slot {slot} of {}", self.slots.len()),
+        })?;
+        crate::gpu::count_host_wait();
+        event
+            .synchronize()
+            .map_err(|e| self.gpu.after_kernel("cuEventSynchronize", e))?;
+        Ok(host.as_slice())
+    }
+}
+
+impl<T> Drop for Snapshots<T> {
+    fn drop(&mut self) {
+        // A copy still in flight must land before its pinned slot is freed.
+        for (_, event) in &self.slots {
+            let _ = event.synchronize();
+        }
+    }
+}

@@ -43,6 +43,7 @@ impl EventTimer {
 
     /// Milliseconds between start and stop; waits for the stop point.
     pub fn elapsed_ms(&self) -> Result<f64> {
+        crate::gpu::count_host_wait();
         self.stop
             .synchronize()
             .map_err(|e| self.gpu.after_kernel("cuEventSynchronize", e))?;

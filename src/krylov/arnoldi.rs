@@ -48,6 +48,20 @@ pub(crate) trait Space {
     fn take_times(&mut self) -> Result<[f64; 3]>;
     /// Machine epsilon of the vector type.
     fn epsilon(&self) -> f64;
+    /// Runs a whole cycle of at most `m` steps on the device where this backend does so
+    /// (the GPU path on one device with [`super::CycleControl::Device`]): the same steps
+    /// as the host's cycles, from `V_0 = r_0` (unnormalised) and `|r_0| = beta`; returns
+    /// the cycle's final state ([`cyc`]). `None`: the host steps the cycle.
+    fn device_cycle(
+        &mut self,
+        _orthogonalization: Orthogonalization,
+        _m: usize,
+        _beta: f64,
+        _target: f64,
+        _eps: f64,
+    ) -> Result<Option<Vec<f64>>> {
+        Ok(None)
+    }
 }
 
 /// `v` as `Complex<f64>`.
@@ -167,9 +181,11 @@ pub(crate) fn run(
             report: &mut report,
             progress: &mut progress,
         };
-        let (y, stalled_cycle) = match opts.orthogonalization {
-            Orthogonalization::Mgs => mgs_cycle(space, m, beta, &mut cycle)?,
-            Orthogonalization::Cgs2 => dcgs2_cycle(space, m, &mut cycle)?,
+        let on_device = space.device_cycle(opts.orthogonalization, m, beta, target, eps)?;
+        let (y, stalled_cycle) = match (on_device, opts.orthogonalization) {
+            (Some(st), _) => finish_cycle(&st, 0, &mut cycle),
+            (None, Orthogonalization::Mgs) => mgs_cycle(space, m, beta, &mut cycle)?,
+            (None, Orthogonalization::Cgs2) => dcgs2_cycle(space, m, &mut cycle)?,
         };
         if !y.is_empty() {
             space.update_solution(&y)?;

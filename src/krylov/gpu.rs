@@ -5,18 +5,20 @@
 //! per-element math as [`super::cpu`].
 
 use ferrocuda_host::{
-    DeviceBuffer, DeviceSlice, DeviceSliceMut, EventTimer, Gpu, LaunchConfig, NcclScalar,
+    DeviceBuffer, DeviceSlice, DeviceSliceMut, EventTimer, Gpu, LaunchConfig, NcclScalar, Snapshots,
 };
 use ferrocuda_kernels::RealScalar;
 use ferrocuda_kernels::blas1::reduction_blocks;
+use ferrocuda_kernels::krylov::cycle::{self as cyc, Header};
 use ferrocuda_kernels::krylov::{
-    BLOCK, BasisCombine, DOTS_CHUNK, GsDotsPartial, GsUpdate, GsUpdateScalars, KrylovKernels,
-    MgsEliminate, MgsNormalize,
+    BLOCK, BasisCombine, DOTS_CHUNK, GmresDcgs2Step, GmresMgsStep, GsDotsPartial, GsUpdate,
+    GsUpdateDevice, GsUpdateDeviceScalars, GsUpdateScalars, KrylovKernels, MgsEliminate,
+    MgsNormalize, device_coef_len,
 };
 
 use super::arnoldi::{self, C, Space, from_c, to_c};
 use super::cpu::{agree, check_system};
-use super::{DeviceLinOp, GmresOptions, GmresReport};
+use super::{CycleControl, DeviceLinOp, GmresOptions, GmresReport, Orthogonalization};
 use crate::blas1::{Element, gpu as b1};
 use crate::comm::Communicator;
 use crate::error::{Error, Result, check_device};
@@ -167,6 +169,20 @@ struct GpuSpace<'a, V: KrylovElement> {
     timers: [EventTimer; 4],
     pending: [bool; 4],
     ms: [f64; 4],
+    /// Who takes each step's algebra.
+    control: CycleControl,
+    /// Whether the phases are timed (not inside a cycle run on the device).
+    timed: bool,
+    /// A cycle run on the device (allocated on its first use): its state
+    /// ([`cyc::state_len`] of the restart length), its current step's update coefficients
+    /// ([`device_coef_len`]), and copies of the state's header taken while it runs.
+    on_device: Option<DeviceCycle<V>>,
+}
+
+struct DeviceCycle<V> {
+    state: DeviceBuffer<f64>,
+    coef: DeviceBuffer<V>,
+    header: Snapshots<f64>,
 }
 
 const SPMV: usize = 0;
@@ -222,16 +238,24 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
             timers: [gpu.timer()?, gpu.timer()?, gpu.timer()?, gpu.timer()?],
             pending: [false; 4],
             ms: [0.0; 4],
+            control: opts.cycle_control,
+            timed: true,
+            on_device: None,
         })
     }
 
     fn start(&mut self, t: usize) -> Result<()> {
-        Ok(self.timers[t].start()?)
+        if self.timed {
+            self.timers[t].start()?;
+        }
+        Ok(())
     }
 
     fn stop(&mut self, t: usize) -> Result<()> {
-        self.timers[t].stop()?;
-        self.pending[t] = true;
+        if self.timed {
+            self.timers[t].stop()?;
+            self.pending[t] = true;
+        }
         Ok(())
     }
 
@@ -262,6 +286,199 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
             self.a.apply_unchecked(&v, &mut self.w.view_mut(..)?)?;
         }
         self.stop(SPMV)
+    }
+
+    /// DCGS2 step `k`'s dots, left in `dots_out` (`V_j^H u`, then `V_j^H w`, `j <= k`;
+    /// where `apply`, `w <- A M^{-1} V_k` first), summed over the ranks where NCCL sums
+    /// on the devices; returns `k + 1` and whether it did.
+    fn queue_dots(&mut self, k: usize, apply: bool) -> Result<(usize, bool)> {
+        if apply {
+            self.apply(k)?;
+        }
+        let n = self.n;
+        let k1 = k + 1;
+        let eb = reduction_blocks(n);
+        let groups = k1.div_ceil(DOTS_CHUNK);
+        self.start(DOTS)?;
+        let shared = (2 * DOTS_CHUNK * BLOCK / 32 * size_of::<V>()) as u32;
+        let cfg =
+            LaunchConfig::blocks((eb * groups) as u32, BLOCK as u32).with_shared_bytes(shared);
+        let sets = 2 * k1;
+        {
+            let u = self.basis.view(k * n..(k + 1) * n)?;
+            let args = GsDotsPartial {
+                n,
+                k1,
+                u: u.as_in(),
+                // Without a new vector (`apply` false) the second set is `V^H u` again.
+                w: if apply { self.w.as_in() } else { u.as_in() },
+                basis: self.basis.as_in(),
+                ld: n,
+                partials: self.partials.as_out(),
+            };
+            // SAFETY: the kernel reads columns 0..=k of the basis ((restart + 1) n
+            // elements, k <= restart), u (column k) and w (n elements each), and writes
+            // 2 k1 eb <= 2 (restart + 1) eb = partials.len() partials: all sizes fixed in
+            // `GpuSpace::new` from n and the restart length.
+            unsafe { self.gpu.launch(&V::GS_DOTS_PARTIAL, cfg, args)? };
+        }
+        // SAFETY: partials holds the 2 k1 sets of eb values written above; dots_out has
+        // room for 2 (restart + 1) >= 2 k1 sums (sizes from `GpuSpace::new`).
+        unsafe { b1::finish_sum(&self.gpu, eb, &self.partials, self.dots_out.as_out(), sets)? };
+        self.stop(DOTS)?;
+        let nccl = self
+            .comm
+            .filter(|c| c.sums_on_device())
+            .and_then(|c| c.nccl());
+        if let Some(nc) = nccl {
+            // Summed on the devices (complex values as their parts): the host then
+            // downloads the global dots, with no host-side exchange.
+            nc.all_reduce_sum(&mut self.dots_out.view_mut(..sets)?.cast::<V::Real>()?)?;
+        }
+        Ok((k1, nccl.is_some()))
+    }
+
+    /// MGS step `k` on the device: `w <- A M^{-1} V_k`, `h_j = V_j^H w` and `w <- w - h_j
+    /// V_j` for `j <= k` in order, `h_{k+1} = |w|^2`, `V_{k+1} <- w / |w|`.
+    fn queue_mgs(&mut self, k: usize) -> Result<()> {
+        self.apply(k)?;
+        let n = self.n;
+        let cfg = self.grid();
+        self.start(DOTS)?;
+        for j in 0..=k {
+            let vj = self.basis.view(j * n..(j + 1) * n)?;
+            {
+                let mut hj = self.h.view_mut(j..j + 1)?;
+                b1::dot_into(&vj, &self.w, &mut hj)?;
+            }
+            let args = MgsEliminate {
+                n,
+                h: self.h.as_in(),
+                j,
+                x: vj.as_in(),
+                w: self.w.as_out(),
+            };
+            // SAFETY: the kernel reads h[j] (j <= k < restart + 2 = h.len()) and x = column
+            // j, and updates w (n elements each; sizes from `GpuSpace::new`).
+            unsafe { self.gpu.launch(&V::MGS_ELIMINATE, cfg, args)? };
+        }
+        {
+            let mut hk = self.h.view_mut(k + 1..k + 2)?;
+            b1::dot_into(&self.w, &self.w, &mut hk)?;
+        }
+        {
+            let mut next = self.basis.view_mut((k + 1) * n..(k + 2) * n)?;
+            let args = MgsNormalize {
+                n,
+                h: self.h.as_in(),
+                j: k + 1,
+                x: self.w.as_in(),
+                y: next.as_out(),
+            };
+            // SAFETY: the kernel reads h[k + 1] (< restart + 2 = h.len()) and w, and writes
+            // column k + 1 <= restart of the basis (n elements each; the view checked it).
+            unsafe { self.gpu.launch(&V::MGS_NORMALIZE, cfg, args)? };
+        }
+        self.stop(DOTS)
+    }
+
+    /// Runs a cycle on the device ([`Space::device_cycle`]); `check_every` as in
+    /// [`CycleControl::Device`]. Returns the final state.
+    fn queue_cycle(
+        &mut self,
+        orthogonalization: Orthogonalization,
+        m: usize,
+        check_every: usize,
+        start: &[f64],
+    ) -> Result<Vec<f64>> {
+        let dc = match &mut self.on_device {
+            Some(dc) => dc,
+            None => self.on_device.insert(DeviceCycle {
+                state: self.gpu.alloc(start.len())?,
+                coef: self.gpu.alloc(device_coef_len(self.restart))?,
+                header: self.gpu.snapshots(Header::LEN, 2)?,
+            }),
+        };
+        // SAFETY: `start` is a Vec (pageable): the driver stages it before returning.
+        unsafe { dc.state.copy_from_host_staged(start)? };
+        let last = match orthogonalization {
+            Orthogonalization::Cgs2 => m,
+            Orthogonalization::Mgs => m - 1,
+        };
+        let mut previous = None;
+        for k in 0..=last {
+            match orthogonalization {
+                Orthogonalization::Cgs2 => self.queue_dcgs2_step(k, m)?,
+                Orthogonalization::Mgs => self.queue_mgs_step(k)?,
+            }
+            if check_every > 0 && (k + 1) % check_every == 0 && k < last {
+                // Look at the check before this one: the GPU still has the steps since.
+                let dc = self.on_device.as_mut().expect("allocated above");
+                let slot = dc.header.take(&dc.state.view(..Header::LEN)?)?;
+                if let Some(p) = previous.replace(slot)
+                    && cyc::done(dc.header.read(p)?)
+                {
+                    break;
+                }
+            }
+        }
+        let dc = self.on_device.as_ref().expect("allocated above");
+        let mut end = vec![0.0; start.len()];
+        dc.state.copy_to_host(&mut end)?;
+        Ok(end)
+    }
+
+    /// DCGS2 step `k` of a cycle of `m` steps on the device: the dots, the step's algebra
+    /// on one thread, the update (skipped on the device where the cycle has ended).
+    fn queue_dcgs2_step(&mut self, k: usize, m: usize) -> Result<()> {
+        self.queue_dots(k, k < m)?;
+        let n = self.n;
+        let grid = self.grid();
+        let dc = self.on_device.as_mut().expect("allocated by queue_cycle");
+        let args = GmresDcgs2Step {
+            k,
+            dots: self.dots_out.as_in(),
+            state: dc.state.as_out(),
+            coef: dc.coef.as_out(),
+        };
+        // SAFETY: the kernel reads 2 (k + 1) <= 2 (restart + 1) = dots_out.len() dots and
+        // the state (sized `cyc::state_len(restart)` >= `state_len(m)`, the layout its
+        // header names), and writes 2 m + 2 <= coef.len() coefficients.
+        unsafe {
+            self.gpu
+                .launch(&V::GMRES_DCGS2_STEP, LaunchConfig::blocks(1, 32), args)?
+        };
+        if k < m {
+            let args = GsUpdateDevice {
+                p: GsUpdateDeviceScalars { n, k, ld: n, m },
+                coef: dc.coef.as_in(),
+                state: dc.state.as_in(),
+                w: self.w.as_in(),
+                basis: self.basis.as_out(),
+            };
+            // SAFETY: as `update`'s kernel, with its coefficients at coef[0..2 m + 2]
+            // (m <= restart) and the state's header read.
+            unsafe { self.gpu.launch(&V::GS_UPDATE_DEVICE, grid, args)? };
+        }
+        Ok(())
+    }
+
+    /// MGS step `k` on the device: the vector work, then the step's algebra on one thread.
+    fn queue_mgs_step(&mut self, k: usize) -> Result<()> {
+        self.queue_mgs(k)?;
+        let dc = self.on_device.as_mut().expect("allocated by queue_cycle");
+        let args = GmresMgsStep {
+            k,
+            h: self.h.as_in(),
+            state: dc.state.as_out(),
+        };
+        // SAFETY: the kernel reads h[0..=k + 1] (k < restart, h has restart + 2) and the
+        // state (as in `queue_dcgs2_step`).
+        unsafe {
+            self.gpu
+                .launch(&V::GMRES_MGS_STEP, LaunchConfig::blocks(1, 32), args)
+        }?;
+        Ok(())
     }
 
     fn grid(&self) -> LaunchConfig {
@@ -316,55 +533,14 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
     }
 
     fn dots(&mut self, k: usize, apply: bool) -> Result<(Vec<C>, Vec<C>)> {
-        if apply {
-            self.apply(k)?;
-        }
-        let n = self.n;
-        let k1 = k + 1;
-        let eb = reduction_blocks(n);
-        let groups = k1.div_ceil(DOTS_CHUNK);
-        self.start(DOTS)?;
-        let shared = (2 * DOTS_CHUNK * BLOCK / 32 * size_of::<V>()) as u32;
-        let cfg =
-            LaunchConfig::blocks((eb * groups) as u32, BLOCK as u32).with_shared_bytes(shared);
+        let (k1, nccl) = self.queue_dots(k, apply)?;
         let sets = 2 * k1;
-        {
-            let u = self.basis.view(k * n..(k + 1) * n)?;
-            let args = GsDotsPartial {
-                n,
-                k1,
-                u: u.as_in(),
-                // Without a new vector (`apply` false) the second set is `V^H u` again.
-                w: if apply { self.w.as_in() } else { u.as_in() },
-                basis: self.basis.as_in(),
-                ld: n,
-                partials: self.partials.as_out(),
-            };
-            // SAFETY: the kernel reads columns 0..=k of the basis ((restart + 1) n
-            // elements, k <= restart), u (column k) and w (n elements each), and writes
-            // 2 k1 eb <= 2 (restart + 1) eb = partials.len() partials: all sizes fixed in
-            // `GpuSpace::new` from n and the restart length.
-            unsafe { self.gpu.launch(&V::GS_DOTS_PARTIAL, cfg, args)? };
-        }
-        // SAFETY: partials holds the 2 k1 sets of eb values written above; dots_out has
-        // room for 2 (restart + 1) >= 2 k1 sums (sizes from `GpuSpace::new`).
-        unsafe { b1::finish_sum(&self.gpu, eb, &self.partials, self.dots_out.as_out(), sets)? };
-        self.stop(DOTS)?;
-        let nccl = self
-            .comm
-            .filter(|c| c.sums_on_device())
-            .and_then(|c| c.nccl());
-        if let Some(nc) = nccl {
-            // Summed on the devices (complex values as their parts): the host then
-            // downloads the global dots, with no host-side exchange.
-            nc.all_reduce_sum(&mut self.dots_out.view_mut(..sets)?.cast::<V::Real>()?)?;
-        }
         self.dots_out.copy_to_host(&mut self.dots_host)?;
         for t in ALL {
             self.collect(t)?;
         }
         let mut c: Vec<C> = self.dots_host[..sets].iter().map(|&v| to_c(v)).collect();
-        if let (Some(comm), None) = (self.comm, nccl) {
+        if let (Some(comm), false) = (self.comm, nccl) {
             let mut flat: Vec<f64> = c.iter().flat_map(|z| [z.re, z.im]).collect();
             comm.all_reduce_sum(&mut flat)?;
             for (z, p) in c.iter_mut().zip(flat.chunks_exact(2)) {
@@ -409,45 +585,7 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
     }
 
     fn mgs(&mut self, k: usize) -> Result<(Vec<C>, f64)> {
-        self.apply(k)?;
-        let n = self.n;
-        let cfg = self.grid();
-        self.start(DOTS)?;
-        for j in 0..=k {
-            let vj = self.basis.view(j * n..(j + 1) * n)?;
-            {
-                let mut hj = self.h.view_mut(j..j + 1)?;
-                b1::dot_into(&vj, &self.w, &mut hj)?;
-            }
-            let args = MgsEliminate {
-                n,
-                h: self.h.as_in(),
-                j,
-                x: vj.as_in(),
-                w: self.w.as_out(),
-            };
-            // SAFETY: the kernel reads h[j] (j <= k < restart + 2 = h.len()) and x = column
-            // j, and updates w (n elements each; sizes from `GpuSpace::new`).
-            unsafe { self.gpu.launch(&V::MGS_ELIMINATE, cfg, args)? };
-        }
-        {
-            let mut hk = self.h.view_mut(k + 1..k + 2)?;
-            b1::dot_into(&self.w, &self.w, &mut hk)?;
-        }
-        {
-            let mut next = self.basis.view_mut((k + 1) * n..(k + 2) * n)?;
-            let args = MgsNormalize {
-                n,
-                h: self.h.as_in(),
-                j: k + 1,
-                x: self.w.as_in(),
-                y: next.as_out(),
-            };
-            // SAFETY: the kernel reads h[k + 1] (< restart + 2 = h.len()) and w, and writes
-            // column k + 1 <= restart of the basis (n elements each; the view checked it).
-            unsafe { self.gpu.launch(&V::MGS_NORMALIZE, cfg, args)? };
-        }
-        self.stop(DOTS)?;
+        self.queue_mgs(k)?;
         let h = self.h.download()?;
         for t in ALL {
             self.collect(t)?;
@@ -509,5 +647,29 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
 
     fn epsilon(&self) -> f64 {
         V::Real::EPSILON.to_f64()
+    }
+
+    fn device_cycle(
+        &mut self,
+        orthogonalization: Orthogonalization,
+        m: usize,
+        beta: f64,
+        target: f64,
+        eps: f64,
+    ) -> Result<Option<Vec<f64>>> {
+        let check_every = match self.control {
+            CycleControl::Device { check_every } if self.comm.is_none() => check_every,
+            _ => return Ok(None),
+        };
+        let mut start = vec![0.0; cyc::state_len(self.restart)];
+        cyc::begin(&mut start, m, target, eps);
+        if orthogonalization == Orthogonalization::Mgs {
+            cyc::mgs_begin(&mut start, beta);
+            self.scale_first(beta)?;
+        }
+        self.timed = false;
+        let end = self.queue_cycle(orthogonalization, m, check_every, &start);
+        self.timed = true;
+        end.map(Some)
     }
 }

@@ -111,7 +111,29 @@ pub enum Orthogonalization {
     Cgs2,
 }
 
-/// GMRES options; `Default` is GMRES(30), `rtol = 1e-8`, CGS2, 1000 iterations.
+/// Who takes the small dense algebra of each Arnoldi step on the GPU (one device; the
+/// CPU path and a distributed solve always step from the host).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum CycleControl {
+    /// The host, from each step's dot products: one round trip per step; the time of
+    /// every phase (operator, preconditioner, orthogonalisation) is measured.
+    Host,
+    /// One device thread (`ferrocuda_kernels::krylov::cycle`, the same code as the host's):
+    /// a whole cycle is queued without waiting. The host looks at the cycle's progress
+    /// every `check_every` steps, one check behind (so the GPU never waits for it), and
+    /// stops queueing once the cycle has ended; `0` looks only at the end of the cycle.
+    /// Steps queued past the end of a cycle change nothing but cost their kernels (at
+    /// most about `2 check_every`, or the rest of the cycle with `0`). The host then waits
+    /// at most `1 + m / check_every` times per cycle of `m` steps. Phases are not timed
+    /// (the report's total only, in `rest`).
+    Device {
+        /// Steps between the host's looks at the cycle (`0`: at its end only).
+        check_every: usize,
+    },
+}
+
+/// GMRES options; `Default` is GMRES(30), `rtol = 1e-8`, CGS2, 1000 iterations, each
+/// step's algebra on the host.
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct GmresOptions {
@@ -126,6 +148,8 @@ pub struct GmresOptions {
     pub max_iter: usize,
     /// Orthogonalisation.
     pub orthogonalization: Orthogonalization,
+    /// Who takes each step's small algebra on the GPU.
+    pub cycle_control: CycleControl,
 }
 
 impl Default for GmresOptions {
@@ -136,6 +160,7 @@ impl Default for GmresOptions {
             atol: 0.0,
             max_iter: 1000,
             orthogonalization: Orthogonalization::Cgs2,
+            cycle_control: CycleControl::Host,
         }
     }
 }
@@ -152,6 +177,8 @@ impl GmresOptions {
         max_iter: usize;
         /// Sets the orthogonalisation.
         orthogonalization: Orthogonalization;
+        /// Sets who takes each step's small algebra on the GPU.
+        cycle_control: CycleControl;
     }
 
     /// Basis vectors one cycle can use: `min(restart, max_iter) + 1` (a cycle takes at

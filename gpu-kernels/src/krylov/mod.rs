@@ -177,6 +177,24 @@ pub unsafe fn gs_update_kernel<T: Scalar>(
         c,
         inv_alpha,
     } = p;
+    unsafe { gs_update_columns(n, k, ld, c, inv_alpha, a, b, w, basis) };
+}
+
+/// The body of both update kernels.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn gs_update_columns<T: Scalar>(
+    n: usize,
+    k: usize,
+    ld: usize,
+    c: T,
+    inv_alpha: T::Real,
+    a: *const T,
+    b: *const T,
+    w: *const T,
+    basis: *mut T,
+) {
     for_each_index(n, |i| {
         let (mut sa, mut sb) = (T::ZERO, T::ZERO);
         for j in 0..k {
@@ -191,6 +209,86 @@ pub unsafe fn gs_update_kernel<T: Scalar>(
             *basis.add((k + 1) * ld + i) = next;
         }
     });
+}
+
+/// Where a cycle that runs on the device keeps the update coefficients of its current
+/// step (`coef`, `2 m + 2` values): `a_j` at `j`, `b_j` at `m + j` (`j < k`), `c / alpha`
+/// at `2 m`, `1 / alpha` at `2 m + 1`.
+pub const fn device_coef_len(m: usize) -> usize {
+    2 * m + 2
+}
+
+/// Delayed-CGS2 step `k` of the cycle in `state` ([`cycle`]), on one thread, from the
+/// step's summed dots (`2 (k + 1)` values: `V_j^H u`, then `V_j^H w`): records the step
+/// and writes the update's coefficients ([`device_coef_len`]), or ends the cycle (the
+/// update kernel then skips). Launch one block of one warp.
+#[kernel(args = GmresDcgs2Step)]
+pub unsafe fn gmres_dcgs2_step<T: Scalar>(k: usize, dots: *const T, state: *mut f64, coef: *mut T) {
+    if block_idx() != 0 || thread_idx() != 0 {
+        return;
+    }
+    let m = unsafe { *state.add(cycle::Header::M) } as usize;
+    // SAFETY: the host sized `state` for `m` (`cycle::state_len`), and one thread uses it.
+    let st = unsafe { core::slice::from_raw_parts_mut(state, cycle::state_len(m)) };
+    let du = |j: usize| cycle::from_scalar(unsafe { *dots.add(j) });
+    let dw = |j: usize| cycle::from_scalar(unsafe { *dots.add(k + 1 + j) });
+    let sink = |j: usize, v: cycle::C| unsafe { *coef.add(m + j) = cycle::to_scalar(v) };
+    if let Some(u) = cycle::dcgs2_step(st, k, du, dw, sink) {
+        for j in 0..k {
+            unsafe { *coef.add(j) = *dots.add(j) };
+        }
+        unsafe {
+            *coef.add(2 * m) = cycle::to_scalar(u.c);
+            *coef.add(2 * m + 1) = T::from_real(T::Real::from_f64(u.inv_alpha));
+        }
+    }
+}
+
+/// The scalars of `gs_update_device`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct GsUpdateDeviceScalars {
+    /// Rows of the basis vectors.
+    pub n: usize,
+    /// The column being finished.
+    pub k: usize,
+    /// Elements between the starts of two basis columns.
+    pub ld: usize,
+    /// Restart length of the cycle (the layout of `coef`).
+    pub m: usize,
+}
+
+/// [`gs_update_kernel`] with its coefficients read on the device ([`device_coef_len`]);
+/// nothing where the cycle in `state` has ended.
+#[kernel(args = GsUpdateDevice)]
+pub unsafe fn gs_update_device<T: Scalar>(
+    p: GsUpdateDeviceScalars,
+    coef: *const T,
+    state: *const f64,
+    w: *const T,
+    basis: *mut T,
+) {
+    if unsafe { *state.add(cycle::Header::DONE) } != 0.0 {
+        return;
+    }
+    let GsUpdateDeviceScalars { n, k, ld, m } = p;
+    let (c, inv_alpha) = unsafe { (*coef.add(2 * m), (*coef.add(2 * m + 1)).re()) };
+    unsafe { gs_update_columns(n, k, ld, c, inv_alpha, coef, coef.add(m), w, basis) };
+}
+
+/// MGS step `k` of the cycle in `state` ([`cycle`]), on one thread: `h[i]`, `i <= k`,
+/// are the projections of the step, `h[k + 1]` the squared norm of what is left.
+/// Launch one block of one warp.
+#[kernel(args = GmresMgsStep)]
+pub unsafe fn gmres_mgs_step<T: Scalar>(k: usize, h: *const T, state: *mut f64) {
+    if block_idx() != 0 || thread_idx() != 0 {
+        return;
+    }
+    let m = unsafe { *state.add(cycle::Header::M) } as usize;
+    // SAFETY: as in `gmres_dcgs2_step`.
+    let st = unsafe { core::slice::from_raw_parts_mut(state, cycle::state_len(m)) };
+    let w2 = unsafe { (*h.add(k + 1)).re() }.to_f64();
+    cycle::mgs_step(st, k, |i| cycle::from_scalar(unsafe { *h.add(i) }), w2);
 }
 
 /// `z <- sum_{j < k} coef_j V_j` (the solution update `V y`; column `j` at
@@ -245,6 +343,12 @@ pub trait KrylovKernels: Scalar {
     const MGS_ELIMINATE: Kernel<MgsEliminate<'static, Self>>;
     /// `mgs_normalize_<t>`
     const MGS_NORMALIZE: Kernel<MgsNormalize<'static, Self>>;
+    /// `gmres_dcgs2_step_<t>`
+    const GMRES_DCGS2_STEP: Kernel<GmresDcgs2Step<'static, Self>>;
+    /// `gs_update_device_<t>`
+    const GS_UPDATE_DEVICE: Kernel<GsUpdateDevice<'static, Self>>;
+    /// `gmres_mgs_step_<t>`
+    const GMRES_MGS_STEP: Kernel<GmresMgsStep<'static, Self>>;
 }
 
 /// The entry points of one scalar type; the names are those the notes, results and
@@ -258,6 +362,9 @@ macro_rules! krylov_instances {
                 BASIS_COMBINE = basis_combine::<$t>(concat!("basis_combine_", $sfx));
                 MGS_ELIMINATE = mgs_eliminate::<$t>(concat!("mgs_eliminate_", $sfx));
                 MGS_NORMALIZE = mgs_normalize::<$t>(concat!("mgs_normalize_", $sfx));
+                GMRES_DCGS2_STEP = gmres_dcgs2_step::<$t>(concat!("gmres_dcgs2_step_", $sfx));
+                GS_UPDATE_DEVICE = gs_update_device::<$t>(concat!("gs_update_device_", $sfx));
+                GMRES_MGS_STEP = gmres_mgs_step::<$t>(concat!("gmres_mgs_step_", $sfx));
             }
         }
     };

@@ -12,8 +12,8 @@ use ferrocuda::gpu::Gpu;
 use ferrocuda::krylov::gpu::{self as kgpu, KrylovElement};
 use ferrocuda::krylov::precond::PrecondKernels;
 use ferrocuda::krylov::{
-    BlockJacobi, DeviceBlockJacobi, DeviceLinOp, GmresOptions, LinOp, Orthogonalization,
-    StopReason, cpu,
+    BlockJacobi, CycleControl, DeviceBlockJacobi, DeviceLinOp, GmresOptions, LinOp,
+    Orthogonalization, StopReason, cpu,
 };
 use ferrocuda::sparse::generate::{self, TraceSpec};
 use ferrocuda::sparse::gpu::SpmvKernels;
@@ -170,6 +170,108 @@ fn gmres_gpu_matches_cpu_on_the_trace_like_case() {
     gpu_matches_cpu_on_trace_case::<Complex<f64>, Complex<f64>>(&gpu, "c64", 1e-9);
     gpu_matches_cpu_on_trace_case::<Complex<f32>, Complex<f32>>(&gpu, "c32", 1e-4);
     gpu_matches_cpu_on_trace_case::<f32, Complex<f32>>(&gpu, "f32 x c32", 1e-4);
+}
+
+fn as_c64<V: Element>(v: V) -> Complex<f64> {
+    use ferrocuda::RealScalar;
+    Complex::new(v.re().to_f64(), v.im().to_f64())
+}
+
+/// Cycles run on the device take the host-stepped cycles' steps (the same algebra,
+/// `ferrocuda_kernels::krylov::cycle`, from the same dots), end where they end, and wait
+/// for the GPU at most `1 + m / check_every` times per cycle (once at its end with 0).
+fn device_cycles_match_host_cycles<A, V>(gpu: &Gpu, name: &str, rtol: f64)
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V> + PrecondKernels<V> + PrecondKernels<A>,
+    V: KrylovElement,
+{
+    let spec = TraceSpec::new(6, 5, 4, 3).seed(9);
+    let a = generate::trace_like::<A>(&spec).expect("case");
+    let s = Sbell::from_bcsr(&a).expect("sbell");
+    let da = DeviceSbell::upload(gpu, &s).expect("upload");
+    let xt: Vec<V> = random_vec(a.n_cols(), 4);
+    let mut b = vec![V::ZERO; a.n_rows()];
+    ferrocuda::sparse::cpu::spmv_bcsr(V::ONE, &a, &xt, V::ZERO, &mut b).expect("spmv");
+    let db = gpu.upload(&b).expect("b");
+    let block = DeviceBlockJacobi::new(gpu, &a).expect("block");
+    let x0: Vec<V> = random_vec(a.n_cols(), 6);
+    let eps = ferrocuda::RealScalar::to_f64(<V::Real as ferrocuda::RealScalar>::EPSILON);
+    let m = 8;
+    for (precond, pm) in [
+        ("none", None),
+        ("block Jacobi", Some(&block as &dyn DeviceLinOp<V>)),
+    ] {
+        for orth in [Orthogonalization::Cgs2, Orthogonalization::Mgs] {
+            let base = GmresOptions::default()
+                .restart(m)
+                .rtol(rtol)
+                .max_iter(300)
+                .orthogonalization(orth);
+            let solve = |opts: &GmresOptions| {
+                let mut x = gpu.upload(&x0).expect("x0");
+                let before = ferrocuda::gpu::host_waits();
+                let r = kgpu::gmres(&da, pm, &db, &mut x, opts).expect("gmres");
+                let waits = ferrocuda::gpu::host_waits() - before;
+                (r, x.download().expect("x"), waits)
+            };
+            let (rh, xh, waits_h) = solve(&base);
+            assert!(rh.converged, "{name} {precond} {orth:?} host: {rh:?}");
+            assert!(
+                waits_h >= rh.iterations as u64,
+                "{name}: the host-stepped solve waited {waits_h} times for {} steps",
+                rh.iterations
+            );
+            for check_every in [0, 1, 3, 8] {
+                let what = format!("{name} {precond} {orth:?} check_every {check_every}");
+                let opts = base
+                    .clone()
+                    .cycle_control(CycleControl::Device { check_every });
+                let (rd, xd, waits) = solve(&opts);
+                assert_eq!(
+                    (rd.iterations, rd.cycles, rd.reason, rd.converged),
+                    (rh.iterations, rh.cycles, rh.reason, rh.converged),
+                    "{what}"
+                );
+                let bitwise = rd.history == rh.history && xd == xh;
+                eprintln!(
+                    "{what}: {} steps, bit for bit with the host's: {bitwise}",
+                    rd.iterations
+                );
+                for (i, (d, h)) in rd.history.iter().zip(&rh.history).enumerate() {
+                    assert!(
+                        (d - h).abs() <= 1e-9 * h.abs(),
+                        "{what} step {i}: {d} vs {h}"
+                    );
+                }
+                let want: Vec<Complex<f64>> = xh.iter().map(|&v| as_c64(v)).collect();
+                let e = rel_err(&xd, &want);
+                assert!(e <= 1e3 * eps, "{what}: x differs by {e:e}");
+                // Setup: |b| and the finiteness checks of b and x0 (3); then per cycle
+                // its true residual and the cycle's own looks; one last true residual.
+                let per_cycle = 1 + match check_every {
+                    0 => 1,
+                    k => m.div_ceil(k).max(1) as u64,
+                };
+                let bound = 3 + rd.cycles as u64 * per_cycle + 1;
+                assert!(waits <= bound, "{what}: {waits} waits, bound {bound}");
+                assert!(
+                    waits < waits_h,
+                    "{what}: {waits} waits, host-stepped {waits_h}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn gmres_device_cycles_match_host_cycles_with_fewer_waits() {
+    let Some(gpu) = gpu_or_skip("gmres_device_cycles_match_host_cycles_with_fewer_waits") else {
+        return;
+    };
+    device_cycles_match_host_cycles::<f64, f64>(&gpu, "f64", 1e-10);
+    device_cycles_match_host_cycles::<Complex<f64>, Complex<f64>>(&gpu, "c64", 1e-10);
+    device_cycles_match_host_cycles::<f32, f32>(&gpu, "f32", 1e-4);
+    device_cycles_match_host_cycles::<Complex<f32>, Complex<f32>>(&gpu, "c32", 1e-4);
 }
 
 #[test]
