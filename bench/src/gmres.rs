@@ -22,7 +22,7 @@ use ferrocuda::gpu::{Gpu, copy_device};
 use ferrocuda::krylov::gpu::{self as kgpu, KrylovElement};
 use ferrocuda::krylov::precond::PrecondKernels;
 use ferrocuda::krylov::{
-    BlockJacobi, DeviceBlockJacobi, DeviceLinOp, GmresOptions, GmresReport, LinOp,
+    BlockJacobi, CycleControl, DeviceBlockJacobi, DeviceLinOp, GmresOptions, GmresReport, LinOp,
     Orthogonalization, Preconditioner, cpu as kcpu,
 };
 use ferrocuda::report::table;
@@ -140,6 +140,9 @@ pub enum SolverKind {
     GpuCgs2,
     /// ferrocuda on the GPU, MGS.
     GpuMgs,
+    /// ferrocuda on the GPU, delayed CGS2, whole cycles on the device
+    /// ([`CycleControl::Device`]).
+    GpuCgs2Device,
     /// ferrocuda's CPU twin.
     Cpu,
     /// CuPy's `cupyx.scipy.sparse.linalg.gmres` (CSR) on the GPU.
@@ -302,6 +305,31 @@ where
                 report: r,
             });
         }
+        // Whole cycles on the device: looking at each cycle at its end only, and every
+        // few steps (fewer steps wasted past the end of a cycle).
+        for check_every in DEVICE_CHECKS {
+            progress(&format!(
+                "GPU Cgs2, device cycles, check every {check_every}"
+            ));
+            let o = opts
+                .gmres
+                .clone()
+                .cycle_control(CycleControl::Device { check_every });
+            let r = solve(&o)?;
+            let total = per_step(&r)[0];
+            rows.push(GmresRow {
+                kind: SolverKind::GpuCgs2Device,
+                solver: match check_every {
+                    0 => "GPU, SBELL, Cgs2, device cycles".into(),
+                    k => format!("GPU, SBELL, Cgs2, device cycles, look every {k}"),
+                },
+                // The phases are not timed inside a device cycle.
+                ms_per_step: [total, f64::NAN, f64::NAN, f64::NAN, f64::NAN],
+                floor_ms_per_step: Some(floor(&r)),
+                same_steps_ms: None,
+                report: r,
+            });
+        }
         if let Some(dir) = &peer_dir {
             for &p in opts.peers.iter().filter(|&&p| p == Peer::Cupy) {
                 let row = peer_row(p, dir, opts, &mut peer_results, |steps| {
@@ -359,6 +387,9 @@ where
         peers: peer_results,
     })
 }
+
+/// The `check_every` of the device-cycle rows ([`CycleControl::Device`]).
+const DEVICE_CHECKS: [usize; 2] = [0, 4];
 
 /// Milliseconds per Arnoldi step: total, SpMV, preconditioner, orthogonalisation, rest.
 fn per_step(r: &GmresReport) -> [f64; 5] {
