@@ -107,7 +107,9 @@ pub fn gmres_distributed<V: KrylovElement>(
         check_finite(b, x)?;
         preload(gpu, m.is_some())?;
         let mut space = GpuSpace::new(gpu, a, m, n, opts, b, x)?;
+        // Distributed cycles are stepped from the host, and timed.
         space.comm = Some(comm);
+        space.timed = true;
         Ok::<_, Error>(space)
     })();
     // Agree on failure first (the workspace included): a rank that stopped would leave
@@ -127,6 +129,23 @@ fn preload(gpu: &Gpu, precond: bool) -> Result<()> {
         crate::gpu::preload(gpu, &["precond"])?;
     }
     Ok(())
+}
+
+/// The launch of a cycle step kernel: one block, with the cycle's state staged in
+/// dynamic shared memory where it fits the default 48 KiB (restart lengths up to 37),
+/// and the `staged` length the kernel is told.
+fn step_config(m: usize) -> (LaunchConfig, usize) {
+    const THREADS: u32 = 256;
+    let len = cyc::state_len(m);
+    let bytes = len * size_of::<f64>();
+    if bytes <= 48 * 1024 {
+        (
+            LaunchConfig::blocks(1, THREADS).with_shared_bytes(bytes as u32),
+            len,
+        )
+    } else {
+        (LaunchConfig::blocks(1, THREADS), 0)
+    }
 }
 
 /// `Err` when `b` or `x0` holds NaN or infinity (their norms say so).
@@ -239,7 +258,8 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
             pending: [false; 4],
             ms: [0.0; 4],
             control: opts.cycle_control,
-            timed: true,
+            // Inside device cycles nothing is timed (no event waits): the total only.
+            timed: opts.cycle_control == CycleControl::Host,
             on_device: None,
         })
     }
@@ -409,7 +429,7 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
         for k in 0..=last {
             match orthogonalization {
                 Orthogonalization::Cgs2 => self.queue_dcgs2_step(k, m)?,
-                Orthogonalization::Mgs => self.queue_mgs_step(k)?,
+                Orthogonalization::Mgs => self.queue_mgs_step(k, m)?,
             }
             if check_every > 0 && (k + 1) % check_every == 0 && k < last {
                 // Look at the check before this one: the GPU still has the steps since.
@@ -435,8 +455,10 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
         let n = self.n;
         let grid = self.grid();
         let dc = self.on_device.as_mut().expect("allocated by queue_cycle");
+        let (cfg, staged) = step_config(m);
         let args = GmresDcgs2Step {
             k,
+            staged,
             dots: self.dots_out.as_in(),
             state: dc.state.as_out(),
             coef: dc.coef.as_out(),
@@ -444,10 +466,7 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
         // SAFETY: the kernel reads 2 (k + 1) <= 2 (restart + 1) = dots_out.len() dots and
         // the state (sized `cyc::state_len(restart)` >= `state_len(m)`, the layout its
         // header names), and writes 2 m + 2 <= coef.len() coefficients.
-        unsafe {
-            self.gpu
-                .launch(&V::GMRES_DCGS2_STEP, LaunchConfig::blocks(1, 32), args)?
-        };
+        unsafe { self.gpu.launch(&V::GMRES_DCGS2_STEP, cfg, args)? };
         if k < m {
             let args = GsUpdateDevice {
                 p: GsUpdateDeviceScalars { n, k, ld: n, m },
@@ -464,20 +483,19 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
     }
 
     /// MGS step `k` on the device: the vector work, then the step's algebra on one thread.
-    fn queue_mgs_step(&mut self, k: usize) -> Result<()> {
+    fn queue_mgs_step(&mut self, k: usize, m: usize) -> Result<()> {
         self.queue_mgs(k)?;
         let dc = self.on_device.as_mut().expect("allocated by queue_cycle");
+        let (cfg, staged) = step_config(m);
         let args = GmresMgsStep {
             k,
+            staged,
             h: self.h.as_in(),
             state: dc.state.as_out(),
         };
         // SAFETY: the kernel reads h[0..=k + 1] (k < restart, h has restart + 2) and the
         // state (as in `queue_dcgs2_step`).
-        unsafe {
-            self.gpu
-                .launch(&V::GMRES_MGS_STEP, LaunchConfig::blocks(1, 32), args)
-        }?;
+        unsafe { self.gpu.launch(&V::GMRES_MGS_STEP, cfg, args) }?;
         Ok(())
     }
 
@@ -667,9 +685,7 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
             cyc::mgs_begin(&mut start, beta);
             self.scale_first(beta)?;
         }
-        self.timed = false;
-        let end = self.queue_cycle(orthogonalization, m, check_every, &start);
-        self.timed = true;
-        end.map(Some)
+        self.queue_cycle(orthogonalization, m, check_every, &start)
+            .map(Some)
     }
 }

@@ -218,30 +218,73 @@ pub const fn device_coef_len(m: usize) -> usize {
     2 * m + 2
 }
 
-/// Delayed-CGS2 step `k` of the cycle in `state` ([`cycle`]), on one thread, from the
-/// step's summed dots (`2 (k + 1)` values: `V_j^H u`, then `V_j^H w`): records the step
-/// and writes the update's coefficients ([`device_coef_len`]), or ends the cycle (the
-/// update kernel then skips). Launch one block of one warp.
-#[kernel(args = GmresDcgs2Step)]
-pub unsafe fn gmres_dcgs2_step<T: Scalar>(k: usize, dots: *const T, state: *mut f64, coef: *mut T) {
-    if block_idx() != 0 || thread_idx() != 0 {
+/// Runs `step` on one thread over the cycle state at `state`, unless the cycle has
+/// ended. Where the host gave `staged >= cycle::state_len(m)` f64 of dynamic shared
+/// memory, the block copies the state there first and back after (the step's serial
+/// loops then wait on shared memory, not on global-memory round trips); otherwise the
+/// thread works on global memory. Every thread of the block calls it.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn on_cycle_state(state: *mut f64, staged: usize, step: impl FnOnce(&mut [f64])) {
+    if unsafe { *state.add(cycle::Header::DONE) } != 0.0 {
         return;
     }
     let m = unsafe { *state.add(cycle::Header::M) } as usize;
-    // SAFETY: the host sized `state` for `m` (`cycle::state_len`), and one thread uses it.
-    let st = unsafe { core::slice::from_raw_parts_mut(state, cycle::state_len(m)) };
-    let du = |j: usize| cycle::from_scalar(unsafe { *dots.add(j) });
-    let dw = |j: usize| cycle::from_scalar(unsafe { *dots.add(k + 1 + j) });
-    let sink = |j: usize, v: cycle::C| unsafe { *coef.add(m + j) = cycle::to_scalar(v) };
-    if let Some(u) = cycle::dcgs2_step(st, k, du, dw, sink) {
-        for j in 0..k {
-            unsafe { *coef.add(j) = *dots.add(j) };
+    let len = cycle::state_len(m);
+    if staged < len {
+        if thread_idx() == 0 {
+            // SAFETY: the host sized `state` for `m`, and one thread uses it.
+            step(unsafe { core::slice::from_raw_parts_mut(state, len) });
         }
-        unsafe {
-            *coef.add(2 * m) = cycle::to_scalar(u.c);
-            *coef.add(2 * m + 1) = T::from_real(T::Real::from_f64(u.inv_alpha));
-        }
+        return;
     }
+    let shared = dynamic_shared::<f64>();
+    let mut i = thread_idx();
+    while i < len {
+        unsafe { *shared.add(i) = *state.add(i) };
+        i += block_dim();
+    }
+    sync_threads();
+    if thread_idx() == 0 {
+        // SAFETY: `staged >= len` f64 of dynamic shared memory, used by this thread alone
+        // between the barriers.
+        step(unsafe { core::slice::from_raw_parts_mut(shared, len) });
+    }
+    sync_threads();
+    let mut i = thread_idx();
+    while i < len {
+        unsafe { *state.add(i) = *shared.add(i) };
+        i += block_dim();
+    }
+}
+
+/// Delayed-CGS2 step `k` of the cycle in `state` ([`cycle`]), on one thread, from the
+/// step's summed dots (`2 (k + 1)` values: `V_j^H u`, then `V_j^H w`): records the step
+/// and writes the update's coefficients ([`device_coef_len`]), or ends the cycle (the
+/// update kernel then skips). Launch one block; `staged`: as `on_cycle_state`.
+#[kernel(args = GmresDcgs2Step)]
+pub unsafe fn gmres_dcgs2_step<T: Scalar>(
+    k: usize,
+    staged: usize,
+    dots: *const T,
+    state: *mut f64,
+    coef: *mut T,
+) {
+    unsafe {
+        on_cycle_state(state, staged, |st| {
+            let m = st[cycle::Header::M] as usize;
+            let du = |j: usize| cycle::from_scalar(*dots.add(j));
+            let dw = |j: usize| cycle::from_scalar(*dots.add(k + 1 + j));
+            let sink = |j: usize, v: cycle::C| *coef.add(m + j) = cycle::to_scalar(v);
+            if let Some(u) = cycle::dcgs2_step(st, k, du, dw, sink) {
+                for j in 0..k {
+                    *coef.add(j) = *dots.add(j);
+                }
+                *coef.add(2 * m) = cycle::to_scalar(u.c);
+                *coef.add(2 * m + 1) = T::from_real(T::Real::from_f64(u.inv_alpha));
+            }
+        })
+    };
 }
 
 /// The scalars of `gs_update_device`.
@@ -278,17 +321,15 @@ pub unsafe fn gs_update_device<T: Scalar>(
 
 /// MGS step `k` of the cycle in `state` ([`cycle`]), on one thread: `h[i]`, `i <= k`,
 /// are the projections of the step, `h[k + 1]` the squared norm of what is left.
-/// Launch one block of one warp.
+/// Launch one block; `staged`: as `on_cycle_state`.
 #[kernel(args = GmresMgsStep)]
-pub unsafe fn gmres_mgs_step<T: Scalar>(k: usize, h: *const T, state: *mut f64) {
-    if block_idx() != 0 || thread_idx() != 0 {
-        return;
-    }
-    let m = unsafe { *state.add(cycle::Header::M) } as usize;
-    // SAFETY: as in `gmres_dcgs2_step`.
-    let st = unsafe { core::slice::from_raw_parts_mut(state, cycle::state_len(m)) };
-    let w2 = unsafe { (*h.add(k + 1)).re() }.to_f64();
-    cycle::mgs_step(st, k, |i| cycle::from_scalar(unsafe { *h.add(i) }), w2);
+pub unsafe fn gmres_mgs_step<T: Scalar>(k: usize, staged: usize, h: *const T, state: *mut f64) {
+    unsafe {
+        on_cycle_state(state, staged, |st| {
+            let w2 = (*h.add(k + 1)).re().to_f64();
+            cycle::mgs_step(st, k, |i| cycle::from_scalar(*h.add(i)), w2);
+        })
+    };
 }
 
 /// `z <- sum_{j < k} coef_j V_j` (the solution update `V y`; column `j` at
