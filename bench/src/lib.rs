@@ -6,6 +6,7 @@
 
 pub mod blas1;
 pub mod gmres;
+pub mod latency;
 pub mod lu;
 pub mod mpc;
 pub mod multigrid;

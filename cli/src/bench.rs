@@ -297,6 +297,28 @@ pub enum BenchCommand {
     /// multigrid JSON report) and lists the charts whose data no file holds. Marks the
     /// Markdown results files that record no provenance (measured before they did) as
     /// stale under their title.
+    /// Small and medium problems, where the GPU waits for the host: GMRES(30) per
+    /// step on 4x8x4x2, 10x40x20x2 and case 1 (stepped from the host and with whole
+    /// cycles on the device) against CuPy and the bandwidth floor, multigrid V(5,5) per
+    /// cycle at 33^3, 65^3, 129^3 (f32, f64), ROCK4 per step at N = 32, 64, 128; writes
+    /// <results-dir>/latency.md, latency.json and latency-chart.png. Needs a GPU.
+    Latency {
+        /// The smallest size of each part only (a smoke run).
+        #[arg(long)]
+        quick: bool,
+        /// Timed runs of the multigrid and ROCK4 parts (the fastest counts).
+        #[arg(long, default_value_t = 3, value_parser = count, allow_hyphen_values = true)]
+        reps: usize,
+        /// Without CuPy.
+        #[arg(long)]
+        no_peers: bool,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Where the results go.
+        #[arg(long, default_value = "docs/results")]
+        results_dir: PathBuf,
+    },
     Redraw {
         /// Rebuild the charts' data from the results files first.
         #[arg(long)]
@@ -323,6 +345,7 @@ enum Plan {
     Lu(ferrocuda_bench::lu::LuBenchOptions),
     Mg(ferrocuda_bench::multigrid::MgBenchOptions),
     Blas1(ferrocuda_bench::blas1::Blas1BenchOptions),
+    Latency(ferrocuda_bench::latency::LatencyOptions),
     Redraw,
 }
 
@@ -347,6 +370,7 @@ impl BenchCommand {
             | BenchCommand::Lu { json, .. }
             | BenchCommand::Mg { json, .. }
             | BenchCommand::Blas1 { json, .. }
+            | BenchCommand::Latency { json, .. }
             | BenchCommand::Redraw { json, .. } => *json,
         }
     }
@@ -363,6 +387,7 @@ impl BenchCommand {
             | BenchCommand::Rock4 { results_dir, .. }
             | BenchCommand::Lu { results_dir, .. }
             | BenchCommand::Mg { results_dir, .. }
+            | BenchCommand::Latency { results_dir, .. }
             | BenchCommand::Redraw { results_dir, .. } => Some(results_dir),
             BenchCommand::Blas1 { markdown, .. } => markdown.as_deref().map(|m| {
                 m.parent()
@@ -527,6 +552,16 @@ impl BenchCommand {
                 reps: *reps,
                 cpu: !no_cpu,
             }),
+            B::Latency {
+                quick,
+                reps,
+                no_peers,
+                ..
+            } => Plan::Latency(b::latency::LatencyOptions {
+                quick: *quick,
+                reps: *reps,
+                peers: !no_peers,
+            }),
             B::Blas1 { n, reps, .. } => {
                 let mut o = b::blas1::Blas1BenchOptions::default();
                 o.n = *n;
@@ -547,6 +582,7 @@ impl BenchCommand {
             Plan::Lu(o) => o.validate(),
             Plan::Mg(o) => o.validate(),
             Plan::Blas1(o) => o.validate(),
+            Plan::Latency(o) => o.validate(),
             Plan::Redraw => Ok(()),
         }?;
         Ok(plan)
@@ -706,6 +742,17 @@ pub fn run(cmd: &BenchCommand, on: Where) -> Result<Box<dyn Report>> {
             }
             shown(report, b::blas1::Blas1Report::to_text)
         }
+        Plan::Latency(o) => match g {
+            None => nothing("the latency benchmark times the GPU"),
+            Some(g) => {
+                let report = b::latency::run(g, &o)?;
+                out.save(
+                    report,
+                    b::latency::write_results,
+                    b::latency::LatencyReport::to_text,
+                )?
+            }
+        },
         Plan::Redraw => unreachable!("bench redraw returns above"),
     };
     Ok(Box::new(WithProvenance {
@@ -842,6 +889,7 @@ fn bench_name(cmd: &BenchCommand) -> &'static str {
         BenchCommand::Lu { .. } => "lu",
         BenchCommand::Mg { .. } => "mg",
         BenchCommand::Blas1 { .. } => "blas1",
+        BenchCommand::Latency { .. } => "latency",
         BenchCommand::Redraw { .. } => "redraw",
     }
 }
