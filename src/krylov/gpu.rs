@@ -131,12 +131,13 @@ fn preload(gpu: &Gpu, precond: bool) -> Result<()> {
     Ok(())
 }
 
-/// The launch of a cycle step kernel: one block, with the cycle's state staged in
-/// dynamic shared memory where it fits the default 48 KiB (restart lengths up to 37),
-/// and the `staged` length the kernel is told.
+/// The launch of a cycle step kernel: one block of 256 threads (at least `m + 1` for
+/// the parallel phase up to `m = 255`), with the cycle's state staged in dynamic shared
+/// memory where it fits the default 48 KiB (restart lengths up to 37), and the
+/// `staged` length the kernel is told.
 fn step_config(m: usize) -> (LaunchConfig, usize) {
     const THREADS: u32 = 256;
-    let len = cyc::state_len(m);
+    let len = cyc::state_len(m) + ferrocuda_kernels::krylov::STAGED_EXTRA;
     let bytes = len * size_of::<f64>();
     if bytes <= 48 * 1024 {
         (

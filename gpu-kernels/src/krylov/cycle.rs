@@ -229,22 +229,48 @@ pub struct Dcgs2Update {
     pub inv_alpha: f64,
 }
 
+/// What the rest of a delayed-CGS2 step needs from its first phase
+/// ([`dcgs2_column`]): `alpha` and `c = q_k^H w`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Dcgs2Next {
+    /// Norm of the reorthogonalised `u`.
+    pub alpha: f64,
+    /// `q_k^H w`.
+    pub c: C,
+}
+
 /// Delayed-CGS2 step `k` (`0 <= k <= m`) of the cycle in `st` (module docs of
 /// [`super`] for the vector algebra), from the step's dots: `du(j) = V_j^H u` and
-/// `dw(j) = V_j^H w` for `j <= k` (`du(k) = |u|^2`, `dw(k) = u^H w`).
-///
-/// Step `k` finishes Hessenberg column `k - 1` (`h'_{k-1} + s` over `alpha`, the norm
-/// of the reorthogonalised `u`) and records its estimate; then it returns the update
-/// that turns `u` into `q_k` and `w` into the next `u`, with `b(j, b_j)` called for
-/// `j < k`, or `None` where the cycle ends here (or had ended). The next provisional
-/// column is `h'_k = ([t; c] - H s) / alpha`, `c = q_k^H w = (u^H w - s^H t) / alpha`.
+/// `dw(j) = V_j^H w` for `j <= k` (`du(k) = |u|^2`, `dw(k) = u^H w`). Runs the three
+/// phases in order: [`dcgs2_column`], [`dcgs2_pending`] for every `i <= k` (the device
+/// runs those in parallel: each entry is its own sum, in the same order), and
+/// [`dcgs2_update`]; `None` where the cycle ends here (or had ended).
 pub fn dcgs2_step(
     st: &mut [f64],
     k: usize,
     du: impl Fn(usize) -> C,
     dw: impl Fn(usize) -> C,
-    mut b: impl FnMut(usize, C),
+    b: impl FnMut(usize, C),
 ) -> Option<Dcgs2Update> {
+    let next = dcgs2_column(st, k, &du, &dw)?;
+    for i in 0..=k {
+        let v = dcgs2_pending(st, k, i, &du, &dw, next);
+        let at = pending_index(st, i);
+        set(st, at, v);
+    }
+    Some(dcgs2_update(k, &du, &dw, next, b))
+}
+
+/// Phase one of step `k`: finishes Hessenberg column `k - 1` (`h'_{k-1} + s` over
+/// `alpha`, the norm of the reorthogonalised `u`), records its estimate and ends the
+/// cycle where it should; else returns `alpha` and `c = q_k^H w = (u^H w - s^H t) /
+/// alpha`.
+pub fn dcgs2_column(
+    st: &mut [f64],
+    k: usize,
+    du: impl Fn(usize) -> C,
+    dw: impl Fn(usize) -> C,
+) -> Option<Dcgs2Next> {
     if done(st) {
         return None;
     }
@@ -284,25 +310,55 @@ pub fn dcgs2_step(
     for j in 0..k {
         st_ += du(j).conj() * dw(j);
     }
-    let c = (dw(k) - st_) / alpha;
-    // h'_k: (H s)_i over the finished columns (column j has j + 2 entries), summed in
-    // column order.
-    for i in 0..=k {
-        let mut hs = C::new(0.0, 0.0);
-        for j in i.saturating_sub(1)..k {
-            hs += get(st, l.hess(j, i)) * du(j);
-        }
-        let tc = if i < k { dw(i) } else { c };
-        set(st, l.pending(i), (tc - hs) / alpha);
+    Some(Dcgs2Next {
+        alpha,
+        c: (dw(k) - st_) / alpha,
+    })
+}
+
+/// Phase two of step `k`: entry `i <= k` of the next provisional column
+/// `h'_k = ([t; c] - H s) / alpha`, `(H s)_i` summed over the finished columns in column
+/// order (column `j` has `j + 2` entries). Reads only; store it at [`pending_index`].
+pub fn dcgs2_pending(
+    st: &[f64],
+    k: usize,
+    i: usize,
+    du: impl Fn(usize) -> C,
+    dw: impl Fn(usize) -> C,
+    next: Dcgs2Next,
+) -> C {
+    let l = Layout::of(st);
+    let mut hs = C::new(0.0, 0.0);
+    for j in i.saturating_sub(1)..k {
+        hs += get(st, l.hess(j, i)) * du(j);
     }
-    let cu = c / alpha;
+    let tc = if i < k { dw(i) } else { next.c };
+    (tc - hs) / next.alpha
+}
+
+/// Where entry `i` of the provisional column lives in the state (real part; the
+/// imaginary part follows).
+pub fn pending_index(st: &[f64], i: usize) -> usize {
+    Layout::of(st).pending(i)
+}
+
+/// Phase three of step `k`: the update's coefficients, `b_j = t_j - (c / alpha) s_j`
+/// through `b(j, b_j)` for `j < k`, `c / alpha` and `1 / alpha`.
+pub fn dcgs2_update(
+    k: usize,
+    du: impl Fn(usize) -> C,
+    dw: impl Fn(usize) -> C,
+    next: Dcgs2Next,
+    mut b: impl FnMut(usize, C),
+) -> Dcgs2Update {
+    let cu = next.c / next.alpha;
     for j in 0..k {
         b(j, dw(j) - cu * du(j));
     }
-    Some(Dcgs2Update {
+    Dcgs2Update {
         c: cu,
-        inv_alpha: 1.0 / alpha,
-    })
+        inv_alpha: 1.0 / next.alpha,
+    }
 }
 
 /// Starts an MGS cycle: `beta = |r_0|` (the first basis vector is `r_0 / beta`).

@@ -258,10 +258,18 @@ unsafe fn on_cycle_state(state: *mut f64, staged: usize, step: impl FnOnce(&mut 
     }
 }
 
-/// Delayed-CGS2 step `k` of the cycle in `state` ([`cycle`]), on one thread, from the
-/// step's summed dots (`2 (k + 1)` values: `V_j^H u`, then `V_j^H w`): records the step
-/// and writes the update's coefficients ([`device_coef_len`]), or ends the cycle (the
-/// update kernel then skips). Launch one block; `staged`: as `on_cycle_state`.
+/// Shared-memory `f64`s a staged cycle step needs besides the state (phase one's
+/// result, passed to the other threads).
+pub const STAGED_EXTRA: usize = 4;
+
+/// Delayed-CGS2 step `k` of the cycle in `state` ([`cycle`]) from the step's summed dots
+/// (`2 (k + 1)` values: `V_j^H u`, then `V_j^H w`): records the step and writes the
+/// update's coefficients ([`device_coef_len`]), or ends the cycle (the update kernel
+/// then skips). With the state staged in shared memory (`staged >= state_len(m) +
+/// STAGED_EXTRA`, as `on_cycle_state`), thread 0 runs phase one
+/// ([`cycle::dcgs2_column`]) and thread `i` entry `i` of phase two (the `O(k^2)` part),
+/// thread `j` coefficient `j`: the same sums in the same order as one thread's. Launch
+/// one block of at least `m + 1` threads.
 #[kernel(args = GmresDcgs2Step)]
 pub unsafe fn gmres_dcgs2_step<T: Scalar>(
     k: usize,
@@ -270,21 +278,105 @@ pub unsafe fn gmres_dcgs2_step<T: Scalar>(
     state: *mut f64,
     coef: *mut T,
 ) {
-    unsafe {
-        on_cycle_state(state, staged, |st| {
-            let m = st[cycle::Header::M] as usize;
-            let du = |j: usize| cycle::from_scalar(*dots.add(j));
-            let dw = |j: usize| cycle::from_scalar(*dots.add(k + 1 + j));
-            let sink = |j: usize, v: cycle::C| *coef.add(m + j) = cycle::to_scalar(v);
+    if unsafe { *state.add(cycle::Header::DONE) } != 0.0 {
+        return;
+    }
+    let m = unsafe { *state.add(cycle::Header::M) } as usize;
+    let len = cycle::state_len(m);
+    let du = |j: usize| cycle::from_scalar(unsafe { *dots.add(j) });
+    let dw = |j: usize| cycle::from_scalar(unsafe { *dots.add(k + 1 + j) });
+    if staged < len + STAGED_EXTRA || block_dim() < k + 1 {
+        if thread_idx() == 0 {
+            // SAFETY: the host sized `state` for `m`, and one thread uses it.
+            let st = unsafe { core::slice::from_raw_parts_mut(state, len) };
+            let sink = |j: usize, v: cycle::C| unsafe { *coef.add(m + j) = cycle::to_scalar(v) };
             if let Some(u) = cycle::dcgs2_step(st, k, du, dw, sink) {
-                for j in 0..k {
-                    *coef.add(j) = *dots.add(j);
-                }
-                *coef.add(2 * m) = cycle::to_scalar(u.c);
-                *coef.add(2 * m + 1) = T::from_real(T::Real::from_f64(u.inv_alpha));
+                unsafe { write_update_scalars(k, m, dots, coef, u) };
             }
-        })
+        }
+        return;
+    }
+    let shared = dynamic_shared::<f64>();
+    let extra = unsafe { shared.add(len) };
+    let mut i = thread_idx();
+    while i < len {
+        unsafe { *shared.add(i) = *state.add(i) };
+        i += block_dim();
+    }
+    sync_threads();
+    if thread_idx() == 0 {
+        // SAFETY: staged >= len + STAGED_EXTRA f64 of dynamic shared memory; only this
+        // thread touches it between the barriers.
+        let st = unsafe { core::slice::from_raw_parts_mut(shared, len) };
+        let next = cycle::dcgs2_column(st, k, du, dw);
+        unsafe {
+            match next {
+                Some(n) => {
+                    *extra = 1.0;
+                    *extra.add(1) = n.alpha;
+                    *extra.add(2) = n.c.re;
+                    *extra.add(3) = n.c.im;
+                }
+                None => *extra = 0.0,
+            }
+        }
+    }
+    sync_threads();
+    let go = unsafe { *extra } != 0.0;
+    let next = unsafe {
+        cycle::Dcgs2Next {
+            alpha: *extra.add(1),
+            c: cycle::C::new(*extra.add(2), *extra.add(3)),
+        }
     };
+    let t = thread_idx();
+    let mut entry = cycle::C::new(0.0, 0.0);
+    if go && t <= k {
+        // SAFETY: shared reads only, until the barrier below.
+        let st = unsafe { core::slice::from_raw_parts(shared, len) };
+        entry = cycle::dcgs2_pending(st, k, t, du, dw, next);
+    }
+    sync_threads();
+    if go && t <= k {
+        let at = {
+            let st = unsafe { core::slice::from_raw_parts(shared, len) };
+            cycle::pending_index(st, t)
+        };
+        unsafe {
+            *shared.add(at) = entry.re;
+            *shared.add(at + 1) = entry.im;
+        }
+    }
+    if go && t == 0 {
+        let sink = |j: usize, v: cycle::C| unsafe { *coef.add(m + j) = cycle::to_scalar(v) };
+        let u = cycle::dcgs2_update(k, du, dw, next, sink);
+        unsafe { write_update_scalars(k, m, dots, coef, u) };
+    }
+    sync_threads();
+    let mut i = thread_idx();
+    while i < len {
+        unsafe { *state.add(i) = *shared.add(i) };
+        i += block_dim();
+    }
+}
+
+/// The update's `a_j = s_j` (`j < k`), `c / alpha` and `1 / alpha` into `coef`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn write_update_scalars<T: Scalar>(
+    k: usize,
+    m: usize,
+    dots: *const T,
+    coef: *mut T,
+    u: cycle::Dcgs2Update,
+) {
+    for j in 0..k {
+        unsafe { *coef.add(j) = *dots.add(j) };
+    }
+    unsafe {
+        *coef.add(2 * m) = cycle::to_scalar(u.c);
+        *coef.add(2 * m + 1) = T::from_real(T::Real::from_f64(u.inv_alpha));
+    }
 }
 
 /// The scalars of `gs_update_device`.
