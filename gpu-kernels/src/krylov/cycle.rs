@@ -206,8 +206,8 @@ pub fn solve(st: &[f64], y: &mut [C]) {
     let k = steps(st);
     for i in (0..k).rev() {
         let mut s = get(st, l.g(i));
-        for j in i + 1..k {
-            s -= get(st, l.r(j, i)) * y[j];
+        for (j, yj) in y.iter().enumerate().take(k).skip(i + 1) {
+            s -= get(st, l.r(j, i)) * yj;
         }
         let d = get(st, l.r(i, i));
         y[i] = if d == C::new(0.0, 0.0) {
@@ -284,7 +284,7 @@ pub fn dcgs2_column(
     let alpha2 = uu - ss;
     let tol = 16.0 * eps;
     // NaN counts as a breakdown too.
-    let breakdown = !(alpha2 > tol * tol * uu);
+    let breakdown = alpha2.partial_cmp(&(tol * tol * uu)) != Some(core::cmp::Ordering::Greater);
     let alpha = sqrt_f64(alpha2.max(0.0));
     if k == 0 {
         start_least_squares(st, alpha);
