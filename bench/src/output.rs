@@ -616,7 +616,7 @@ const UNKNOWN_LINE: &str =
     "_**Stale:** provenance unknown (written before results recorded their commit and device)._";
 
 /// The visible line under the title of a results file written before files recorded
-/// their provenance ([`crate::redraw::mark_unknown_provenance`]). It starts as [`STALE_LINE`], so the
+/// their provenance ([`crate::redraw::mark_unknown_provenance`]). It starts as `STALE_LINE`, so the
 /// next run that writes the file drops it for its own provenance.
 pub const UNKNOWN_FILE_LINE: &str = "_**Stale:** provenance unknown: written before results files recorded their date, commit and device (the text names its device); a run of the tool that wrote it replaces this file._";
 
