@@ -57,8 +57,8 @@ use crate::abi::Kernel;
 use crate::blas1::dot_step;
 #[cfg(target_arch = "nvptx64")]
 use crate::device::{
-    WARP_SIZE, block_dim, block_idx, dynamic_shared, for_each_index, grid_dim, lane, sync_threads,
-    thread_idx, warp, warp_sum,
+    WARP_SIZE, block_dim, block_idx, dynamic_shared, for_each_block_index, for_each_index,
+    grid_dim, lane, sync_threads, thread_idx, warp, warp_sum,
 };
 use crate::{instances, kernel};
 
@@ -218,6 +218,18 @@ pub const fn device_coef_len(m: usize) -> usize {
     2 * m + 2
 }
 
+/// The restart length and the state's length of the cycle at `state`, or `None` once it
+/// has ended.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn live_cycle(state: *const f64) -> Option<(usize, usize)> {
+    if unsafe { *state.add(cycle::Header::DONE) } != 0.0 {
+        return None;
+    }
+    let m = unsafe { *state.add(cycle::Header::M) } as usize;
+    Some((m, cycle::state_len(m)))
+}
+
 /// Runs `step` on one thread over the cycle state at `state`, unless the cycle has
 /// ended. Where the host gave `staged >= cycle::state_len(m)` f64 of dynamic shared
 /// memory, the block copies the state there first and back after (the step's serial
@@ -226,24 +238,18 @@ pub const fn device_coef_len(m: usize) -> usize {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn on_cycle_state(state: *mut f64, staged: usize, step: impl FnOnce(&mut [f64])) {
-    if unsafe { *state.add(cycle::Header::DONE) } != 0.0 {
+    let Some((_, len)) = (unsafe { live_cycle(state) }) else {
         return;
-    }
-    let m = unsafe { *state.add(cycle::Header::M) } as usize;
-    let len = cycle::state_len(m);
+    };
     if staged < len {
         if thread_idx() == 0 {
-            // SAFETY: the host sized `state` for `m`, and one thread uses it.
+            // SAFETY: the host sized `state` for its restart length, and one thread uses it.
             step(unsafe { core::slice::from_raw_parts_mut(state, len) });
         }
         return;
     }
     let shared = dynamic_shared::<f64>();
-    let mut i = thread_idx();
-    while i < len {
-        unsafe { *shared.add(i) = *state.add(i) };
-        i += block_dim();
-    }
+    for_each_block_index(len, |i| unsafe { *shared.add(i) = *state.add(i) });
     sync_threads();
     if thread_idx() == 0 {
         // SAFETY: `staged >= len` f64 of dynamic shared memory, used by this thread alone
@@ -251,11 +257,7 @@ unsafe fn on_cycle_state(state: *mut f64, staged: usize, step: impl FnOnce(&mut 
         step(unsafe { core::slice::from_raw_parts_mut(shared, len) });
     }
     sync_threads();
-    let mut i = thread_idx();
-    while i < len {
-        unsafe { *state.add(i) = *shared.add(i) };
-        i += block_dim();
-    }
+    for_each_block_index(len, |i| unsafe { *state.add(i) = *shared.add(i) });
 }
 
 /// Shared-memory `f64`s a staged cycle step needs besides the state (phase one's
@@ -278,11 +280,9 @@ pub unsafe fn gmres_dcgs2_step<T: Scalar>(
     state: *mut f64,
     coef: *mut T,
 ) {
-    if unsafe { *state.add(cycle::Header::DONE) } != 0.0 {
+    let Some((m, len)) = (unsafe { live_cycle(state) }) else {
         return;
-    }
-    let m = unsafe { *state.add(cycle::Header::M) } as usize;
-    let len = cycle::state_len(m);
+    };
     let du = |j: usize| cycle::from_scalar(unsafe { *dots.add(j) });
     let dw = |j: usize| cycle::from_scalar(unsafe { *dots.add(k + 1 + j) });
     if staged < len + STAGED_EXTRA || block_dim() < k + 1 {
@@ -298,11 +298,7 @@ pub unsafe fn gmres_dcgs2_step<T: Scalar>(
     }
     let shared = dynamic_shared::<f64>();
     let extra = unsafe { shared.add(len) };
-    let mut i = thread_idx();
-    while i < len {
-        unsafe { *shared.add(i) = *state.add(i) };
-        i += block_dim();
-    }
+    for_each_block_index(len, |i| unsafe { *shared.add(i) = *state.add(i) });
     sync_threads();
     if thread_idx() == 0 {
         // SAFETY: staged >= len + STAGED_EXTRA f64 of dynamic shared memory; only this
@@ -353,11 +349,7 @@ pub unsafe fn gmres_dcgs2_step<T: Scalar>(
         unsafe { write_update_scalars(k, m, dots, coef, u) };
     }
     sync_threads();
-    let mut i = thread_idx();
-    while i < len {
-        unsafe { *state.add(i) = *shared.add(i) };
-        i += block_dim();
-    }
+    for_each_block_index(len, |i| unsafe { *state.add(i) = *shared.add(i) });
 }
 
 /// The update's `a_j = s_j` (`j < k`), `c / alpha` and `1 / alpha` into `coef`.

@@ -95,20 +95,42 @@ type Pair<'a, V> = (
     Option<&'a dyn DeviceLinOp<V>>,
 );
 
+/// A small TRACE-like system (seed `case_seed`) with `b = A x_true` (`x_true` from
+/// `x_seed`: in the range of A; ghost rows are empty, so b is zero there): the matrix,
+/// its SBELL form, both on the GPU, and `b` on both sides.
+#[allow(clippy::type_complexity)]
+fn trace_system<A, V>(
+    gpu: &Gpu,
+    case_seed: u64,
+    x_seed: u64,
+) -> (
+    Bcsr<A>,
+    Sbell<A>,
+    DeviceSbell<A>,
+    Vec<V>,
+    ferrocuda::gpu::DeviceBuffer<V>,
+)
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: KrylovElement,
+{
+    let spec = TraceSpec::new(6, 5, 4, 3).seed(case_seed);
+    let a = generate::trace_like::<A>(&spec).expect("case");
+    let s = Sbell::from_bcsr(&a).expect("sbell");
+    let da = DeviceSbell::upload(gpu, &s).expect("upload");
+    let xt: Vec<V> = random_vec(a.n_cols(), x_seed);
+    let mut b = vec![V::ZERO; a.n_rows()];
+    ferrocuda::sparse::cpu::spmv_bcsr(V::ONE, &a, &xt, V::ZERO, &mut b).expect("spmv");
+    let db = gpu.upload(&b).expect("b");
+    (a, s, da, b, db)
+}
+
 fn gpu_matches_cpu_on_trace_case<A, V>(gpu: &Gpu, name: &str, rtol: f64)
 where
     A: Element + MatrixScalar<V> + SpmvKernels<V> + PrecondKernels<V> + PrecondKernels<A>,
     V: KrylovElement,
 {
-    let spec = TraceSpec::new(6, 5, 4, 3).seed(5);
-    let a = generate::trace_like::<A>(&spec).expect("case");
-    let s = Sbell::from_bcsr(&a).expect("sbell");
-    let da = DeviceSbell::upload(gpu, &s).expect("upload");
-    // b = A x_true: in the range of A (ghost rows are empty, so b is zero there).
-    let xt: Vec<V> = random_vec(a.n_cols(), 3);
-    let mut b = vec![V::ZERO; a.n_rows()];
-    ferrocuda::sparse::cpu::spmv_bcsr(V::ONE, &a, &xt, V::ZERO, &mut b).expect("spmv");
-    let db = gpu.upload(&b).expect("b");
+    let (a, s, da, b, db) = trace_system::<A, V>(gpu, 5, 3);
     let (cpu_point, cpu_block) = (
         BlockJacobi::point(&a).expect("point"),
         BlockJacobi::new(&a).expect("block"),
@@ -185,14 +207,7 @@ where
     A: Element + MatrixScalar<V> + SpmvKernels<V> + PrecondKernels<V> + PrecondKernels<A>,
     V: KrylovElement,
 {
-    let spec = TraceSpec::new(6, 5, 4, 3).seed(9);
-    let a = generate::trace_like::<A>(&spec).expect("case");
-    let s = Sbell::from_bcsr(&a).expect("sbell");
-    let da = DeviceSbell::upload(gpu, &s).expect("upload");
-    let xt: Vec<V> = random_vec(a.n_cols(), 4);
-    let mut b = vec![V::ZERO; a.n_rows()];
-    ferrocuda::sparse::cpu::spmv_bcsr(V::ONE, &a, &xt, V::ZERO, &mut b).expect("spmv");
-    let db = gpu.upload(&b).expect("b");
+    let (a, _, da, _, db) = trace_system::<A, V>(gpu, 9, 4);
     let block = DeviceBlockJacobi::new(gpu, &a).expect("block");
     let x0: Vec<V> = random_vec(a.n_cols(), 6);
     let eps = ferrocuda::RealScalar::to_f64(<V::Real as ferrocuda::RealScalar>::EPSILON);
