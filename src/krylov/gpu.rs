@@ -13,7 +13,7 @@ use ferrocuda_kernels::krylov::cycle::{self as cyc, Header};
 use ferrocuda_kernels::krylov::{
     BLOCK, BasisCombine, DOTS_CHUNK, GmresDcgs2Step, GmresMgsStep, GsDotsPartial, GsUpdate,
     GsUpdateDevice, GsUpdateDeviceScalars, GsUpdateScalars, KrylovKernels, MgsEliminate,
-    MgsNormalize, device_coef_len,
+    MgsNormalize, dcgs2_scratch_len, device_coef_len,
 };
 
 use super::arnoldi::{self, C, Space, from_c, to_c};
@@ -132,21 +132,23 @@ fn preload(gpu: &Gpu, precond: bool) -> Result<()> {
 }
 
 /// The launch of a cycle step kernel: one block of 256 threads (at least `m + 1` for
-/// the parallel phase up to `m = 255`), with the cycle's state staged in dynamic shared
-/// memory where it fits the default 48 KiB (restart lengths up to 37), and the
-/// `staged` length the kernel is told.
+/// the parallel phases up to `m = 255`) and the dynamic shared memory it is given, in
+/// `f64` (the `staged` argument): the DCGS2 scratch ([`dcgs2_scratch_len`]) and the
+/// cycle's state where both fit the default 48 KiB (restart lengths up to 36), else the
+/// scratch alone (the state then stays in global memory).
 fn step_config(m: usize) -> (LaunchConfig, usize) {
     const THREADS: u32 = 256;
-    let len = cyc::state_len(m) + ferrocuda_kernels::krylov::STAGED_EXTRA;
-    let bytes = len * size_of::<f64>();
-    if bytes <= 48 * 1024 {
-        (
-            LaunchConfig::blocks(1, THREADS).with_shared_bytes(bytes as u32),
-            len,
-        )
+    let scratch = dcgs2_scratch_len(m);
+    let full = scratch + cyc::state_len(m);
+    let len = if full * size_of::<f64>() <= 48 * 1024 {
+        full
     } else {
-        (LaunchConfig::blocks(1, THREADS), 0)
-    }
+        scratch
+    };
+    (
+        LaunchConfig::blocks(1, THREADS).with_shared_bytes((len * size_of::<f64>()) as u32),
+        len,
+    )
 }
 
 /// `Err` when `b` or `x0` holds NaN or infinity (their norms say so).

@@ -351,14 +351,19 @@ pub fn dcgs2_update(
     next: Dcgs2Next,
     mut b: impl FnMut(usize, C),
 ) -> Dcgs2Update {
-    let cu = next.c / next.alpha;
     for j in 0..k {
-        b(j, dw(j) - cu * du(j));
+        b(j, dcgs2_b(j, &du, &dw, next));
     }
     Dcgs2Update {
-        c: cu,
+        c: next.c / next.alpha,
         inv_alpha: 1.0 / next.alpha,
     }
+}
+
+/// Coefficient `b_j = t_j - (c / alpha) s_j` of phase three (each its own value: the
+/// device computes them in parallel).
+pub fn dcgs2_b(j: usize, du: impl Fn(usize) -> C, dw: impl Fn(usize) -> C, next: Dcgs2Next) -> C {
+    dw(j) - next.c / next.alpha * du(j)
 }
 
 /// Starts an MGS cycle: `beta = |r_0|` (the first basis vector is `r_0 / beta`).

@@ -249,7 +249,7 @@ unsafe fn on_cycle_state(state: *mut f64, staged: usize, step: impl FnOnce(&mut 
         return;
     }
     let shared = dynamic_shared::<f64>();
-    for_each_block_index(len, |i| unsafe { *shared.add(i) = *state.add(i) });
+    unsafe { copy_in_block(shared, state, len) };
     sync_threads();
     if thread_idx() == 0 {
         // SAFETY: `staged >= len` f64 of dynamic shared memory, used by this thread alone
@@ -257,21 +257,27 @@ unsafe fn on_cycle_state(state: *mut f64, staged: usize, step: impl FnOnce(&mut 
         step(unsafe { core::slice::from_raw_parts_mut(shared, len) });
     }
     sync_threads();
-    for_each_block_index(len, |i| unsafe { *state.add(i) = *shared.add(i) });
+    unsafe { copy_out_block(state, shared, len) };
 }
 
-/// Shared-memory `f64`s a staged cycle step needs besides the state (phase one's
-/// result, passed to the other threads).
-pub const STAGED_EXTRA: usize = 4;
+/// Dynamic shared memory (in `f64`) a DCGS2 cycle step needs besides a staged state:
+/// phase one's result for the other threads (4), then the step's dots as `f64` pairs
+/// (`4 (m + 1)`), so that the serial loops over them wait on shared memory, not on
+/// global-memory round trips. A staged state follows them.
+pub const fn dcgs2_scratch_len(m: usize) -> usize {
+    4 + 4 * (m + 1)
+}
 
 /// Delayed-CGS2 step `k` of the cycle in `state` ([`cycle`]) from the step's summed dots
 /// (`2 (k + 1)` values: `V_j^H u`, then `V_j^H w`): records the step and writes the
 /// update's coefficients ([`device_coef_len`]), or ends the cycle (the update kernel
-/// then skips). With the state staged in shared memory (`staged >= state_len(m) +
-/// STAGED_EXTRA`, as `on_cycle_state`), thread 0 runs phase one
-/// ([`cycle::dcgs2_column`]) and thread `i` entry `i` of phase two (the `O(k^2)` part),
-/// thread `j` coefficient `j`: the same sums in the same order as one thread's. Launch
-/// one block of at least `m + 1` threads.
+/// then skips). `staged` is the dynamic shared memory the launch gave, in `f64`: at
+/// least [`dcgs2_scratch_len`] of `m`, and the state is worked on in place; at least
+/// that plus `cycle::state_len(m)`, and it is copied there first and back after.
+/// Thread 0 runs phase one ([`cycle::dcgs2_column`]), thread `i` entry `i` of phase two
+/// (the `O(k^2)` part) and coefficient `i` of phase three: the same sums in the same
+/// order as one thread's. Launch one block of at least `m + 1` threads; with less
+/// shared memory or fewer threads, one thread runs the whole step on global memory.
 #[kernel(args = GmresDcgs2Step)]
 pub unsafe fn gmres_dcgs2_step<T: Scalar>(
     k: usize,
@@ -283,28 +289,52 @@ pub unsafe fn gmres_dcgs2_step<T: Scalar>(
     let Some((m, len)) = (unsafe { live_cycle(state) }) else {
         return;
     };
-    let du = |j: usize| cycle::from_scalar(unsafe { *dots.add(j) });
-    let dw = |j: usize| cycle::from_scalar(unsafe { *dots.add(k + 1 + j) });
-    if staged < len + STAGED_EXTRA || block_dim() < k + 1 {
+    let scratch = dcgs2_scratch_len(m);
+    if staged < scratch || block_dim() < k + 1 {
         if thread_idx() == 0 {
+            let du = |j: usize| cycle::from_scalar(unsafe { *dots.add(j) });
+            let dw = |j: usize| cycle::from_scalar(unsafe { *dots.add(k + 1 + j) });
             // SAFETY: the host sized `state` for `m`, and one thread uses it.
             let st = unsafe { core::slice::from_raw_parts_mut(state, len) };
             let sink = |j: usize, v: cycle::C| unsafe { *coef.add(m + j) = cycle::to_scalar(v) };
             if let Some(u) = cycle::dcgs2_step(st, k, du, dw, sink) {
-                unsafe { write_update_scalars(k, m, dots, coef, u) };
+                for j in 0..k {
+                    unsafe { *coef.add(j) = *dots.add(j) };
+                }
+                unsafe { write_update_scalars(m, coef, u) };
             }
         }
         return;
     }
     let shared = dynamic_shared::<f64>();
-    let extra = unsafe { shared.add(len) };
-    for_each_block_index(len, |i| unsafe { *shared.add(i) = *state.add(i) });
+    let extra = shared;
+    // SAFETY (every shared access below): `staged >= scratch` f64, and the state's
+    // copy, where there is one, starts after the scratch.
+    let pairs = unsafe { shared.add(4) };
+    for_each_block_index(2 * (k + 1), |j| {
+        let z = cycle::from_scalar(unsafe { *dots.add(j) });
+        unsafe {
+            *pairs.add(2 * j) = z.re;
+            *pairs.add(2 * j + 1) = z.im;
+        }
+    });
+    let copy = staged >= scratch + len;
+    let st = if copy {
+        let s = unsafe { shared.add(scratch) };
+        unsafe { copy_in_block(s, state, len) };
+        s
+    } else {
+        state
+    };
     sync_threads();
+    let pair = |j: usize| unsafe { cycle::C::new(*pairs.add(2 * j), *pairs.add(2 * j + 1)) };
+    let du = |j: usize| pair(j);
+    let dw = |j: usize| pair(k + 1 + j);
     if thread_idx() == 0 {
-        // SAFETY: staged >= len + STAGED_EXTRA f64 of dynamic shared memory; only this
-        // thread touches it between the barriers.
-        let st = unsafe { core::slice::from_raw_parts_mut(shared, len) };
-        let next = cycle::dcgs2_column(st, k, du, dw);
+        // SAFETY: the state (shared copy or global) has `len` f64; only this thread
+        // touches it between the barriers.
+        let s = unsafe { core::slice::from_raw_parts_mut(st, len) };
+        let next = cycle::dcgs2_column(s, k, du, dw);
         unsafe {
             match next {
                 Some(n) => {
@@ -328,47 +358,83 @@ pub unsafe fn gmres_dcgs2_step<T: Scalar>(
     let t = thread_idx();
     let mut entry = cycle::C::new(0.0, 0.0);
     if go && t <= k {
-        // SAFETY: shared reads only, until the barrier below.
-        let st = unsafe { core::slice::from_raw_parts(shared, len) };
-        entry = cycle::dcgs2_pending(st, k, t, du, dw, next);
+        // SAFETY: reads only, until the barrier below.
+        let s = unsafe { core::slice::from_raw_parts(st, len) };
+        entry = cycle::dcgs2_pending(s, k, t, du, dw, next);
     }
     sync_threads();
     if go && t <= k {
         let at = {
-            let st = unsafe { core::slice::from_raw_parts(shared, len) };
-            cycle::pending_index(st, t)
+            let s = unsafe { core::slice::from_raw_parts(st, len) };
+            cycle::pending_index(s, t)
         };
         unsafe {
-            *shared.add(at) = entry.re;
-            *shared.add(at + 1) = entry.im;
+            *st.add(at) = entry.re;
+            *st.add(at + 1) = entry.im;
+        }
+    }
+    if go && t < k {
+        // The update's a_t = s_t and b_t.
+        unsafe {
+            *coef.add(t) = *dots.add(t);
+            *coef.add(m + t) = cycle::to_scalar(cycle::dcgs2_b(t, du, dw, next));
         }
     }
     if go && t == 0 {
-        let sink = |j: usize, v: cycle::C| unsafe { *coef.add(m + j) = cycle::to_scalar(v) };
-        let u = cycle::dcgs2_update(k, du, dw, next, sink);
-        unsafe { write_update_scalars(k, m, dots, coef, u) };
+        let u = cycle::Dcgs2Update {
+            c: next.c / next.alpha,
+            inv_alpha: 1.0 / next.alpha,
+        };
+        unsafe { write_update_scalars(m, coef, u) };
     }
-    sync_threads();
-    for_each_block_index(len, |i| unsafe { *state.add(i) = *shared.add(i) });
+    if copy {
+        sync_threads();
+        unsafe { copy_out_block(state, st, len) };
+    }
 }
 
-/// The update's `a_j = s_j` (`j < k`), `c / alpha` and `1 / alpha` into `coef`.
+/// The update's `c / alpha` and `1 / alpha` into `coef`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn write_update_scalars<T: Scalar>(
-    k: usize,
-    m: usize,
-    dots: *const T,
-    coef: *mut T,
-    u: cycle::Dcgs2Update,
-) {
-    for j in 0..k {
-        unsafe { *coef.add(j) = *dots.add(j) };
-    }
+unsafe fn write_update_scalars<T: Scalar>(m: usize, coef: *mut T, u: cycle::Dcgs2Update) {
     unsafe {
         *coef.add(2 * m) = cycle::to_scalar(u.c);
         *coef.add(2 * m + 1) = T::from_real(T::Real::from_f64(u.inv_alpha));
     }
+}
+
+/// `dst[i] = src[i]` for `i < n` by the threads of the block, four loads in flight per
+/// thread before their stores (one load at a time would wait a global round trip each).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn copy_in_block(dst: *mut f64, src: *const f64, n: usize) {
+    let (t, s) = (thread_idx(), block_dim());
+    let mut i = t;
+    while i + 3 * s < n {
+        let v = unsafe {
+            [
+                *src.add(i),
+                *src.add(i + s),
+                *src.add(i + 2 * s),
+                *src.add(i + 3 * s),
+            ]
+        };
+        for (j, x) in v.into_iter().enumerate() {
+            unsafe { *dst.add(i + j * s) = x };
+        }
+        i += 4 * s;
+    }
+    while i < n {
+        unsafe { *dst.add(i) = *src.add(i) };
+        i += s;
+    }
+}
+
+/// [`copy_in_block`] back to global memory (stores do not wait: one at a time is fine).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn copy_out_block(dst: *mut f64, src: *const f64, n: usize) {
+    for_each_block_index(n, |i| unsafe { *dst.add(i) = *src.add(i) });
 }
 
 /// The scalars of `gs_update_device`.

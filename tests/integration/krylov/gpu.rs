@@ -211,11 +211,15 @@ where
     let block = DeviceBlockJacobi::new(gpu, &a).expect("block");
     let x0: Vec<V> = random_vec(a.n_cols(), 6);
     let eps = ferrocuda::RealScalar::to_f64(<V::Real as ferrocuda::RealScalar>::EPSILON);
-    let m = 8;
-    for (precond, pm) in [
-        ("none", None),
-        ("block Jacobi", Some(&block as &dyn DeviceLinOp<V>)),
-    ] {
+    // m = 8: the state staged in shared memory; m = 40: too large for it, the step
+    // kernel works on global memory (both with the parallel phases).
+    for (m, (precond, pm)) in [8, 40].into_iter().flat_map(|m| {
+        [
+            ("none", None),
+            ("block Jacobi", Some(&block as &dyn DeviceLinOp<V>)),
+        ]
+        .map(|p| (m, p))
+    }) {
         for orth in [Orthogonalization::Cgs2, Orthogonalization::Mgs] {
             let base = GmresOptions::default()
                 .restart(m)
@@ -230,14 +234,14 @@ where
                 (r, x.download().expect("x"), waits)
             };
             let (rh, xh, waits_h) = solve(&base);
-            assert!(rh.converged, "{name} {precond} {orth:?} host: {rh:?}");
+            assert!(rh.converged, "{name} m {m} {precond} {orth:?} host: {rh:?}");
             assert!(
                 waits_h >= rh.iterations as u64,
                 "{name}: the host-stepped solve waited {waits_h} times for {} steps",
                 rh.iterations
             );
             for check_every in [0, 1, 3, 8] {
-                let what = format!("{name} {precond} {orth:?} check_every {check_every}");
+                let what = format!("{name} m {m} {precond} {orth:?} check_every {check_every}");
                 let opts = base
                     .clone()
                     .cycle_control(CycleControl::Device { check_every });
