@@ -212,7 +212,8 @@ where
     let x0: Vec<V> = random_vec(a.n_cols(), 6);
     let eps = ferrocuda::RealScalar::to_f64(<V::Real as ferrocuda::RealScalar>::EPSILON);
     // m = 8: the state staged in shared memory; m = 40: too large for it, the step
-    // kernel works on global memory (both with the parallel phases).
+    // kernels work on global memory (DCGS2's with its parallel phases, MGS's on one
+    // thread).
     for (m, (precond, pm)) in [8, 40].into_iter().flat_map(|m| {
         [
             ("none", None),
