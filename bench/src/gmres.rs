@@ -143,6 +143,9 @@ pub enum SolverKind {
     /// ferrocuda on the GPU, delayed CGS2, whole cycles on the device
     /// ([`CycleControl::Device`]).
     GpuCgs2Device,
+    /// ferrocuda on the GPU, delayed CGS2, each cycle one kernel
+    /// ([`CycleControl::Fused`]).
+    GpuCgs2Fused,
     /// ferrocuda's CPU twin.
     Cpu,
     /// CuPy's `cupyx.scipy.sparse.linalg.gmres` (CSR) on the GPU.
@@ -324,6 +327,20 @@ where
                     k => format!("GPU, SBELL, Cgs2, device cycles, look every {k}"),
                 },
                 // The phases are not timed inside a device cycle.
+                ms_per_step: [total, f64::NAN, f64::NAN, f64::NAN, f64::NAN],
+                floor_ms_per_step: Some(floor(&r)),
+                same_steps_ms: None,
+                report: r,
+            });
+        }
+        // The whole cycle in one kernel (SBELL, no preconditioner: the kernel's case).
+        if opts.precond == Preconditioner::None {
+            progress("GPU Cgs2, one kernel per cycle");
+            let r = solve(&opts.gmres.clone().cycle_control(CycleControl::Fused))?;
+            let total = per_step(&r)[0];
+            rows.push(GmresRow {
+                kind: SolverKind::GpuCgs2Fused,
+                solver: "GPU, SBELL, Cgs2, one kernel per cycle".into(),
                 ms_per_step: [total, f64::NAN, f64::NAN, f64::NAN, f64::NAN],
                 floor_ms_per_step: Some(floor(&r)),
                 same_steps_ms: None,

@@ -137,7 +137,10 @@ fn gmres_rows(gpu: &Gpu, case: &str, device: &str, peers: bool) -> Result<Vec<La
         .filter(|row| {
             matches!(
                 row.kind,
-                SolverKind::GpuCgs2 | SolverKind::GpuCgs2Device | SolverKind::GpuMgs
+                SolverKind::GpuCgs2
+                    | SolverKind::GpuCgs2Device
+                    | SolverKind::GpuCgs2Fused
+                    | SolverKind::GpuMgs
             )
         })
         .map(|row| LatencyRow {

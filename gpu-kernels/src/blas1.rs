@@ -216,11 +216,11 @@ pub unsafe fn multi_dot_partial<T: Scalar>(
     }
 }
 
-/// Block `s` sums `partials[s * count .. (s + 1) * count]` (thread 0 holds the result).
+/// The block sums `partials[set * count .. (set + 1) * count]` (thread 0 holds the
+/// result): stage two of every reduction, and of the GMRES cycle kernel's dots.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn sum_partials_of<T: Scalar>(count: usize, partials: *const T) -> T {
-    let set = block_idx();
+pub(crate) unsafe fn sum_partials_of<T: Scalar>(count: usize, partials: *const T, set: usize) -> T {
     let mut acc = T::ZERO;
     let mut i = thread_idx();
     while i < count {
@@ -234,7 +234,7 @@ unsafe fn sum_partials_of<T: Scalar>(count: usize, partials: *const T) -> T {
 /// `partials[s * count .. (s + 1) * count]` to `out[s]`.
 #[kernel]
 pub unsafe fn sum_partials<T: Scalar>(count: usize, partials: *const T, out: *mut T) {
-    let total = unsafe { sum_partials_of(count, partials) };
+    let total = unsafe { sum_partials_of(count, partials, block_idx()) };
     if thread_idx() == 0 {
         unsafe { *out.add(block_idx()) = total };
     }
@@ -243,7 +243,7 @@ pub unsafe fn sum_partials<T: Scalar>(count: usize, partials: *const T, out: *mu
 /// Stage two of `nrm2`: as [`sum_partials`], then the square root.
 #[kernel]
 pub unsafe fn sqrt_sum_partials<R: RealScalar>(count: usize, partials: *const R, out: *mut R) {
-    let total = unsafe { sum_partials_of(count, partials) };
+    let total = unsafe { sum_partials_of(count, partials, block_idx()) };
     if thread_idx() == 0 {
         unsafe { *out.add(block_idx()) = total.sqrt() };
     }

@@ -275,9 +275,10 @@ pub fn masked_block_mul_add<A: MatrixScalar<V>, V: Scalar, const N: usize>(
     }
 }
 
-/// Row `r` of [`masked_block_mul_add`], `n` the block's stored entries (`>= 1`).
+/// Row `r` of [`masked_block_mul_add`], `n` the block's stored entries (`>= 1`): the
+/// row-per-thread SBELL kernels call it directly, with the same bits.
 #[inline(always)]
-fn masked_row<A: MatrixScalar<V>, V: Scalar, const N: usize>(
+pub fn masked_row<A: MatrixScalar<V>, V: Scalar, const N: usize>(
     mut s: V,
     r: usize,
     b: usize,

@@ -39,7 +39,7 @@ use crate::device::{for_each_group, for_each_index, global_index, group_sum};
 use crate::scalar::Scalar;
 use crate::sparse::MatrixScalar;
 #[cfg(target_arch = "nvptx64")]
-use crate::sparse::{csr_lane_sum, masked_block_mul_add, spmv_term, write_row};
+use crate::sparse::{csr_lane_sum, masked_block_mul_add, masked_row, spmv_term, write_row};
 use crate::{instances, kernel};
 
 /// Threads per block of the row-per-thread SpMV kernels (a multiple of 5 and of 32).
@@ -219,8 +219,18 @@ pub unsafe fn spmv_ell<A: MatrixScalar<V>, V: Scalar>(
 /// row-major) at `slice_val_ptr[sl] + (E_k + e) 32 + lane`, `E_k` the entries of the
 /// slots before `k`. Threads `n_stored_pad..` write the empty (ghost) block rows listed in
 /// `empty_rows`: `beta y` (`n_empty = 0` leaves them as they are).
+///
+/// `ROWS`: one thread per matrix row instead ([`SbellArrays::rows_product`]): `b` times
+/// the threads, each with a `b`-th of the chain, for matrices too small to fill the GPU
+/// with one thread per block row. Same sums, same bits.
 #[kernel(args = SpmvSbell)]
-pub unsafe fn spmv_sbell<A: MatrixScalar<V>, V: Scalar, const B: usize, const N: usize>(
+pub unsafe fn spmv_sbell<
+    A: MatrixScalar<V>,
+    V: Scalar,
+    const B: usize,
+    const N: usize,
+    const ROWS: bool,
+>(
     n_stored: usize,
     n_stored_pad: usize,
     n_empty: usize,
@@ -238,6 +248,24 @@ pub unsafe fn spmv_sbell<A: MatrixScalar<V>, V: Scalar, const B: usize, const N:
     beta: V,
     y: *mut V,
 ) {
+    if ROWS {
+        let a = SbellArrays {
+            n_stored,
+            n_stored_pad,
+            n_empty,
+            b,
+            row_index,
+            empty_rows,
+            row_len,
+            masks,
+            slice_col_ptr,
+            slice_val_ptr,
+            block_col,
+            values,
+        };
+        unsafe { a.rows_product::<V, B, N>(alpha, x, beta, y) };
+        return;
+    }
     let b = if B > 0 { B } else { b.min(N) };
     let s = global_index();
     if s < n_stored {
@@ -272,6 +300,106 @@ pub unsafe fn spmv_sbell<A: MatrixScalar<V>, V: Scalar, const B: usize, const N:
         for r in 0..b {
             unsafe { write_row(y, out + r, alpha, V::ZERO, beta) };
         }
+    }
+}
+
+/// Threads of [`SbellArrays::rows_product`]: `b` warps per slice of 32 stored block
+/// rows (`n_stored_pad` of them), then one per row of the `n_empty` empty block rows.
+pub const fn sbell_row_threads(n_stored_pad: usize, n_empty: usize, b: usize) -> usize {
+    (n_stored_pad + n_empty) * b
+}
+
+/// The arrays of a sliced masked BELL matrix (the parameters of [`spmv_sbell`], layout
+/// in `ferrocuda::sparse::sbell`), gathered by a kernel from its own parameters (so
+/// that the loads stay `ld.global`).
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy)]
+pub(crate) struct SbellArrays<A> {
+    pub n_stored: usize,
+    pub n_stored_pad: usize,
+    pub n_empty: usize,
+    pub b: usize,
+    pub row_index: *const u32,
+    pub empty_rows: *const u32,
+    pub row_len: *const u32,
+    pub masks: *const u64,
+    pub slice_col_ptr: *const usize,
+    pub slice_val_ptr: *const usize,
+    pub block_col: *const u32,
+    pub values: *const A,
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl<A> SbellArrays<A> {
+    /// `y <- alpha A x + beta y`, one thread per matrix row over the grid (stride loop,
+    /// [`sbell_row_threads`]): warp `w` computes row `r = w % b` of the 32 block rows of
+    /// slice `w / b` (so its loads of one stored entry are 32 consecutive values, as in
+    /// the block-row kernel), the rest write the rows of the empty block rows. `B`, `N`
+    /// as for [`spmv_sbell`].
+    #[inline(always)]
+    pub unsafe fn rows_product<V: Scalar, const B: usize, const N: usize>(
+        &self,
+        alpha: V,
+        x: *const V,
+        beta: V,
+        y: *mut V,
+    ) where
+        A: MatrixScalar<V>,
+    {
+        let b = if B > 0 { B } else { self.b.min(N) };
+        let stored = self.n_stored_pad * b;
+        for_each_index(sbell_row_threads(self.n_stored_pad, self.n_empty, b), |t| {
+            if t < stored {
+                let w = t / SBELL_SLICE;
+                let (sl, r) = (w / b, w % b);
+                let s = sl * SBELL_SLICE + t % SBELL_SLICE;
+                if s < self.n_stored {
+                    let acc = unsafe { self.row::<V, N>(s, r, b, x) };
+                    let out = unsafe { *self.row_index.add(s) } as usize * b + r;
+                    unsafe { write_row(y, out, alpha, acc, beta) };
+                }
+            } else {
+                let (e, r) = ((t - stored) / b, (t - stored) % b);
+                let out = unsafe { *self.empty_rows.add(e) } as usize * b + r;
+                unsafe { write_row(y, out, alpha, V::ZERO, beta) };
+            }
+        });
+    }
+
+    /// Row `r` of stored block row `s`: slots in order, each block's row by
+    /// [`masked_row`], the chain of the block-row kernel's accumulator `r`.
+    #[inline(always)]
+    unsafe fn row<V: Scalar, const N: usize>(&self, s: usize, r: usize, b: usize, x: *const V) -> V
+    where
+        A: MatrixScalar<V>,
+    {
+        let (sl, lane) = (s / SBELL_SLICE, s % SBELL_SLICE);
+        let len = unsafe { *self.row_len.add(s) } as usize;
+        let mut cp = unsafe { self.block_col.add(*self.slice_col_ptr.add(sl) + lane) };
+        let mut vp = unsafe { self.values.add(*self.slice_val_ptr.add(sl) + lane) };
+        let (mut acc, mut xb) = (V::ZERO, [V::ZERO; N]);
+        for k in 0..len {
+            let mask = unsafe { *self.masks.add(k) };
+            let n = mask.count_ones() as usize;
+            let xs = unsafe { x.add(*cp as usize * b) };
+            for c in 0..b {
+                xb[c] = unsafe { *xs.add(c) };
+            }
+            if n > 0 {
+                acc = masked_row(
+                    acc,
+                    r,
+                    b,
+                    mask,
+                    n,
+                    &|e| unsafe { *vp.add(e * SBELL_SLICE) },
+                    &xb,
+                );
+            }
+            cp = unsafe { cp.add(SBELL_SLICE) };
+            vp = unsafe { vp.add(n * SBELL_SLICE) };
+        }
+        acc
     }
 }
 
@@ -348,6 +476,10 @@ pub trait SpmvKernels<V: Scalar>: MatrixScalar<V> {
     const SBELL5: Kernel<SpmvSbell<'static, Self, V>>;
     /// `spmv_sbell_<pair>`: sliced masked BELL, `b <= 8` at run time.
     const SBELL: Kernel<SpmvSbell<'static, Self, V>>;
+    /// `spmv_sbell5_rows_<pair>`: sliced masked BELL, 5x5 blocks, one thread per row.
+    const SBELL5_ROWS: Kernel<SpmvSbell<'static, Self, V>>;
+    /// `spmv_sbell_rows_<pair>`: sliced masked BELL, `b <= 8`, one thread per row.
+    const SBELL_ROWS: Kernel<SpmvSbell<'static, Self, V>>;
     /// `spmv_bdia5_<pair>`: block stencil, 5x5 blocks.
     const BDIA5: Kernel<SpmvBdia<'static, Self, V>>;
     /// `spmv_bdia_<pair>`: block stencil, `b` at run time.
@@ -368,8 +500,10 @@ macro_rules! spmv_instances {
                 BELL5 = spmv_bell::<$a, $v, 5>(concat!("spmv_bell5_", $sfx));
                 BELL = spmv_bell::<$a, $v, 0>(concat!("spmv_bell_", $sfx));
                 ELL = spmv_ell::<$a, $v>(concat!("spmv_ell_", $sfx));
-                SBELL5 = spmv_sbell::<$a, $v, 5, 5>(concat!("spmv_sbell5_", $sfx));
-                SBELL = spmv_sbell::<$a, $v, 0, SBELL_MAX_B>(concat!("spmv_sbell_", $sfx));
+                SBELL5 = spmv_sbell::<$a, $v, 5, 5, false>(concat!("spmv_sbell5_", $sfx));
+                SBELL = spmv_sbell::<$a, $v, 0, SBELL_MAX_B, false>(concat!("spmv_sbell_", $sfx));
+                SBELL5_ROWS = spmv_sbell::<$a, $v, 5, 5, true>(concat!("spmv_sbell5_rows_", $sfx));
+                SBELL_ROWS = spmv_sbell::<$a, $v, 0, SBELL_MAX_B, true>(concat!("spmv_sbell_rows_", $sfx));
                 BDIA5 = spmv_bdia::<$a, $v, 5>(concat!("spmv_bdia5_", $sfx));
                 BDIA = spmv_bdia::<$a, $v, 0>(concat!("spmv_bdia_", $sfx));
             }
@@ -405,7 +539,7 @@ mod tests {
 
     #[test]
     fn every_pair_has_its_entry_names() {
-        fn names<A: SpmvKernels<V>, V: Scalar>() -> [&'static str; 12] {
+        fn names<A: SpmvKernels<V>, V: Scalar>() -> [&'static str; 14] {
             [
                 A::CSR.name(),
                 A::BCSR5_RM.name(),
@@ -417,6 +551,8 @@ mod tests {
                 A::ELL.name(),
                 A::SBELL5.name(),
                 A::SBELL.name(),
+                A::SBELL5_ROWS.name(),
+                A::SBELL_ROWS.name(),
                 A::BDIA5.name(),
                 A::BDIA.name(),
             ]

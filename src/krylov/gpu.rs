@@ -10,22 +10,36 @@ use ferrocuda_host::{
 use ferrocuda_kernels::RealScalar;
 use ferrocuda_kernels::blas1::reduction_blocks;
 use ferrocuda_kernels::krylov::cycle::{self as cyc, Header};
+use ferrocuda_kernels::krylov::fused::{
+    CYCLE_THREADS, CycleKernels, CycleSbellScalars, GmresCycleSbell, cycle_shared_bytes,
+};
 use ferrocuda_kernels::krylov::{
     BLOCK, BasisCombine, DOTS_CHUNK, GmresDcgs2Step, GmresMgsStep, GsDotsPartial, GsUpdate,
     GsUpdateDevice, GsUpdateDeviceScalars, GsUpdateScalars, KrylovKernels, MgsEliminate,
     MgsNormalize, dcgs2_scratch_len, device_coef_len,
 };
+use ferrocuda_kernels::spmv::sbell_row_threads;
 
 use super::arnoldi::{self, C, Space, from_c, to_c};
 use super::cpu::{agree, check_system};
-use super::{CycleControl, DeviceLinOp, GmresOptions, GmresReport, Orthogonalization};
+use super::{
+    CycleControl, DeviceLinOp, FUSED_FALLBACK_CHECK_EVERY, GmresOptions, GmresReport,
+    Orthogonalization, SbellRef,
+};
 use crate::blas1::{Element, gpu as b1};
 use crate::comm::Communicator;
 use crate::error::{Error, Result, check_device};
+use crate::sparse::gpu::DeviceSbell;
 
 /// Scalar types GMRES runs on the GPU for: `f32`, `f64`, `Complex<f32>`, `Complex<f64>`.
-pub trait KrylovElement: Element<Real: Element + NcclScalar> + KrylovKernels {}
-impl<T: Element<Real: Element + NcclScalar> + KrylovKernels> KrylovElement for T {}
+pub trait KrylovElement:
+    Element<Real: Element + NcclScalar + CycleKernels<Self>> + KrylovKernels + CycleKernels<Self>
+{
+}
+impl<T> KrylovElement for T where
+    T: Element<Real: Element + NcclScalar + CycleKernels<T>> + KrylovKernels + CycleKernels<T>
+{
+}
 
 /// Solves `A x = b` by GMRES(m) on the GPU with the right preconditioner `m` (`None`:
 /// none); `x` holds the initial guess and receives the solution. Errors (with `x`
@@ -205,6 +219,8 @@ struct DeviceCycle<V> {
     state: DeviceBuffer<f64>,
     coef: DeviceBuffer<V>,
     header: Snapshots<f64>,
+    /// The grid barrier of the one-kernel cycle.
+    barrier: DeviceBuffer<u32>,
 }
 
 const SPMV: usize = 0;
@@ -414,14 +430,7 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
         check_every: usize,
         start: &[f64],
     ) -> Result<Vec<f64>> {
-        let dc = match &mut self.on_device {
-            Some(dc) => dc,
-            None => self.on_device.insert(DeviceCycle {
-                state: self.gpu.alloc(start.len())?,
-                coef: self.gpu.alloc(device_coef_len(self.restart))?,
-                header: self.gpu.snapshots(Header::LEN, 2)?,
-            }),
-        };
+        let dc = self.device_cycle_buffers()?;
         // SAFETY: `start` is a Vec (pageable): the driver stages it before returning.
         unsafe { dc.state.copy_from_host_staged(start)? };
         let last = match orthogonalization {
@@ -504,6 +513,109 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
 
     fn grid(&self) -> LaunchConfig {
         LaunchConfig::for_elements(self.n, BLOCK as u32)
+    }
+
+    /// Runs a DCGS2 cycle of `m` steps from the state `start` in one cooperative kernel
+    /// ([`CycleControl::Fused`]) and returns its final state; `None` (nothing queued)
+    /// where the operator is not a device SBELL matrix or the kernel cannot hold the
+    /// cycle.
+    fn fused_cycle(&mut self, m: usize, start: &[f64]) -> Result<Option<Vec<f64>>> {
+        let a = self.a;
+        let launched = match a.as_sbell() {
+            None => false,
+            Some(SbellRef::Same(s)) => self.launch_fused::<V>(s, m, start)?,
+            Some(SbellRef::Real(s)) => self.launch_fused::<V::Real>(s, m, start)?,
+        };
+        if !launched {
+            return Ok(None);
+        }
+        let dc = self.on_device.as_ref().expect("allocated by launch_fused");
+        let mut end = vec![0.0; start.len()];
+        dc.state.copy_to_host(&mut end)?;
+        Ok(Some(end))
+    }
+
+    /// Queues [`fused_cycle`](Self::fused_cycle)'s kernel for the matrix `s`; `false`
+    /// (nothing queued) where its shared memory or grid does not fit the device.
+    fn launch_fused<A: Element + CycleKernels<V>>(
+        &mut self,
+        s: &DeviceSbell<A>,
+        m: usize,
+        start: &[f64],
+    ) -> Result<bool> {
+        let o = s.operands();
+        let kernel = if o.b == 5 { A::SBELL5 } else { A::SBELL };
+        let bytes = cycle_shared_bytes(m, size_of::<V>());
+        if bytes > 48 * 1024
+            && (bytes > self.gpu.shared_memory_per_block_optin()?
+                || self.gpu.allow_dynamic_shared(&kernel, bytes).is_err())
+        {
+            return Ok(false);
+        }
+        let resident = self
+            .gpu
+            .resident_blocks(&kernel, CYCLE_THREADS as u32, bytes)?;
+        if resident == 0 {
+            return Ok(false);
+        }
+        // Enough blocks for one matrix row per thread, no more: fewer blocks meet at
+        // each grid barrier sooner.
+        let wanted = sbell_row_threads(o.n_stored_pad, o.n_empty, o.b).div_ceil(CYCLE_THREADS);
+        let blocks = wanted.clamp(1, resident);
+        self.device_cycle_buffers()?;
+        let dc = self.on_device.as_mut().expect("allocated above");
+        // SAFETY: `start` is a Vec (pageable): the driver stages it before returning.
+        unsafe { dc.state.copy_from_host_staged(start)? };
+        let cfg = LaunchConfig::blocks(blocks as u32, CYCLE_THREADS as u32)
+            .with_shared_bytes(bytes as u32);
+        let args = GmresCycleSbell {
+            p: CycleSbellScalars {
+                n: self.n,
+                m,
+                element_blocks: reduction_blocks(self.n),
+                n_stored: o.n_stored,
+                n_stored_pad: o.n_stored_pad,
+                n_empty: o.n_empty,
+                b: o.b,
+            },
+            row_index: o.row_index,
+            empty_rows: o.empty_rows,
+            row_len: o.row_len,
+            masks: o.masks,
+            slice_col_ptr: o.slice_col_ptr,
+            slice_val_ptr: o.slice_val_ptr,
+            block_col: o.block_col,
+            values: o.values,
+            basis: self.basis.as_out(),
+            w: self.w.as_out(),
+            partials: self.partials.as_out(),
+            dots: self.dots_out.as_out(),
+            state: dc.state.as_out(),
+            barrier: dc.barrier.as_out(),
+        };
+        // SAFETY: the matrix's arrays were validated by `Sbell` (as for `spmv_sbell`) and
+        // it is square with n rows (`check_system`); the kernel reads and writes columns
+        // 0..=m of the basis ((restart + 1) n elements, m <= restart), w (n), 2 (m + 1)
+        // element_blocks partials and 2 (m + 1) dots (sized for the restart length in
+        // `GpuSpace::new`), the state (`state_len(restart)` f64, begun for m) and the
+        // barrier word (zeroed when allocated, left at its start value by every launch);
+        // the grid is at most `resident` blocks with the shared memory it needs, launched
+        // cooperatively.
+        unsafe { self.gpu.launch_cooperative(&kernel, cfg, args)? };
+        Ok(true)
+    }
+
+    /// The buffers of cycles run on the device, allocated on first use.
+    fn device_cycle_buffers(&mut self) -> Result<&mut DeviceCycle<V>> {
+        if self.on_device.is_none() {
+            self.on_device = Some(DeviceCycle {
+                state: self.gpu.alloc(cyc::state_len(self.restart))?,
+                coef: self.gpu.alloc(device_coef_len(self.restart))?,
+                header: self.gpu.snapshots(Header::LEN, 2)?,
+                barrier: self.gpu.alloc_zeroed(1)?,
+            });
+        }
+        Ok(self.on_device.as_mut().expect("allocated above"))
     }
 }
 
@@ -680,10 +792,18 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
     ) -> Result<Option<Vec<f64>>> {
         let check_every = match self.control {
             CycleControl::Device { check_every } if self.comm.is_none() => check_every,
+            CycleControl::Fused if self.comm.is_none() => FUSED_FALLBACK_CHECK_EVERY,
             _ => return Ok(None),
         };
         let mut start = vec![0.0; cyc::state_len(self.restart)];
         cyc::begin(&mut start, m, target, eps);
+        if self.control == CycleControl::Fused
+            && orthogonalization == Orthogonalization::Cgs2
+            && self.m.is_none()
+            && let Some(end) = self.fused_cycle(m, &start)?
+        {
+            return Ok(Some(end));
+        }
         if orthogonalization == Orthogonalization::Mgs {
             cyc::mgs_begin(&mut start, beta);
             self.scale_first(beta)?;

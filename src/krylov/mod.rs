@@ -73,7 +73,7 @@ pub mod op;
 pub mod precond;
 pub mod solve;
 
-pub use op::{DeviceLinOp, Identity, LinOp};
+pub use op::{DeviceLinOp, Identity, LinOp, SbellRef};
 pub use precond::{BlockJacobi, DeviceBlockJacobi};
 pub use solve::{DeviceSolver, Solution, SolveOptions, SolveReport, Solver};
 
@@ -130,7 +130,19 @@ pub enum CycleControl {
         /// Steps between the host's looks at the cycle (`0`: at its end only).
         check_every: usize,
     },
+    /// The whole cycle in one cooperative kernel (`ferrocuda_kernels::krylov::fused`):
+    /// the operator, the dots, the same algebra as the host's and the update, step after
+    /// step, with no launch and no host in between; the host waits once per cycle, and a
+    /// converged cycle stops where it converged. Needs a device SBELL operator
+    /// ([`DeviceLinOp::as_sbell`]), CGS2, no preconditioner, one device and a restart
+    /// length whose cycle state fits a block's shared memory (up to about 80 on an H100);
+    /// other cycles run as with `Device { check_every: 4 }`. Phases are not timed.
+    Fused,
 }
+
+/// How often the host looks at a cycle that [`CycleControl::Fused`] cannot run in one
+/// kernel.
+pub(crate) const FUSED_FALLBACK_CHECK_EVERY: usize = 4;
 
 /// GMRES options; `Default` is GMRES(30), `rtol = 1e-8`, CGS2, 1000 iterations, each
 /// step's algebra on the host.

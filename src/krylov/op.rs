@@ -24,6 +24,8 @@
 //! # Ok::<(), ferrocuda::Error>(())
 //! ```
 
+use std::any::Any;
+
 use ferrocuda_host::{DeviceSlice, DeviceView, DeviceViewMut, Gpu};
 
 use crate::blas1::Element;
@@ -60,6 +62,12 @@ pub trait DeviceLinOp<V: Element> {
     fn gpu(&self) -> &Gpu;
     /// `y <- A x`; lengths and devices are already checked.
     fn apply_unchecked(&self, x: &DeviceView<'_, V>, y: &mut DeviceViewMut<'_, V>) -> Result<()>;
+    /// The operator as a device SBELL matrix, where it is one: GMRES can then run a whole
+    /// restart cycle in one kernel ([`super::CycleControl::Fused`]). Other operators keep
+    /// the default, `None`.
+    fn as_sbell(&self) -> Option<SbellRef<'_, V>> {
+        None
+    }
     /// `y <- A x`. Errors: lengths as [`LinOp::apply`], operands on another device.
     fn apply(&self, x: &DeviceView<'_, V>, y: &mut DeviceViewMut<'_, V>) -> Result<()> {
         check_len("DeviceLinOp::apply", "x", self.ncols(), x.len())?;
@@ -68,6 +76,27 @@ pub trait DeviceLinOp<V: Element> {
             check_device("DeviceLinOp::apply", what, self.gpu(), gpu)?;
         }
         self.apply_unchecked(x, y)
+    }
+}
+
+/// A device SBELL matrix acting on vectors of `V` ([`DeviceLinOp::as_sbell`]).
+pub enum SbellRef<'a, V: Element> {
+    /// Entries of `V`.
+    Same(&'a DeviceSbell<V>),
+    /// Real entries, complex `V` (for real `V` the matrix is [`SbellRef::Same`]).
+    Real(&'a DeviceSbell<V::Real>),
+}
+
+impl<'a, V: Element> SbellRef<'a, V> {
+    /// `a` as a matrix acting on `V`, where its entries are `V` or `V`'s real type.
+    pub fn of<A: 'static>(a: &'a DeviceSbell<A>) -> Option<Self> {
+        let any: &dyn Any = a;
+        match any.downcast_ref::<DeviceSbell<V>>() {
+            Some(same) => Some(SbellRef::Same(same)),
+            None => any
+                .downcast_ref::<DeviceSbell<V::Real>>()
+                .map(SbellRef::Real),
+        }
     }
 }
 
@@ -121,7 +150,7 @@ impl<A: Element + MatrixScalar<V>, V: Element> LinOp<V> for Matrix<A> {
 }
 
 macro_rules! gpu_format_op {
-    ($($ty:ident => $f:ident),* $(,)?) => {$(
+    ($($ty:ident => $f:ident $({ $($extra:tt)* })?),* $(,)?) => {$(
         impl<A, V> DeviceLinOp<V> for $ty<A>
         where
             A: Element + MatrixScalar<V> + SpmvKernels<V>,
@@ -143,9 +172,21 @@ macro_rules! gpu_format_op {
             ) -> Result<()> {
                 sgpu::$f(V::ONE, self, x, V::ZERO, y)
             }
+            $($($extra)*)?
         }
     )*};
 }
 gpu_format_op!(DeviceBcsr => spmv_bcsr, DeviceEll => spmv_ell, DeviceBell => spmv_bell,
-    DeviceBdia => spmv_bdia, DeviceSbell => spmv_sbell, DeviceCsr => spmv_csr,
-    DeviceMatrix => spmv_matrix);
+    DeviceBdia => spmv_bdia, DeviceCsr => spmv_csr);
+
+gpu_format_op!(DeviceSbell => spmv_sbell {
+    fn as_sbell(&self) -> Option<SbellRef<'_, V>> {
+        SbellRef::of(self)
+    }
+});
+
+gpu_format_op!(DeviceMatrix => spmv_matrix {
+    fn as_sbell(&self) -> Option<SbellRef<'_, V>> {
+        self.sbell_storage().and_then(SbellRef::of)
+    }
+});

@@ -11,6 +11,7 @@
 //! | ELL (scalar, column-major) | `spmv_ell_<t>` | one thread per matrix row, coalesced |
 //! | BELL (blocked ELL), `b = 5` or any `b` | `spmv_bell5_<t>`, `spmv_bell_<t>` | one thread per matrix row, coalesced |
 //! | SBELL (sliced masked BELL), `b = 5` or `b <= 8` | `spmv_sbell5_<t>`, `spmv_sbell_<t>` | one thread per stored block row (`b` accumulators), a warp per slice, coalesced |
+//! | SBELL, small matrices ([`SbellThreads`]) | `spmv_sbell5_rows_<t>`, `spmv_sbell_rows_<t>` | one thread per matrix row, `b` warps per slice, coalesced |
 //! | BDIA (block stencil), `b = 5` or any `b` | `spmv_bdia5_<t>`, `spmv_bdia_<t>` | one thread per stored matrix row, coalesced |
 //!
 //! The per-row sum is the CPU path's fused multiply-add chain in the same order, so GPU
@@ -28,7 +29,7 @@ use ferrocuda_host::{
 use ferrocuda_kernels::abi::Signature;
 use ferrocuda_kernels::spmv::{
     CSR_MAX_LANES, CSR_THREADS, SBELL_THREADS, SPMV_ROW_BLOCK, SpmvBcsr, SpmvBdia, SpmvBell,
-    SpmvCsr, SpmvEll, SpmvSbell, csr_lanes,
+    SpmvCsr, SpmvEll, SpmvSbell, csr_lanes, sbell_row_threads,
 };
 
 pub use ferrocuda_kernels::spmv::SpmvKernels;
@@ -487,9 +488,31 @@ pub struct DeviceSbell<A> {
     slice_val_ptr: DeviceBuffer<usize>,
     block_col: DeviceBuffer<Index>,
     values: DeviceBuffer<A>,
+    threads: SbellThreads,
+}
+
+/// How [`spmv_sbell`] maps threads to a [`DeviceSbell`] matrix. Every choice gives the
+/// same bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SbellThreads {
+    /// One thread per matrix row below a size that fills the device with block rows
+    /// (four blocks of 128 threads per multiprocessor), else one per block row.
+    #[default]
+    Auto,
+    /// One thread per stored block row, `b` accumulators (the large-matrix kernel: 93-95 %
+    /// of the copy bandwidth on case 6).
+    BlockRows,
+    /// One thread per matrix row (`b` times the threads, each with a `b`-th of the
+    /// chain): for matrices that leave most multiprocessors idle otherwise.
+    Rows,
 }
 
 impl<A: Element> DeviceSbell<A> {
+    /// Sets the thread mapping of the products ([`SbellThreads::Auto`] unless set).
+    pub fn set_threads(&mut self, threads: SbellThreads) {
+        self.threads = threads;
+    }
+
     /// The device (and stream) holding the matrix.
     pub fn gpu(&self) -> &Gpu {
         self.values.gpu()
@@ -510,10 +533,56 @@ impl<A: Element> DeviceSbell<A> {
             slice_val_ptr: gpu.upload(a.slice_val_ptr())?,
             block_col: gpu.upload(a.block_col())?,
             values: gpu.upload(a.values())?,
+            threads: SbellThreads::Auto,
         })
     }
 
     block_shape_accessors!(shape);
+
+    /// The arrays and sizes as the kernels take them (GMRES's cycle kernel runs the
+    /// product itself).
+    pub(crate) fn operands(&self) -> SbellOperands<'_, A> {
+        SbellOperands {
+            n_stored: self.n_stored,
+            n_stored_pad: self.row_len.len(),
+            n_empty: self.n_empty,
+            b: self.shape.b,
+            row_index: self.row_index.as_in(),
+            empty_rows: self.empty_rows.as_in(),
+            row_len: self.row_len.as_in(),
+            masks: self.masks.as_in(),
+            slice_col_ptr: self.slice_col_ptr.as_in(),
+            slice_val_ptr: self.slice_val_ptr.as_in(),
+            block_col: self.block_col.as_in(),
+            values: self.values.as_in(),
+        }
+    }
+}
+
+/// A [`DeviceSbell`]'s kernel operands (`ferrocuda_kernels::spmv::spmv_sbell`'s
+/// parameters between `b` and `x`, and the sizes).
+pub(crate) struct SbellOperands<'a, A> {
+    pub n_stored: usize,
+    pub n_stored_pad: usize,
+    pub n_empty: usize,
+    pub b: usize,
+    pub row_index: In<'a, Index>,
+    pub empty_rows: In<'a, Index>,
+    pub row_len: In<'a, Index>,
+    pub masks: In<'a, u64>,
+    pub slice_col_ptr: In<'a, usize>,
+    pub slice_val_ptr: In<'a, usize>,
+    pub block_col: In<'a, Index>,
+    pub values: In<'a, A>,
+}
+
+/// Stored block rows below which the SBELL product runs one thread per matrix row
+/// (`spmv_sbell[5]_rows_<t>`) rather than one per block row: a grid of one thread per
+/// block row would leave most multiprocessors idle (`n_stored_pad` threads, 128 a block,
+/// against at least a few blocks per multiprocessor), and each thread would walk the
+/// whole row's chain of loads alone. Same sums, same bits, either way.
+pub(crate) fn sbell_by_rows(n_stored_pad: usize, multiprocessors: usize) -> bool {
+    n_stored_pad < 4 * SBELL_THREADS * multiprocessors
 }
 
 /// `y <- alpha A x + beta y` for a device sliced masked BELL matrix; same contract as
@@ -529,16 +598,28 @@ where
     A: Element + SpmvKernels<V>,
     V: Element,
 {
-    let kernel = if a.shape.b == 5 {
-        <A as SpmvKernels<V>>::SBELL5
-    } else {
-        <A as SpmvKernels<V>>::SBELL
-    };
     // With beta = 1 an empty block row keeps y as it is: no thread needs to touch it
     // (the halo part of a distributed matrix is nearly all empty rows).
     let n_empty = if beta == V::ONE { 0 } else { a.n_empty };
     let n_stored_pad = a.row_len.len();
-    let cfg = LaunchConfig::for_elements(n_stored_pad + n_empty, SBELL_THREADS as u32);
+    let b = a.shape.b;
+    let rows = match a.threads {
+        SbellThreads::Auto => sbell_by_rows(n_stored_pad, a.gpu().multiprocessors()?),
+        SbellThreads::BlockRows => false,
+        SbellThreads::Rows => true,
+    };
+    let kernel = match (b == 5, rows) {
+        (true, false) => <A as SpmvKernels<V>>::SBELL5,
+        (false, false) => <A as SpmvKernels<V>>::SBELL,
+        (true, true) => <A as SpmvKernels<V>>::SBELL5_ROWS,
+        (false, true) => <A as SpmvKernels<V>>::SBELL_ROWS,
+    };
+    let threads = if rows {
+        sbell_row_threads(n_stored_pad, n_empty, b)
+    } else {
+        n_stored_pad + n_empty
+    };
+    let cfg = LaunchConfig::for_elements(threads, SBELL_THREADS as u32);
     // SAFETY: the kernel reads the arrays validated by `Sbell` (slots within the masks and
     // slices, block columns < n_block_cols, row_index < n_block_rows; empty_rows is its
     // complement, n_empty <= its length), x[0..n_cols], and writes y[0..n_rows] (checked
@@ -706,6 +787,14 @@ enum DeviceStorage<A> {
 }
 
 impl<A: Element> DeviceMatrix<A> {
+    /// The matrix where it is stored as SBELL.
+    pub(crate) fn sbell_storage(&self) -> Option<&DeviceSbell<A>> {
+        match &self.storage {
+            DeviceStorage::Sbell(s) => Some(s),
+            _ => None,
+        }
+    }
+
     /// Converts `a` to `format` ([`Format::Auto`]: chosen for the GPU) and copies it to
     /// the device of `gpu`. Errors: as [`Matrix::with_options`], and the device's.
     pub fn upload(gpu: &Gpu, a: &Csr<A>, format: Format) -> Result<Self> {

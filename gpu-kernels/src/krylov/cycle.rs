@@ -354,9 +354,16 @@ pub fn dcgs2_update(
     for j in 0..k {
         b(j, dcgs2_b(j, &du, &dw, next));
     }
-    Dcgs2Update {
-        c: next.c / next.alpha,
-        inv_alpha: 1.0 / next.alpha,
+    next.update()
+}
+
+impl Dcgs2Next {
+    /// The update's scalars: `c / alpha` and `1 / alpha`.
+    pub fn update(self) -> Dcgs2Update {
+        Dcgs2Update {
+            c: self.c / self.alpha,
+            inv_alpha: 1.0 / self.alpha,
+        }
     }
 }
 

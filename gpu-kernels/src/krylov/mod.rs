@@ -11,6 +11,7 @@
 //! `q_k = (u - sum_j a_j V_j) / alpha`, `u' = (w - c u - sum_j b_j V_j) / alpha`.
 
 pub mod cycle;
+pub mod fused;
 
 use crate::scalar::{RealScalar, Scalar};
 
@@ -78,9 +79,29 @@ pub unsafe fn gs_dots_partial<T: Scalar>(
     ld: usize,
     partials: *mut T,
 ) {
+    unsafe { gs_dots_block(block_idx(), grid_dim(), n, k1, u, w, basis, ld, partials) };
+}
+
+/// Block `vb` of a [`gs_dots_partial`] grid of `blocks` blocks, run by this block (the
+/// cycle kernel runs several in turn): the same partial, the same bits. Ends with a
+/// barrier, so the shared memory may be reused right after.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn gs_dots_block<T: Scalar>(
+    vb: usize,
+    blocks: usize,
+    n: usize,
+    k1: usize,
+    u: *const T,
+    w: *const T,
+    basis: *const T,
+    ld: usize,
+    partials: *mut T,
+) {
     let groups = k1.div_ceil(DOTS_CHUNK);
-    let (e, g) = (block_idx() / groups, block_idx() % groups);
-    let element_blocks = grid_dim() / groups;
+    let (e, g) = (vb / groups, vb % groups);
+    let element_blocks = blocks / groups;
     let first = g * DOTS_CHUNK;
     let count = if k1 - first < DOTS_CHUNK {
         k1 - first
@@ -140,6 +161,7 @@ pub unsafe fn gs_dots_partial<T: Scalar>(
         }
         s += warps;
     }
+    sync_threads();
 }
 
 /// The scalars of `gs_update_kernel` (more than six parameters in all; the device
@@ -307,10 +329,45 @@ pub unsafe fn gmres_dcgs2_step<T: Scalar>(
         return;
     }
     let shared = dynamic_shared::<f64>();
-    let extra = shared;
-    // SAFETY (every shared access below): `staged >= scratch` f64, and the state's
-    // copy, where there is one, starts after the scratch.
-    let pairs = unsafe { shared.add(4) };
+    let copy = staged >= scratch + len;
+    let st = if copy {
+        // SAFETY: `staged >= scratch + len` f64 of dynamic shared memory.
+        let s = unsafe { shared.add(scratch) };
+        unsafe { copy_in_block(s, state, len) };
+        s
+    } else {
+        state
+    };
+    // SAFETY: `staged >= scratch` f64 at `shared`; the state (`len` f64) is the live
+    // cycle's, in shared memory after the scratch or in place.
+    unsafe { dcgs2_step_block(k, m, len, dots, shared, st, coef) };
+    if copy {
+        sync_threads();
+        unsafe { copy_out_block(state, st, len) };
+    }
+}
+
+/// Delayed-CGS2 step `k` of the live cycle of restart length `m` whose state (`len`
+/// f64) is at `st`, by every thread of the block: the step's dots (`2 (k + 1)` at
+/// `dots`) are staged as `f64` pairs in `scratch` ([`dcgs2_scratch_len`] f64 of shared
+/// memory), then thread 0 runs phase one, thread `i` entry `i` of phase two and
+/// coefficient `i` of phase three, written to `coef` ([`device_coef_len`]). The block
+/// needs at least `k + 1` threads. Does not end with a barrier: synchronise before
+/// reading `coef` or the state.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn dcgs2_step_block<T: Scalar>(
+    k: usize,
+    m: usize,
+    len: usize,
+    dots: *const T,
+    scratch: *mut f64,
+    st: *mut f64,
+    coef: *mut T,
+) {
+    let extra = scratch;
+    // SAFETY (every scratch access below): the caller gave `dcgs2_scratch_len(m)` f64.
+    let pairs = unsafe { scratch.add(4) };
     for_each_block_index(2 * (k + 1), |j| {
         let z = cycle::from_scalar(unsafe { *dots.add(j) });
         unsafe {
@@ -318,21 +375,13 @@ pub unsafe fn gmres_dcgs2_step<T: Scalar>(
             *pairs.add(2 * j + 1) = z.im;
         }
     });
-    let copy = staged >= scratch + len;
-    let st = if copy {
-        let s = unsafe { shared.add(scratch) };
-        unsafe { copy_in_block(s, state, len) };
-        s
-    } else {
-        state
-    };
     sync_threads();
     let pair = |j: usize| unsafe { cycle::C::new(*pairs.add(2 * j), *pairs.add(2 * j + 1)) };
     let du = |j: usize| pair(j);
     let dw = |j: usize| pair(k + 1 + j);
     if thread_idx() == 0 {
-        // SAFETY: the state (shared copy or global) has `len` f64; only this thread
-        // touches it between the barriers.
+        // SAFETY: the state has `len` f64; only this thread touches it between the
+        // barriers.
         let s = unsafe { core::slice::from_raw_parts_mut(st, len) };
         let next = cycle::dcgs2_column(s, k, du, dw);
         unsafe {
@@ -381,15 +430,7 @@ pub unsafe fn gmres_dcgs2_step<T: Scalar>(
         }
     }
     if go && t == 0 {
-        let u = cycle::Dcgs2Update {
-            c: next.c / next.alpha,
-            inv_alpha: 1.0 / next.alpha,
-        };
-        unsafe { write_update_scalars(m, coef, u) };
-    }
-    if copy {
-        sync_threads();
-        unsafe { copy_out_block(state, st, len) };
+        unsafe { write_update_scalars(m, coef, next.update()) };
     }
 }
 

@@ -241,11 +241,22 @@ where
                 "{name}: the host-stepped solve waited {waits_h} times for {} steps",
                 rh.iterations
             );
-            for check_every in [0, 1, 3, 8] {
-                let what = format!("{name} m {m} {precond} {orth:?} check_every {check_every}");
-                let opts = base
-                    .clone()
-                    .cycle_control(CycleControl::Device { check_every });
+            // One kernel per cycle where it can (CGS2, no preconditioner), else device
+            // cycles looked at every 4 steps.
+            let fused = orth == Orthogonalization::Cgs2 && pm.is_none();
+            let controls = [0, 1, 3, 8]
+                .map(|check_every| CycleControl::Device { check_every })
+                .into_iter()
+                .chain([CycleControl::Fused]);
+            let mut device_end = None;
+            for control in controls {
+                let check_every = match control {
+                    CycleControl::Device { check_every } => check_every,
+                    _ if fused => usize::MAX,
+                    _ => 4,
+                };
+                let what = format!("{name} m {m} {precond} {orth:?} {control:?}");
+                let opts = base.clone().cycle_control(control);
                 let (rd, xd, waits) = solve(&opts);
                 assert_eq!(
                     (rd.iterations, rd.cycles, rd.reason, rd.converged),
@@ -257,6 +268,21 @@ where
                     "{what}: {} steps, bit for bit with the host's: {bitwise}",
                     rd.iterations
                 );
+                // The one-kernel cycle computes what the device-cycle kernels compute, in
+                // the same order: the same bits.
+                match control {
+                    CycleControl::Device { check_every: 0 } => {
+                        device_end = Some((rd.history.clone(), xd.clone()))
+                    }
+                    CycleControl::Fused if fused => {
+                        let (h0, x0) = device_end.as_ref().expect("device cycles ran first");
+                        assert!(
+                            &rd.history == h0 && &xd == x0,
+                            "{what}: not bit for bit with the device cycles"
+                        );
+                    }
+                    _ => {}
+                }
                 for (i, (d, h)) in rd.history.iter().zip(&rh.history).enumerate() {
                     assert!(
                         (d - h).abs() <= 1e-9 * h.abs(),
@@ -269,7 +295,7 @@ where
                 // Setup: |b| and the finiteness checks of b and x0 (3); then per cycle
                 // its true residual and the cycle's own looks; one last true residual.
                 let per_cycle = 1 + match check_every {
-                    0 => 1,
+                    0 | usize::MAX => 1,
                     k => m.div_ceil(k).max(1) as u64,
                 };
                 let bound = 3 + rd.cycles as u64 * per_cycle + 1;

@@ -10,7 +10,7 @@ use ferrocuda::gpu::{DeviceBuffer, DeviceSlice, Gpu};
 use ferrocuda::sparse::generate::{self, TraceSpec};
 use ferrocuda::sparse::gpu::{
     DeviceBcsr, DeviceBdia, DeviceBell, DeviceCsr, DeviceEll, DeviceMatrix, DeviceSbell,
-    SpmvKernels, spmv_bcsr, spmv_bdia, spmv_bell, spmv_csr, spmv_ell, spmv_sbell,
+    SbellThreads, SpmvKernels, spmv_bcsr, spmv_bdia, spmv_bell, spmv_csr, spmv_ell, spmv_sbell,
 };
 use ferrocuda::sparse::{
     Bcsr, Bdia, BdiaOptions, Bell, BellOptions, BlockFit, BlockLayout, Csr, Ell, EllOptions,
@@ -137,16 +137,20 @@ where
     V: Element,
 {
     let m = Sbell::from_bcsr(a).unwrap_or_else(|e| panic!("{what}: sbell: {e}"));
-    let dm = DeviceSbell::upload(gpu, &m).unwrap_or_else(|e| panic!("{what}: upload: {e}"));
-    check_gpu_matches_cpu(
-        gpu,
-        what,
-        m.n_rows(),
-        x,
-        seed,
-        |al, x, be, y| cpu::spmv_sbell(al, &m, x, be, y),
-        |al, x, be, y| spmv_sbell(al, &dm, x, be, y),
-    );
+    let mut dm = DeviceSbell::upload(gpu, &m).unwrap_or_else(|e| panic!("{what}: upload: {e}"));
+    // Both thread mappings (a block row or a row per thread), whatever `Auto` picks.
+    for threads in [SbellThreads::BlockRows, SbellThreads::Rows] {
+        dm.set_threads(threads);
+        check_gpu_matches_cpu(
+            gpu,
+            &format!("{what} {threads:?}"),
+            m.n_rows(),
+            x,
+            seed,
+            |al, x, be, y| cpu::spmv_sbell(al, &m, x, be, y),
+            |al, x, be, y| spmv_sbell(al, &dm, x, be, y),
+        );
+    }
 }
 
 fn check_bdia<A, V>(gpu: &Gpu, what: &str, a: &Bcsr<A>, x: &[V], seed: u64)
