@@ -130,6 +130,15 @@ pub fn warp() -> usize {
     thread_idx() / WARP_SIZE
 }
 
+/// `%globaltimer`, nanoseconds (the device's global clock). Volatile (no `pure`): stays
+/// where it is written.
+#[inline(always)]
+pub fn globaltimer() -> u64 {
+    let t: u64;
+    unsafe { asm!("mov.u64 {t}, %globaltimer;", t = out(reg64) t, options(nostack)) };
+    t
+}
+
 /// Barrier for all threads of the block (`bar.sync 0`).
 #[inline(always)]
 pub fn sync_threads() {

@@ -181,7 +181,7 @@ use crate::abi::Kernel;
 #[cfg(target_arch = "nvptx64")]
 use crate::device::{
     block_dim, block_idx, dynamic_shared, for_each_block_index, for_each_index, for_each_strided,
-    for_each_strided_group, global_index, grid_stride, lane, sync_threads, thread_idx,
+    for_each_strided_group, global_index, globaltimer, grid_stride, lane, sync_threads, thread_idx,
 };
 use crate::{instances, kernel};
 #[cfg(target_arch = "nvptx64")]
@@ -193,15 +193,6 @@ use core::arch::asm;
 fn clock64() -> u64 {
     let t: u64;
     unsafe { asm!("mov.u64 {t}, %clock64;", t = out(reg64) t, options(nostack)) };
-    t
-}
-
-/// `%globaltimer`, nanoseconds.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-fn globaltimer() -> u64 {
-    let t: u64;
-    unsafe { asm!("mov.u64 {t}, %globaltimer;", t = out(reg64) t, options(nostack)) };
     t
 }
 

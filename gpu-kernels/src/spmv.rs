@@ -367,7 +367,12 @@ impl<A> SbellArrays<A> {
     }
 
     /// Row `r` of stored block row `s`: slots in order, each block's row by
-    /// [`masked_row`], the chain of the block-row kernel's accumulator `r`.
+    /// [`masked_row`], the chain of the block-row kernel's accumulator `r`. The slots go
+    /// in batches of [`ROW_SLOT_BATCH`] whose loads (block columns and masks, then `x`
+    /// and the entries) are all issued before the batch's first multiply-add: one slot
+    /// at a time, each slot would wait two memory round trips (its block column, then
+    /// `x`). Slots past the row's end in the last batch read slot `k`'s column and `x` at
+    /// block column 0, with an empty mask: they add nothing.
     #[inline(always)]
     unsafe fn row<V: Scalar, const N: usize>(&self, s: usize, r: usize, b: usize, x: *const V) -> V
     where
@@ -377,31 +382,46 @@ impl<A> SbellArrays<A> {
         let len = unsafe { *self.row_len.add(s) } as usize;
         let mut cp = unsafe { self.block_col.add(*self.slice_col_ptr.add(sl) + lane) };
         let mut vp = unsafe { self.values.add(*self.slice_val_ptr.add(sl) + lane) };
-        let (mut acc, mut xb) = (V::ZERO, [V::ZERO; N]);
-        for k in 0..len {
-            let mask = unsafe { *self.masks.add(k) };
-            let n = mask.count_ones() as usize;
-            let xs = unsafe { x.add(*cp as usize * b) };
-            for c in 0..b {
-                xb[c] = unsafe { *xs.add(c) };
-            }
-            if n > 0 {
-                acc = masked_row(
-                    acc,
-                    r,
-                    b,
-                    mask,
-                    n,
-                    &|e| unsafe { *vp.add(e * SBELL_SLICE) },
-                    &xb,
-                );
-            }
-            cp = unsafe { cp.add(SBELL_SLICE) };
-            vp = unsafe { vp.add(n * SBELL_SLICE) };
+        let mut acc = V::ZERO;
+        let mut k = 0;
+        while k < len {
+            let mut cols = [0usize; ROW_SLOT_BATCH];
+            let mut masks = [0u64; ROW_SLOT_BATCH];
+            unroll!(i in [0, 1, 2, 3] {
+                let live = k + i < len;
+                // SAFETY: slot k < len is real; a slot past the end reads slot k's.
+                let (c, m) = unsafe {
+                    (*cp.add(if live { i * SBELL_SLICE } else { 0 }), *self.masks.add(if live { k + i } else { k }))
+                };
+                cols[i] = if live { c as usize } else { 0 };
+                masks[i] = if live { m } else { 0 };
+            });
+            let mut xb = [[V::ZERO; N]; ROW_SLOT_BATCH];
+            let mut at = [vp; ROW_SLOT_BATCH];
+            unroll!(i in [0, 1, 2, 3] {
+                let xs = unsafe { x.add(cols[i] * b) };
+                for c in 0..b {
+                    xb[i][c] = unsafe { *xs.add(c) };
+                }
+                at[i] = vp;
+                vp = unsafe { vp.add(masks[i].count_ones() as usize * SBELL_SLICE) };
+            });
+            unroll!(i in [0, 1, 2, 3] {
+                let n = masks[i].count_ones() as usize;
+                let p = at[i];
+                // An empty mask reads nothing and selects no term.
+                let value = |e: usize| if n > 0 { unsafe { *p.add(e * SBELL_SLICE) } } else { A::ZERO };
+                acc = masked_row(acc, r, b, masks[i], n.max(1), &value, &xb[i]);
+            });
+            cp = unsafe { cp.add(ROW_SLOT_BATCH * SBELL_SLICE) };
+            k += ROW_SLOT_BATCH;
         }
         acc
     }
 }
+
+/// Slots per batch of loads in the row-per-thread SBELL product (see `SbellArrays::row`).
+pub const ROW_SLOT_BATCH: usize = 4;
 
 /// Block-stencil format (`ferrocuda::sparse::Bdia`), one thread per stored scalar row
 /// `i = s b + r`: diagonal `d`'s block column is `row_index[s] + offsets[d]` (skipped

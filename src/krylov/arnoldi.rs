@@ -9,7 +9,7 @@ use std::time::Instant;
 use num_complex::Complex;
 
 use super::{
-    DIVERGENCE_FACTOR, GmresOptions, GmresReport, GmresTiming, Orthogonalization,
+    CyclePhases, DIVERGENCE_FACTOR, GmresOptions, GmresReport, GmresTiming, Orthogonalization,
     STAGNATION_CYCLES, STAGNATION_REDUCTION, StopReason,
 };
 use crate::error::{Error, Result};
@@ -48,6 +48,10 @@ pub(crate) trait Space {
     fn take_times(&mut self) -> Result<[f64; 3]>;
     /// Machine epsilon of the vector type.
     fn epsilon(&self) -> f64;
+    /// The phases of one-kernel cycles since the last call (zero where there were none).
+    fn take_cycle_phases(&mut self) -> CyclePhases {
+        CyclePhases::default()
+    }
     /// Runs a whole cycle of at most `m` steps on the device where this backend does so
     /// (the GPU path on one device with [`super::CycleControl::Device`]): the same steps
     /// as the host's cycles, from `V_0 = r_0` (unnormalised) and `|r_0| = beta`; returns
@@ -206,6 +210,7 @@ pub(crate) fn run(
         precond: times[1],
         orthogonalization: times[2],
         rest: (total - times.iter().sum::<f64>()).max(0.0),
+        cycle_phases: space.take_cycle_phases(),
     };
     Ok(report)
 }

@@ -11,7 +11,8 @@ use ferrocuda_kernels::RealScalar;
 use ferrocuda_kernels::blas1::reduction_blocks;
 use ferrocuda_kernels::krylov::cycle::{self as cyc, Header};
 use ferrocuda_kernels::krylov::fused::{
-    CYCLE_THREADS, CycleKernels, CycleSbellScalars, GmresCycleSbell, cycle_shared_bytes,
+    CYCLE_PHASES, CYCLE_THREADS, CycleKernels, CycleSbellScalars, GmresCycleSbell,
+    cycle_shared_bytes,
 };
 use ferrocuda_kernels::krylov::{
     BLOCK, BasisCombine, DOTS_CHUNK, GmresDcgs2Step, GmresMgsStep, GsDotsPartial, GsUpdate,
@@ -23,7 +24,7 @@ use ferrocuda_kernels::spmv::sbell_row_threads;
 use super::arnoldi::{self, C, Space, from_c, to_c};
 use super::cpu::{agree, check_system};
 use super::{
-    CycleControl, DeviceLinOp, FUSED_FALLBACK_CHECK_EVERY, GmresOptions, GmresReport,
+    CycleControl, CyclePhases, DeviceLinOp, FUSED_FALLBACK_CHECK_EVERY, GmresOptions, GmresReport,
     Orthogonalization, SbellRef,
 };
 use crate::blas1::{Element, gpu as b1};
@@ -213,6 +214,8 @@ struct GpuSpace<'a, V: KrylovElement> {
     /// ([`cyc::state_len`] of the restart length), its current step's update coefficients
     /// ([`device_coef_len`]), and copies of the state's header taken while it runs.
     on_device: Option<DeviceCycle<V>>,
+    /// The phases of the one-kernel cycles so far.
+    phases: CyclePhases,
 }
 
 struct DeviceCycle<V> {
@@ -280,6 +283,7 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
             // Inside device cycles nothing is timed (no event waits): the total only.
             timed: opts.cycle_control == CycleControl::Host,
             on_device: None,
+            phases: CyclePhases::default(),
         })
     }
 
@@ -532,6 +536,18 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
         let dc = self.on_device.as_ref().expect("allocated by launch_fused");
         let mut end = vec![0.0; start.len()];
         dc.state.copy_to_host(&mut end)?;
+        // The kernel's phase times follow the state, in nanoseconds.
+        let at = cyc::state_len(m);
+        let ns = |p: usize| end[at + p] * 1e-9;
+        self.ms[SPMV] += ns(0) * 1e3;
+        self.ms[DOTS] += (1..CYCLE_PHASES).map(ns).sum::<f64>() * 1e3;
+        let ph = &mut self.phases;
+        (ph.dots, ph.sums, ph.algebra, ph.update) = (
+            ph.dots + ns(1),
+            ph.sums + ns(2),
+            ph.algebra + ns(3),
+            ph.update + ns(4),
+        );
         Ok(Some(end))
     }
 
@@ -597,7 +613,8 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
         // it is square with n rows (`check_system`); the kernel reads and writes columns
         // 0..=m of the basis ((restart + 1) n elements, m <= restart), w (n), 2 (m + 1)
         // element_blocks partials and 2 (m + 1) dots (sized for the restart length in
-        // `GpuSpace::new`), the state (`state_len(restart)` f64, begun for m) and the
+        // `GpuSpace::new`), the state (`state_len(restart) + CYCLE_PHASES` f64, begun for m,
+        // the phase times after `state_len(m)`) and the
         // barrier word (zeroed when allocated, left at its start value by every launch);
         // the grid is at most `resident` blocks with the shared memory it needs, launched
         // cooperatively.
@@ -609,7 +626,9 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
     fn device_cycle_buffers(&mut self) -> Result<&mut DeviceCycle<V>> {
         if self.on_device.is_none() {
             self.on_device = Some(DeviceCycle {
-                state: self.gpu.alloc(cyc::state_len(self.restart))?,
+                state: self
+                    .gpu
+                    .alloc(cyc::state_len(self.restart) + CYCLE_PHASES)?,
                 coef: self.gpu.alloc(device_coef_len(self.restart))?,
                 header: self.gpu.snapshots(Header::LEN, 2)?,
                 barrier: self.gpu.alloc_zeroed(1)?,
@@ -782,6 +801,10 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         V::Real::EPSILON.to_f64()
     }
 
+    fn take_cycle_phases(&mut self) -> CyclePhases {
+        std::mem::take(&mut self.phases)
+    }
+
     fn device_cycle(
         &mut self,
         orthogonalization: Orthogonalization,
@@ -795,7 +818,8 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
             CycleControl::Fused if self.comm.is_none() => FUSED_FALLBACK_CHECK_EVERY,
             _ => return Ok(None),
         };
-        let mut start = vec![0.0; cyc::state_len(self.restart)];
+        // The state, then the one-kernel cycle's phase times.
+        let mut start = vec![0.0; cyc::state_len(self.restart) + CYCLE_PHASES];
         cyc::begin(&mut start, m, target, eps);
         if self.control == CycleControl::Fused
             && orthogonalization == Orthogonalization::Cgs2

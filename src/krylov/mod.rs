@@ -282,6 +282,24 @@ pub struct GmresTiming {
     pub orthogonalization: f64,
     /// Everything else (residuals at restarts, solution updates, host work).
     pub rest: f64,
+    /// The parts of `orthogonalization` inside one-kernel cycles
+    /// ([`CycleControl::Fused`]; zero otherwise).
+    pub cycle_phases: CyclePhases,
+}
+
+/// Where a one-kernel cycle ([`CycleControl::Fused`]) spends the time of its
+/// orthogonalisation, in seconds, each part with the grid barrier that ends it (timed by
+/// the device's clock in the kernel's first block).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct CyclePhases {
+    /// The dots' first stage (`V^H u`, `V^H w` per block).
+    pub dots: f64,
+    /// Their sums.
+    pub sums: f64,
+    /// The step's small algebra (Hessenberg column, rotations, coefficients).
+    pub algebra: f64,
+    /// The vector update (`q_k` and the next `u`).
+    pub update: f64,
 }
 
 /// What a GMRES solve did.

@@ -32,7 +32,9 @@ use super::{copy_in_block, copy_out_block, dcgs2_step_block, gs_dots_block, gs_u
 #[cfg(target_arch = "nvptx64")]
 use crate::blas1::sum_partials_of;
 #[cfg(target_arch = "nvptx64")]
-use crate::device::{block_idx, dynamic_shared, grid_dim, grid_sync, sync_threads, thread_idx};
+use crate::device::{
+    block_idx, dynamic_shared, globaltimer, grid_dim, grid_sync, sync_threads, thread_idx,
+};
 #[cfg(target_arch = "nvptx64")]
 use crate::scalar::RealScalar;
 #[cfg(target_arch = "nvptx64")]
@@ -40,6 +42,11 @@ use crate::spmv::SbellArrays;
 
 /// Threads per block of the cycle kernel (the dots' and the sums' block size).
 pub const CYCLE_THREADS: usize = BLOCK;
+
+/// Phases the cycle kernel times (block 0's `%globaltimer`, each phase with the grid
+/// barrier that ends it): the product, the dots, their sums, the algebra, the update.
+/// Their nanoseconds (as `f64`) follow the final state ([`cycle::state_len`]`(m)`).
+pub const CYCLE_PHASES: usize = 5;
 
 /// Bytes at the start of the dynamic shared memory for the block reductions (the dots'
 /// warp sums, then the sums of the partials).
@@ -81,9 +88,10 @@ pub struct CycleSbellScalars {
 /// host, `V_0` in column 0 of `basis`) to its end, the operator `A` the sliced masked
 /// BELL matrix of the middle parameters (as [`crate::spmv::spmv_sbell`]'s, `B` and `N`
 /// likewise), no preconditioner; leaves the final state at `state` and the basis as a
-/// host-stepped cycle leaves it. Workspace: `w` (`n`), `partials`
-/// (`2 (m + 1) element_blocks`), `dots` (`2 (m + 1)`), `barrier` (one `u32`, zero
-/// before the first launch). Launch cooperatively with [`CYCLE_THREADS`] threads per
+/// host-stepped cycle leaves it, and the time of each phase after the state
+/// ([`CYCLE_PHASES`]; `state` holds `state_len(m) + CYCLE_PHASES` f64). Workspace: `w`
+/// (`n`), `partials` (`2 (m + 1) element_blocks`), `dots` (`2 (m + 1)`), `barrier` (one
+/// `u32`, zero before the first launch). Launch cooperatively with [`CYCLE_THREADS`] threads per
 /// block and [`cycle_shared_bytes`] of dynamic shared memory.
 #[kernel(args = GmresCycleSbell)]
 #[allow(clippy::too_many_arguments)]
@@ -135,6 +143,13 @@ pub unsafe fn gmres_cycle_sbell<A: MatrixScalar<V>, V: Scalar, const B: usize, c
     unsafe { copy_in_block(st, state, len) };
     sync_threads();
     let done = || unsafe { *st.add(cycle::Header::DONE) } != 0.0;
+    let mut ns = [0u64; CYCLE_PHASES];
+    let mut then = globaltimer();
+    let mut lap = |phase: usize| {
+        let now = globaltimer();
+        ns[phase] += now - then;
+        then = now;
+    };
     let mut k = 0;
     while !done() {
         let k1 = k + 1;
@@ -145,6 +160,7 @@ pub unsafe fn gmres_cycle_sbell<A: MatrixScalar<V>, V: Scalar, const B: usize, c
         if apply {
             unsafe { a.rows_product::<V, B, N>(V::ONE, u, V::ZERO, w) };
             unsafe { grid_sync(barrier) };
+            lap(0);
         }
         let blocks = element_blocks * k1.div_ceil(DOTS_CHUNK);
         let mut vb = block_idx();
@@ -154,6 +170,7 @@ pub unsafe fn gmres_cycle_sbell<A: MatrixScalar<V>, V: Scalar, const B: usize, c
             vb += grid_dim();
         }
         unsafe { grid_sync(barrier) };
+        lap(1);
         let mut set = block_idx();
         while set < 2 * k1 {
             let total = unsafe { sum_partials_of(element_blocks, partials, set) };
@@ -163,18 +180,27 @@ pub unsafe fn gmres_cycle_sbell<A: MatrixScalar<V>, V: Scalar, const B: usize, c
             set += grid_dim();
         }
         unsafe { grid_sync(barrier) };
+        lap(2);
         unsafe { dcgs2_step_block(k, m, len, dots, scratch, st, coef) };
         sync_threads();
+        lap(3);
         if done() {
             break;
         }
         let (c, inv_alpha) = unsafe { (*coef.add(2 * m), (*coef.add(2 * m + 1)).re()) };
         unsafe { gs_update_columns(n, k, n, c, inv_alpha, coef, coef.add(m), w, basis) };
         unsafe { grid_sync(barrier) };
+        lap(4);
         k += 1;
     }
     if block_idx() == 0 {
         unsafe { copy_out_block(state, st, len) };
+        if thread_idx() == 0 {
+            for (p, t) in ns.iter().enumerate() {
+                // SAFETY: the host sized `state` for the phase times after the state.
+                unsafe { *state.add(len + p) = *t as f64 };
+            }
+        }
     }
 }
 

@@ -474,3 +474,66 @@ fn device_solver_matches_cpu_solver_and_dense_lu() {
     device_solver_case::<f64>(&gpu, "f64", 1e-9);
     device_solver_case::<Complex<f64>>(&gpu, "c64", 1e-9);
 }
+
+/// GMRES with `CycleControl::Fused` on `da` against device cycles looked at only at their
+/// end: the same steps, bit for bit, and one host wait per cycle besides the restarts.
+fn fused_matches_device_cycles<A, V>(gpu: &Gpu, what: &str, da: &DeviceSbell<A>, b: &[V])
+where
+    A: Element + MatrixScalar<V> + SpmvKernels<V>,
+    V: KrylovElement,
+{
+    let db = gpu.upload(b).expect("b");
+    let x0: Vec<V> = random_vec(b.len(), 3);
+    let base = GmresOptions::default().restart(12).rtol(1e-9).max_iter(200);
+    let solve = |control: CycleControl| {
+        let mut x = gpu.upload(&x0).expect("x0");
+        let before = ferrocuda::gpu::host_waits();
+        let r = kgpu::gmres(da, None, &db, &mut x, &base.clone().cycle_control(control))
+            .expect("gmres");
+        let waits = ferrocuda::gpu::host_waits() - before;
+        (r, x.download().expect("x"), waits)
+    };
+    let (rd, xd, _) = solve(CycleControl::Device { check_every: 0 });
+    let (rf, xf, waits) = solve(CycleControl::Fused);
+    assert!(rf.cycles > 1, "{what}: {rf:?}");
+    assert_eq!(
+        (rf.iterations, rf.cycles, rf.reason),
+        (rd.iterations, rd.cycles, rd.reason),
+        "{what}"
+    );
+    assert!(
+        rf.history == rd.history && xf == xd,
+        "{what}: not bit for bit"
+    );
+    // |b| and the checks of b and x0, per cycle its true residual and its end, one last
+    // true residual.
+    let bound = 3 + 2 * rf.cycles as u64 + 1;
+    assert!(waits <= bound, "{what}: {waits} waits, bound {bound}");
+    let ph = rf.timing.cycle_phases;
+    assert!(
+        ph.dots > 0.0 && ph.sums > 0.0 && ph.algebra > 0.0 && ph.update > 0.0,
+        "{what}: {ph:?}"
+    );
+}
+
+/// The one-kernel cycle beyond the device-cycle test's pairs: a real matrix with complex
+/// vectors (`SbellRef::Real`) and a block size other than 5 (the kernel's run-time `b`).
+/// Small enough for compute-sanitizer's racecheck.
+#[test]
+fn gmres_fused_cycles_match_device_cycles_on_mixed_pairs_and_other_block_sizes() {
+    let Some(gpu) =
+        gpu_or_skip("gmres_fused_cycles_match_device_cycles_on_mixed_pairs_and_other_block_sizes")
+    else {
+        return;
+    };
+    let (_, _, da, _, _) = trace_system::<f64, Complex<f64>>(&gpu, 5, 1);
+    let b: Vec<Complex<f64>> = random_vec(da.n_rows(), 8);
+    fused_matches_device_cycles(&gpu, "f64 x c64", &da, &b);
+    let coo = nonsymmetric::<f64>(300, 4);
+    let bc =
+        Bcsr::from_csr(&Csr::from(&coo), 3, BlockLayout::RowMajor, BlockFit::Exact).expect("bcsr");
+    let s = Sbell::from_bcsr(&bc).expect("sbell");
+    let ds = DeviceSbell::upload(&gpu, &s).expect("upload");
+    let b: Vec<f64> = random_vec(300, 9);
+    fused_matches_device_cycles(&gpu, "f64 b=3", &ds, &b);
+}
