@@ -230,6 +230,23 @@ pub(crate) unsafe fn sum_partials_of<T: Scalar>(count: usize, partials: *const T
     block_sum(acc)
 }
 
+/// What [`sum_partials_of`] gives for `count <= 32` partials, computed by one warp whose
+/// lane `l < count` holds partial `l` (the other lanes anything): the same additions in
+/// the same order (in that block, thread `t < count` adds partial `t` alone to zero, warp
+/// 0's tree sums them, every other warp's sum is zero, and the tree over the warp sums
+/// adds those). Lane 0 holds the result; every lane of the warp calls it.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) fn sum_partials_in_warp<T: Scalar>(partial: T, count: usize) -> T {
+    let mine = if lane() < count {
+        T::ZERO + partial
+    } else {
+        T::ZERO
+    };
+    let first = warp_sum(mine);
+    warp_sum(if lane() == 0 { first } else { T::ZERO })
+}
+
 /// Stage two of a reduction: block `s` writes the sum of
 /// `partials[s * count .. (s + 1) * count]` to `out[s]`.
 #[kernel]

@@ -221,7 +221,7 @@ struct GpuSpace<'a, V: KrylovElement> {
 struct DeviceCycle<V> {
     state: DeviceBuffer<f64>,
     coef: DeviceBuffer<V>,
-    header: Snapshots<f64>,
+    header: Option<Snapshots<f64>>,
     /// The grid barrier of the one-kernel cycle.
     barrier: DeviceBuffer<u32>,
 }
@@ -450,9 +450,14 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
             if check_every > 0 && (k + 1) % check_every == 0 && k < last {
                 // Look at the check before this one: the GPU still has the steps since.
                 let dc = self.on_device.as_mut().expect("allocated above");
-                let slot = dc.header.take(&dc.state.view(..Header::LEN)?)?;
+                // Pinned host memory is slow to allocate: only cycles that look need it.
+                let header = match &mut dc.header {
+                    Some(h) => h,
+                    None => dc.header.insert(self.gpu.snapshots(Header::LEN, 2)?),
+                };
+                let slot = header.take(&dc.state.view(..Header::LEN)?)?;
                 if let Some(p) = previous.replace(slot)
-                    && cyc::done(dc.header.read(p)?)
+                    && cyc::done(header.read(p)?)
                 {
                     break;
                 }
@@ -630,7 +635,7 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
                     .gpu
                     .alloc(cyc::state_len(self.restart) + CYCLE_PHASES)?,
                 coef: self.gpu.alloc(device_coef_len(self.restart))?,
-                header: self.gpu.snapshots(Header::LEN, 2)?,
+                header: None,
                 barrier: self.gpu.alloc_zeroed(1)?,
             });
         }

@@ -8,13 +8,15 @@
 //! * the product: [`crate::spmv::spmv_sbell`]'s chains, one thread per matrix row;
 //! * the dots: the blocks of a `gs_dots_partial` grid of `element_blocks x groups`
 //!   blocks, run in turn by the blocks of this grid;
-//! * their sums: one set per block, as `sum_partials`;
+//! * their sums: as `sum_partials`, by every block itself where a set has at most
+//!   [`SUMS_IN_BLOCK`] partials (no barrier), else one set per block;
 //! * the algebra: every block runs it on its own copy of the cycle's state in shared
 //!   memory (the same code on the same dots gives the same bits), so no block waits for
 //!   another's coefficients;
 //! * the update: `gs_update_device`'s per-element math over the grid.
 //!
-//! Four grid barriers per step: after the product, the dots, their sums, and the update.
+//! Three grid barriers per step (after the product, the dots and the update), four where
+//! the sums need their own.
 
 #[cfg(not(target_arch = "nvptx64"))]
 use crate::abi::Kernel;
@@ -30,10 +32,11 @@ use super::{BLOCK, DOTS_CHUNK, cycle, dcgs2_scratch_len, device_coef_len};
 #[cfg(target_arch = "nvptx64")]
 use super::{copy_in_block, copy_out_block, dcgs2_step_block, gs_dots_block, gs_update_columns};
 #[cfg(target_arch = "nvptx64")]
-use crate::blas1::sum_partials_of;
+use crate::blas1::{sum_partials_in_warp, sum_partials_of};
 #[cfg(target_arch = "nvptx64")]
 use crate::device::{
-    block_idx, dynamic_shared, globaltimer, grid_dim, grid_sync, sync_threads, thread_idx,
+    WARP_SIZE, block_idx, dynamic_shared, globaltimer, grid_dim, grid_sync, lane, sync_threads,
+    thread_idx, warp,
 };
 #[cfg(target_arch = "nvptx64")]
 use crate::scalar::RealScalar;
@@ -56,13 +59,18 @@ const fn reduce_bytes(scalar_bytes: usize) -> usize {
 
 /// Dynamic shared memory of the cycle kernel, in bytes, for restart length `m` and a
 /// vector scalar of `scalar_bytes` bytes: the reductions' area, the DCGS2 scratch
-/// ([`dcgs2_scratch_len`]), the cycle's state ([`cycle::state_len`]) and the step's
-/// coefficients ([`device_coef_len`]).
+/// ([`dcgs2_scratch_len`]), the cycle's state ([`cycle::state_len`]), the step's
+/// coefficients ([`device_coef_len`]) and its dots (`2 (m + 1)`).
 pub const fn cycle_shared_bytes(m: usize, scalar_bytes: usize) -> usize {
     reduce_bytes(scalar_bytes)
         + 8 * (dcgs2_scratch_len(m) + cycle::state_len(m))
-        + device_coef_len(m) * scalar_bytes
+        + (device_coef_len(m) + 2 * (m + 1)) * scalar_bytes
 }
+
+/// Largest number of the dots' stage-one partials per set that every block sums itself
+/// (one warp per set, [`crate::blas1`]'s `sum_partials_in_warp`); with more, one block
+/// per set sums them and a grid barrier follows.
+pub const SUMS_IN_BLOCK: usize = 32;
 
 /// The scalars of [`gmres_cycle_sbell`].
 #[repr(C)]
@@ -140,6 +148,15 @@ pub unsafe fn gmres_cycle_sbell<A: MatrixScalar<V>, V: Scalar, const B: usize, c
     let scratch = unsafe { dynamic_shared::<u8>().add(reduce_bytes(size_of::<V>())) } as *mut f64;
     let st = unsafe { scratch.add(dcgs2_scratch_len(m)) };
     let coef = unsafe { st.add(len) } as *mut V;
+    let sums = unsafe { coef.add(device_coef_len(m)) };
+    // Small reductions are summed by every block (no barrier), larger ones by one block
+    // per set into `dots`.
+    let in_block = element_blocks <= SUMS_IN_BLOCK;
+    let step_dots = if in_block {
+        sums as *const V
+    } else {
+        dots as *const V
+    };
     unsafe { copy_in_block(st, state, len) };
     sync_threads();
     let done = || unsafe { *st.add(cycle::Header::DONE) } != 0.0;
@@ -171,17 +188,22 @@ pub unsafe fn gmres_cycle_sbell<A: MatrixScalar<V>, V: Scalar, const B: usize, c
         }
         unsafe { grid_sync(barrier) };
         lap(1);
-        let mut set = block_idx();
-        while set < 2 * k1 {
-            let total = unsafe { sum_partials_of(element_blocks, partials, set) };
-            if thread_idx() == 0 {
-                unsafe { *dots.add(set) = total };
+        if in_block {
+            unsafe { sum_sets_in_block(element_blocks, 2 * k1, partials, sums) };
+            sync_threads();
+        } else {
+            let mut set = block_idx();
+            while set < 2 * k1 {
+                let total = unsafe { sum_partials_of(element_blocks, partials, set) };
+                if thread_idx() == 0 {
+                    unsafe { *dots.add(set) = total };
+                }
+                set += grid_dim();
             }
-            set += grid_dim();
+            unsafe { grid_sync(barrier) };
         }
-        unsafe { grid_sync(barrier) };
         lap(2);
-        unsafe { dcgs2_step_block(k, m, len, dots, scratch, st, coef) };
+        unsafe { dcgs2_step_block(k, m, len, step_dots, scratch, st, coef) };
         sync_threads();
         lap(3);
         if done() {
@@ -201,6 +223,35 @@ pub unsafe fn gmres_cycle_sbell<A: MatrixScalar<V>, V: Scalar, const B: usize, c
                 unsafe { *state.add(len + p) = *t as f64 };
             }
         }
+    }
+}
+
+/// `out[s]` = the sum of the `count <= 32` partials of set `s < sets` (`partials[s count
+/// ..]`), as `sum_partials` computes it, by this block alone: warp `w` takes sets `w, w +
+/// warps, ...`, eight at a time, their loads issued before their sums.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn sum_sets_in_block<T: Scalar>(count: usize, sets: usize, partials: *const T, out: *mut T) {
+    let warps = CYCLE_THREADS / WARP_SIZE;
+    let mut first = warp();
+    while first < sets {
+        let mut v = [T::ZERO; 8];
+        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
+            let set = first + i * warps;
+            if set < sets && lane() < count {
+                v[i] = unsafe { *partials.add(set * count + lane()) };
+            }
+        });
+        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
+            let set = first + i * warps;
+            if set < sets {
+                let total = sum_partials_in_warp(v[i], count);
+                if lane() == 0 {
+                    unsafe { *out.add(set) = total };
+                }
+            }
+        });
+        first += 8 * warps;
     }
 }
 
