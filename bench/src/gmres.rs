@@ -292,10 +292,22 @@ where
             kgpu::gmres(&da, dm, &db, &mut x, o)
         };
         // One untimed solve loads the modules and sizes the scratch.
-        solve(&opts.gmres.clone().max_iter(2))?;
+        solve(
+            &opts
+                .gmres
+                .clone()
+                .max_iter(2)
+                .cycle_control(CycleControl::Host),
+        )?;
         for orth in [Orthogonalization::Cgs2, Orthogonalization::Mgs] {
             progress(&format!("GPU {orth:?}"));
-            let r = solve(&opts.gmres.clone().orthogonalization(orth))?;
+            let r = solve(
+                &opts
+                    .gmres
+                    .clone()
+                    .orthogonalization(orth)
+                    .cycle_control(CycleControl::Host),
+            )?;
             rows.push(GmresRow {
                 kind: match orth {
                     Orthogonalization::Cgs2 => SolverKind::GpuCgs2,

@@ -24,8 +24,8 @@ use ferrocuda_kernels::spmv::sbell_row_threads;
 use super::arnoldi::{self, C, Space, from_c, to_c};
 use super::cpu::{agree, check_system};
 use super::{
-    CycleControl, CyclePhases, DeviceLinOp, FUSED_FALLBACK_CHECK_EVERY, GmresOptions, GmresReport,
-    Orthogonalization, SbellRef,
+    CycleControl, CyclePhases, DeviceLinOp, FUSED_AUTO_MAX_ROWS, FUSED_FALLBACK_CHECK_EVERY,
+    GmresOptions, GmresReport, Orthogonalization, SbellRef,
 };
 use crate::blas1::{Element, gpu as b1};
 use crate::comm::Communicator;
@@ -281,7 +281,7 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
             ms: [0.0; 4],
             control: opts.cycle_control,
             // Inside device cycles nothing is timed (no event waits): the total only.
-            timed: opts.cycle_control == CycleControl::Host,
+            timed: matches!(opts.cycle_control, CycleControl::Host | CycleControl::Auto),
             on_device: None,
             phases: CyclePhases::default(),
         })
@@ -818,21 +818,34 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         target: f64,
         eps: f64,
     ) -> Result<Option<Vec<f64>>> {
+        if self.comm.is_some() {
+            return Ok(None);
+        }
+        let fusable = orthogonalization == Orthogonalization::Cgs2 && self.m.is_none();
+        // Where the one-kernel cycle cannot run: Fused looks every few steps, Auto steps
+        // from the host.
         let check_every = match self.control {
-            CycleControl::Device { check_every } if self.comm.is_none() => check_every,
-            CycleControl::Fused if self.comm.is_none() => FUSED_FALLBACK_CHECK_EVERY,
-            _ => return Ok(None),
+            CycleControl::Device { check_every } => Some(check_every),
+            CycleControl::Fused => Some(FUSED_FALLBACK_CHECK_EVERY),
+            CycleControl::Auto | CycleControl::Host => None,
         };
+        let fused = match self.control {
+            CycleControl::Fused => fusable,
+            CycleControl::Auto => fusable && self.n <= FUSED_AUTO_MAX_ROWS,
+            _ => false,
+        };
+        if check_every.is_none() && !fused {
+            return Ok(None);
+        }
         // The state, then the one-kernel cycle's phase times.
         let mut start = vec![0.0; cyc::state_len(self.restart) + CYCLE_PHASES];
         cyc::begin(&mut start, m, target, eps);
-        if self.control == CycleControl::Fused
-            && orthogonalization == Orthogonalization::Cgs2
-            && self.m.is_none()
-            && let Some(end) = self.fused_cycle(m, &start)?
-        {
+        if fused && let Some(end) = self.fused_cycle(m, &start)? {
             return Ok(Some(end));
         }
+        let Some(check_every) = check_every else {
+            return Ok(None);
+        };
         if orthogonalization == Orthogonalization::Mgs {
             cyc::mgs_begin(&mut start, beta);
             self.scale_first(beta)?;

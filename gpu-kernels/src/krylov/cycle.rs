@@ -169,23 +169,25 @@ fn start_least_squares(st: &mut [f64], beta: f64) {
 fn push_column(st: &mut [f64], col: impl Fn(&[f64], usize) -> C) -> f64 {
     let l = Layout::of(st);
     let j = steps(st);
-    for i in 0..j + 2 {
-        let v = col(st, i);
-        set(st, l.hess(j, i), v);
-    }
-    // R's column j is the Hessenberg column turned by the earlier rotations (each touches
-    // entries i and i + 1 <= j); its entry j + 1, which the new rotation zeroes, is
-    // carried aside.
-    for i in 0..=j {
-        set(st, l.r(j, i), get(st, l.hess(j, i)));
-    }
+    // R's column j is the Hessenberg column turned by the earlier rotations, in order:
+    // rotation i meets entry i as the rotations before it left it (`a`, carried in a
+    // register) and entry i + 1 as it came (no earlier rotation touched it). One pass
+    // stores the column and its rotated copy: each step waits on its arithmetic only,
+    // not on a store and a load of the entry it just wrote. Entry j + 1, which the new
+    // rotation zeroes, is not rotated.
+    let mut a = col(st, 0);
+    set(st, l.hess(j, 0), a);
     for i in 0..j {
+        let b = col(st, i + 1);
+        set(st, l.hess(j, i + 1), b);
         let (c, s) = (st[l.rot(i)], get(st, l.rot(i) + 1));
-        let (a, b) = (get(st, l.r(j, i)), get(st, l.r(j, i + 1)));
         set(st, l.r(j, i), a * c + s * b);
-        set(st, l.r(j, i + 1), -s.conj() * a + b * c);
+        a = -s.conj() * a + b * c;
     }
-    let (c, s, rr) = givens(get(st, l.r(j, j)), get(st, l.hess(j, j + 1)));
+    set(st, l.r(j, j), a);
+    let below = col(st, j + 1);
+    set(st, l.hess(j, j + 1), below);
+    let (c, s, rr) = givens(a, below);
     set(st, l.r(j, j), rr);
     st[l.rot(j)] = c;
     set(st, l.rot(j) + 1, s);

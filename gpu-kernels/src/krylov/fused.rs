@@ -183,7 +183,7 @@ pub unsafe fn gmres_cycle_sbell<A: MatrixScalar<V>, V: Scalar, const B: usize, c
         let mut vb = block_idx();
         while vb < blocks {
             let wv = if apply { w as *const V } else { u as *const V };
-            unsafe { gs_dots_block(vb, blocks, n, k1, u, wv, basis, n, partials) };
+            unsafe { gs_dots_block::<V, true>(vb, blocks, n, k1, u, wv, basis, n, partials) };
             vb += grid_dim();
         }
         unsafe { grid_sync(barrier) };

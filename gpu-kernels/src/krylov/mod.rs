@@ -79,16 +79,17 @@ pub unsafe fn gs_dots_partial<T: Scalar>(
     ld: usize,
     partials: *mut T,
 ) {
-    unsafe { gs_dots_block(block_idx(), grid_dim(), n, k1, u, w, basis, ld, partials) };
+    unsafe { gs_dots_block::<T, false>(block_idx(), grid_dim(), n, k1, u, w, basis, ld, partials) };
 }
 
 /// Block `vb` of a [`gs_dots_partial`] grid of `blocks` blocks, run by this block (the
-/// cycle kernel runs several in turn): the same partial, the same bits. Ends with a
+/// cycle kernel runs several in turn): the same partial, the same bits. `PAIRED`: two
+/// elements' loads at a time (more registers; the cycle kernel's choice). Ends with a
 /// barrier, so the shared memory may be reused right after.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn gs_dots_block<T: Scalar>(
+unsafe fn gs_dots_block<T: Scalar, const PAIRED: bool>(
     vb: usize,
     blocks: usize,
     n: usize,
@@ -115,6 +116,28 @@ unsafe fn gs_dots_block<T: Scalar>(
     // eight column addresses (f32 40 -> 56, f64 64 -> 72 registers on sm_80: fewer
     // resident blocks for the hottest GMRES kernel).
     let mut i = e * block_dim() + thread_idx();
+    if PAIRED {
+        // Two elements' loads before their sums (same order of sums): a small grid has
+        // few elements per thread, and each would otherwise wait its own round trip.
+        while i + stride < n {
+            let i2 = i + stride;
+            let (u1, w1, u2, w2) = unsafe { (*u.add(i), *w.add(i), *u.add(i2), *w.add(i2)) };
+            let (mut v1, mut v2) = ([T::ZERO; DOTS_CHUNK], [T::ZERO; DOTS_CHUNK]);
+            for j in 0..DOTS_CHUNK {
+                if j < count {
+                    let col = unsafe { basis.add((first + j) * ld) };
+                    (v1[j], v2[j]) = unsafe { (*col.add(i), *col.add(i2)) };
+                }
+            }
+            for j in 0..DOTS_CHUNK {
+                if j < count {
+                    au[j] = dot_step(dot_step(au[j], v1[j], u1), v2[j], u2);
+                    aw[j] = dot_step(dot_step(aw[j], v1[j], w1), v2[j], w2);
+                }
+            }
+            i += 2 * stride;
+        }
+    }
     while i < n {
         let (ui, wi) = unsafe { (*u.add(i), *w.add(i)) };
         for j in 0..DOTS_CHUNK {

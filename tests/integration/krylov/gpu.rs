@@ -223,6 +223,7 @@ where
     }) {
         for orth in [Orthogonalization::Cgs2, Orthogonalization::Mgs] {
             let base = GmresOptions::default()
+                .cycle_control(CycleControl::Host)
                 .restart(m)
                 .rtol(rtol)
                 .max_iter(300)
