@@ -489,6 +489,9 @@ pub struct DeviceSbell<A> {
     block_col: DeviceBuffer<Index>,
     values: DeviceBuffer<A>,
     threads: SbellThreads,
+    /// What [`SbellThreads::Auto`] picks for this matrix on its device (one thread per
+    /// row), decided at the upload.
+    auto_rows: bool,
 }
 
 /// How [`spmv_sbell`] maps threads to a [`DeviceSbell`] matrix. Every choice gives the
@@ -521,6 +524,7 @@ impl<A: Element> DeviceSbell<A> {
     /// Copies `a`'s arrays (and the list of its empty block rows) to the device of `gpu`.
     pub fn upload(gpu: &Gpu, a: &Sbell<A>) -> Result<Self> {
         let empty = a.empty_block_rows()?;
+        let auto_rows = sbell_by_rows(a.row_len().len(), gpu.multiprocessors()?);
         Ok(DeviceSbell {
             shape: a.shape(),
             n_stored: a.n_stored(),
@@ -534,6 +538,7 @@ impl<A: Element> DeviceSbell<A> {
             block_col: gpu.upload(a.block_col())?,
             values: gpu.upload(a.values())?,
             threads: SbellThreads::Auto,
+            auto_rows,
         })
     }
 
@@ -604,7 +609,7 @@ where
     let n_stored_pad = a.row_len.len();
     let b = a.shape.b;
     let rows = match a.threads {
-        SbellThreads::Auto => sbell_by_rows(n_stored_pad, a.gpu().multiprocessors()?),
+        SbellThreads::Auto => a.auto_rows,
         SbellThreads::BlockRows => false,
         SbellThreads::Rows => true,
     };
