@@ -98,8 +98,9 @@ pub fn run(gpu: &Gpu, opts: &LatencyOptions) -> Result<LatencyReport> {
     }
     for &n in MG_SIZES.iter().take(take(MG_SIZES.len())) {
         progress(&format!("multigrid V(5,5) at {n}^3"));
-        rows.push(mg_row::<f32>(gpu, n, &device, opts.reps)?);
-        rows.push(mg_row::<f64>(gpu, n, &device, opts.reps)?);
+        rows.push(mg_row::<f32>(gpu, n, &device, opts.reps, true)?);
+        rows.push(mg_row::<f64>(gpu, n, &device, opts.reps, true)?);
+        rows.push(mg_row::<f32>(gpu, n, &device, opts.reps, false)?);
     }
     for &n in ROCK4_SIZES.iter().take(take(ROCK4_SIZES.len())) {
         progress(&format!("ROCK4 at N = {n}"));
@@ -156,20 +157,36 @@ fn gmres_rows(gpu: &Gpu, case: &str, device: &str, peers: bool) -> Result<Vec<La
 }
 
 /// The fastest SBL V(5,5) cycle of `reps` solves of 5 cycles on `n^3` points (seed
-/// 003's setup, base 2).
-fn mg_row<T: MgReal>(gpu: &Gpu, n: usize, device: &str, reps: usize) -> Result<LatencyRow> {
+/// 003's setup, base 2); `graphs`: each cycle replayed as a CUDA graph (the default),
+/// else every operation launched from the host (the baseline).
+fn mg_row<T: MgReal>(
+    gpu: &Gpu,
+    n: usize,
+    device: &str,
+    reps: usize,
+    graphs: bool,
+) -> Result<LatencyRow> {
     let mut opts = MgOptions::new(n, 2);
     opts.cycles = 5;
     let mut best = f64::INFINITY;
+    let mut captured = 0;
     // One untimed solve loads the modules.
     for rep in 0..=reps {
-        let r = mgpu::Solver::<T>::new(gpu, &opts)?.solve()?;
+        let mut solver = mgpu::Solver::<T>::new(gpu, &opts)?;
+        solver.set_cycle_graphs(graphs);
+        let r = solver.solve()?;
+        captured = solver.cycle_graphs();
         if rep > 0 {
             best = best.min(crate::multigrid::best_ms(&r.cycle_seconds));
         }
     }
+    let how = match (graphs, captured) {
+        (false, _) => ", every operation launched from the host",
+        (true, 0) => ", graph capture failed: launched from the host",
+        (true, _) => "",
+    };
     Ok(LatencyRow {
-        what: format!("multigrid SBL V(5,5) ms/cycle, {}", T::SUFFIX),
+        what: format!("multigrid SBL V(5,5) ms/cycle, {}{how}", T::SUFFIX),
         size: format!("{n}^3"),
         device: device.to_string(),
         ours_ms: best,
@@ -254,7 +271,7 @@ impl LatencyReport {
     /// The Markdown file.
     pub fn to_markdown(&self) -> String {
         format!(
-            "# Latency: small and medium problems\n\nWritten by `ferrocuda bench latency`; do not edit by hand.\n\n- device: {}\n- GMRES(30), f64, no preconditioner, rtol 1e-8, SBELL operator: ms per Arnoldi step; floor: the bytes of the same steps over the copy bandwidth of the run; peer: CuPy's GMRES per step in the same run (its own steps: it stops only after whole cycles)\n- multigrid: seed 003's SBL V(5,5), B = 10, base 2; the fastest cycle of the runs\n- ROCK4: the thesis's reaction-advection-diffusion problem on N x N points, tol 1e-7, step-size controller on the device; ms per step (accepted and rejected)\n\n{}\n![latency](latency-chart.png)\n",
+            "# Latency: small and medium problems\n\nWritten by `ferrocuda bench latency`; do not edit by hand.\n\n- device: {}\n- GMRES(30), f64, no preconditioner, rtol 1e-8, SBELL operator: ms per Arnoldi step; floor: the bytes of the same steps over the copy bandwidth of the run; peer: CuPy's GMRES per step in the same run (its own steps: it stops only after whole cycles)\n- multigrid: seed 003's SBL V(5,5), B = 10, base 2; the fastest cycle of the runs; each cycle one CUDA graph, and (the baseline) every operation launched from the host\n- ROCK4: the thesis's reaction-advection-diffusion problem on N x N points, tol 1e-7, step-size controller on the device; ms per step (accepted and rejected)\n\n{}\n![latency](latency-chart.png)\n",
             self.device,
             markdown_table(&Self::HEADERS, &self.cells())
         )

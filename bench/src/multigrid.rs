@@ -765,7 +765,9 @@ fn smoother_alone<T: MgReal>(
 ) -> Result<SmootherRow> {
     let o = MgOptions::new(n, 2).inner(inner);
     let mut s = gpu::Solver::<T>::new(g, &o)?;
-    let stats = time_gpu(g, 2, reps.max(1), || s.sweep_finest(Sweep::AllOutOfPlace))?;
+    // Events on the solver's own stream, where its sweeps run.
+    let on = s.gpu().clone();
+    let stats = time_gpu(&on, 2, reps.max(1), || s.sweep_finest(Sweep::AllOutOfPlace))?;
     let (nf, i) = (n as f64, (n - 2) as f64);
     let bytes = (nf.powi(3) + 2.0 * i.powi(3)) * size_of::<T>() as f64;
     let gbps = stats.gbps(bytes);

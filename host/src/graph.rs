@@ -80,3 +80,9 @@ impl Graph {
         &self.gpu
     }
 }
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Graph").finish_non_exhaustive()
+    }
+}

@@ -10,10 +10,16 @@
 //! and a deterministic norm reduction (one partial per z-plane, then
 //! `sum_partials_f64`). The same per-point functions as [`super::cpu`], so the
 //! deterministic smoothers give the CPU's iterates bit for bit.
+//!
+//! A V or W cycle is some 20 launches per level, each a few microseconds of host work
+//! for kernels that run about as long on small grids. The solver therefore captures a
+//! cycle's launches as a CUDA graph on its own stream the first time it starts from
+//! given buffers, and replays it after: one launch per cycle, the same kernels in the
+//! same order, so the same bits ([`Solver::set_cycle_graphs`] turns this off).
 
 use std::time::Instant;
 
-use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, LaunchConfig};
+use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, Graph, LaunchConfig};
 use ferrocuda_kernels::multigrid::{
     MAX_GPU_BLOCK, MgCoarseSolve, MgFillRhs, MgInterp, MgNormsPartial, MgResidual, MgRestrict,
     MgSmooth, NORM_SETS, NORM_THREADS, SmoothParams, THREADS, blocks_per_dim,
@@ -54,6 +60,18 @@ pub struct Solver<T: MgReal> {
     inner: u32,
     omega: f64,
     setup_seconds: f64,
+    /// Whether cycles are captured and replayed as graphs.
+    use_graphs: bool,
+    graphs: Vec<CycleGraph>,
+}
+
+/// The launches of one cycle that starts with the levels' iterates in the buffers
+/// `start` (`Level::cur` per level) and leaves them in `end`.
+#[derive(Debug)]
+struct CycleGraph {
+    start: Vec<usize>,
+    end: Vec<usize>,
+    graph: Graph,
 }
 
 /// The launch of a point-wise kernel over an `n^3` grid.
@@ -71,6 +89,9 @@ impl<T: MgReal> Solver<T> {
         // Loading the kernels (a JIT compile for a PTX-only build) is not setup time.
         crate::gpu::preload(gpu, &["multigrid", "blas1"])?;
         let start = Instant::now();
+        // Its own stream: cycles are captured as graphs, which needs a stream that no
+        // other thread issues work to meanwhile.
+        let gpu = &gpu.new_stream()?;
         let hier = opts.validate()?;
         let block = opts.block_edge();
         if block > MAX_GPU_BLOCK {
@@ -119,6 +140,8 @@ impl<T: MgReal> Solver<T> {
             inner: opts.smoother.inner_sweeps(opts.inner) as u32,
             omega: opts.omega_value(),
             setup_seconds: 0.0,
+            use_graphs: true,
+            graphs: Vec::new(),
         };
         let args = MgFillRhs {
             n,
@@ -153,9 +176,36 @@ impl<T: MgReal> Solver<T> {
         &self.hier
     }
 
-    /// The device.
+    /// The device, on the solver's own stream (time its work with events on it).
     pub fn gpu(&self) -> &Gpu {
         &self.gpu
+    }
+
+    /// Whether V and W cycles are captured as CUDA graphs and replayed (the default:
+    /// `true`); `false` launches every operation of every cycle from the host, as a
+    /// baseline. Either gives the same bits.
+    pub fn set_cycle_graphs(&mut self, on: bool) {
+        self.use_graphs = on;
+        if !on {
+            self.graphs.clear();
+        }
+    }
+
+    /// How many cycle graphs were captured (one per starting buffer state; zero where
+    /// graphs are off or the capture failed and the cycles were launched directly).
+    pub fn cycle_graphs(&self) -> usize {
+        self.graphs.len()
+    }
+
+    /// The buffer that holds each level's iterate.
+    fn iterates(&self) -> Vec<usize> {
+        self.levels.iter().map(|l| l.cur).collect()
+    }
+
+    fn set_iterates(&mut self, cur: &[usize]) {
+        for (l, &c) in self.levels.iter_mut().zip(cur) {
+            l.cur = c;
+        }
     }
 
     /// One smoother sweep on the finest grid, queued (for benchmarks).
@@ -372,8 +422,43 @@ impl<T: MgReal> Levels for Solver<T> {
     }
 
     fn reset(&mut self) -> Result<()> {
+        // Every level from its first buffer: a cycle sets a coarse level's iterate before
+        // it reads it, and each solve then meets the starting states of the last one,
+        // whose graphs it replays.
+        self.set_iterates(&vec![0; self.levels.len()]);
         let top = self.levels.last_mut().expect("a level");
-        top.cur = 0;
         crate::blas1::gpu::fill(&mut top.u[0], T::ZERO)
+    }
+
+    fn queue_cycle(&mut self, queue: &mut dyn FnMut(&mut Self) -> Result<()>) -> Result<bool> {
+        let start = self.iterates();
+        if self.use_graphs {
+            if let Some(i) = self.graphs.iter().position(|g| g.start == start) {
+                self.graphs[i].graph.launch()?;
+                let end = self.graphs[i].end.clone();
+                self.set_iterates(&end);
+                return Ok(false);
+            }
+            let gpu = self.gpu.clone();
+            // SAFETY: the captured kernels touch only this solver's buffers, allocated
+            // once in `new` and dropped with the graphs (fields of the same struct);
+            // the stream is the solver's own (`new`), and a replay runs on it, ordered
+            // with the solver's other work.
+            match unsafe { gpu.capture::<Error>(|_| queue(self)) } {
+                Ok(graph) => {
+                    let end = self.iterates();
+                    graph.launch()?;
+                    self.graphs.push(CycleGraph { start, end, graph });
+                    return Ok(true);
+                }
+                Err(_) => {
+                    // Nothing ran: launch directly from the same buffers from now on.
+                    self.set_iterates(&start);
+                    self.use_graphs = false;
+                }
+            }
+        }
+        queue(self)?;
+        Ok(true)
     }
 }

@@ -470,6 +470,60 @@ pub(crate) trait Levels {
     fn sync(&mut self) -> Result<()>;
     /// `u <- 0` on the finest level.
     fn reset(&mut self) -> Result<()>;
+    /// Queues one whole V or W cycle, which `queue` issues on this hierarchy; returns
+    /// whether `queue` ran. The default runs it. The GPU replays a CUDA graph of the
+    /// same launches where it captured one from the buffers' current state, and
+    /// captures one where not (one launch per cycle instead of one per operation).
+    fn queue_cycle(&mut self, queue: &mut dyn FnMut(&mut Self) -> Result<()>) -> Result<bool>
+    where
+        Self: Sized,
+    {
+        queue(self)?;
+        Ok(true)
+    }
+}
+
+/// A hierarchy's sizes without its arrays: runs a [`Driver`] for the cost model of a
+/// cycle whose launches were replayed.
+struct Sizes<'a> {
+    sizes: &'a [usize],
+    elem: usize,
+}
+
+impl Levels for Sizes<'_> {
+    fn depth(&self) -> usize {
+        self.sizes.len()
+    }
+    fn n(&self, level: usize) -> usize {
+        self.sizes[level]
+    }
+    fn elem(&self) -> usize {
+        self.elem
+    }
+    fn sweep(&mut self, _: usize, _: Sweep) -> Result<()> {
+        Ok(())
+    }
+    fn restrict_residual(&mut self, _: usize) -> Result<()> {
+        Ok(())
+    }
+    fn restrict_rhs(&mut self, _: usize) -> Result<()> {
+        Ok(())
+    }
+    fn prolong(&mut self, _: usize, _: bool) -> Result<()> {
+        Ok(())
+    }
+    fn solve_coarsest(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn norms(&mut self) -> Result<[f64; 3]> {
+        Ok([0.0; 3])
+    }
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn reset(&mut self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Model bytes and flops of the operations of one cycle.
@@ -488,7 +542,17 @@ struct Driver<'a, L: Levels> {
     cost: Cost,
 }
 
-impl<L: Levels> Driver<'_, L> {
+impl<'a, L: Levels> Driver<'a, L> {
+    fn new(lv: &'a mut L, opts: &'a MgOptions) -> Self {
+        Driver {
+            lv,
+            opts,
+            sweeps: opts.smoother.sweeps(),
+            inner: opts.smoother.inner_sweeps(opts.inner),
+            cost: Cost::default(),
+        }
+    }
+
     fn points(&self, level: usize) -> f64 {
         (self.lv.n(level) as f64).powi(3)
     }
@@ -591,26 +655,36 @@ pub(crate) fn solve_with<L: Levels>(
     };
     let gamma = if opts.cycle == Cycle::W { 2 } else { 1 };
     let top = h.depth() - 1;
-    let mut driver = Driver {
-        lv,
-        opts,
-        sweeps: opts.smoother.sweeps(),
-        inner: opts.smoother.inner_sweeps(opts.inner),
-        cost: Cost::default(),
-    };
     for c in 0..opts.cycles {
-        driver.cost = Cost::default();
         let t = Instant::now();
+        let mut cost = Cost::default();
         if c == 0 && opts.cycle == Cycle::Fmg {
+            let mut driver = Driver::new(lv, opts);
             driver.fmg()?;
+            cost = driver.cost;
         } else {
-            driver.cycle(top, gamma)?;
+            let queued = lv.queue_cycle(&mut |lv| {
+                let mut driver = Driver::new(lv, opts);
+                driver.cycle(top, gamma)?;
+                cost = driver.cost;
+                Ok(())
+            })?;
+            if !queued {
+                // Replayed: the same operations, so the same model cost.
+                let mut sizes = Sizes {
+                    sizes: h.sizes(),
+                    elem: lv.elem(),
+                };
+                let mut driver = Driver::new(&mut sizes, opts);
+                driver.cycle(top, gamma)?;
+                cost = driver.cost;
+            }
         }
-        driver.lv.sync()?;
+        lv.sync()?;
         report.cycle_seconds.push(t.elapsed().as_secs_f64());
-        report.cycle_bytes.push(driver.cost.bytes);
-        report.cycle_flops.push(driver.cost.flops);
-        let [r, e, a] = driver.lv.norms()?;
+        report.cycle_bytes.push(cost.bytes);
+        report.cycle_flops.push(cost.flops);
+        let [r, e, a] = lv.norms()?;
         report.residual_norm.push(r);
         report.error_norm.push(e);
         report.algebraic_error_norm.push(a);

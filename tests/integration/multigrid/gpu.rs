@@ -1,7 +1,8 @@
 //! Multigrid on the GPU against the CPU twin: the deterministic smoothers give the same
 //! iterates bit for bit (f32 and f64, bases 2, 3, 4, 6, V, W and FMG cycles), the norms
 //! agree to rounding (different summation orders), ABL and SBL reach the discretisation
-//! error in f32 and f64, the racy SBL converges, and bad input is an error. Each test
+//! error in f32 and f64, the racy SBL converges, cycles replayed as CUDA graphs give the
+//! bits of direct launches, and bad input is an error. Each test
 //! skips visibly without a GPU (`FERROCUDA_REQUIRE_GPU=1` turns that into a failure).
 
 use crate::common;
@@ -85,6 +86,76 @@ fn gpu_matches_cpu_bit_for_bit() {
             check_same::<f32>(&g, &opts);
             check_same::<f64>(&g, &opts);
         }
+    }
+}
+
+/// Solves with `opts` twice on one solver with cycle graphs and once without; all three
+/// must give the same bits and norms. Returns how many graphs the first solver captured.
+fn graphs_against_launches<T: MgReal>(g: &Gpu, opts: &MgOptions) -> usize {
+    let name = format!("{opts:?}");
+    let mut on = gpu::Solver::<T>::new(g, opts).expect("solver");
+    let first = on.solve().expect("solve with graphs");
+    let u_first = on.solution().download().expect("download");
+    let captured = on.cycle_graphs();
+    // A second solve on the same solver replays the graphs of the first.
+    let again = on.solve().expect("second solve");
+    let u_again = on.solution().download().expect("download");
+    assert_eq!(on.cycle_graphs(), captured, "{name}: captured again");
+    let mut off = gpu::Solver::<T>::new(g, opts).expect("solver");
+    off.set_cycle_graphs(false);
+    let plain = off.solve().expect("solve without graphs");
+    let u_plain = off.solution().download().expect("download");
+    assert_eq!(off.cycle_graphs(), 0, "{name}");
+    for (what, u, r) in [("graphs", &u_first, &first), ("replayed", &u_again, &again)] {
+        let differ = u.iter().zip(&u_plain).filter(|(a, b)| a != b).count();
+        assert_eq!(
+            differ,
+            0,
+            "{name} {what}: {differ} of {} values differ",
+            u.len()
+        );
+        assert_eq!(r.residual_norm, plain.residual_norm, "{name} {what}");
+        assert_eq!(r.error_norm, plain.error_norm, "{name} {what}");
+        assert_eq!(
+            r.cycle_bytes, plain.cycle_bytes,
+            "{name} {what}: cost model"
+        );
+    }
+    captured
+}
+
+#[test]
+fn cycle_graphs_give_the_bits_of_direct_launches() {
+    let Some(g) = gpu_or_skip("cycle_graphs_give_the_bits_of_direct_launches") else {
+        return;
+    };
+    // SBL V(5,5): every cycle starts from the same buffers, so one graph serves all.
+    let sbl = MgOptions::new(33, 2).cycles(4);
+    assert_eq!(graphs_against_launches::<f32>(&g, &sbl), 1);
+    assert_eq!(graphs_against_launches::<f64>(&g, &sbl), 1);
+    // Jacobi V(2,1): three out-of-place sweeps per level, so the iterates alternate
+    // between buffers from cycle to cycle: several graphs, and replays of them.
+    let jacobi = MgOptions::new(33, 2)
+        .smoother(Smoother::Jacobi)
+        .smoothing(2, 1)
+        .cycles(6);
+    for captured in [
+        graphs_against_launches::<f32>(&g, &jacobi),
+        graphs_against_launches::<f64>(&g, &jacobi),
+    ] {
+        assert!((2..6).contains(&captured), "{captured} graphs for 6 cycles");
+    }
+    // W-cycles, FMG (its first cycle launched directly), base 4, ABL.
+    for opts in [
+        MgOptions::new(65, 2)
+            .cycle(Cycle::W)
+            .smoothing(2, 1)
+            .cycles(3),
+        MgOptions::new(65, 2).cycle(Cycle::Fmg).cycles(3),
+        MgOptions::new(65, 4).smoother(Smoother::Abl).cycles(3),
+    ] {
+        assert_eq!(graphs_against_launches::<f32>(&g, &opts), 1, "{opts:?}");
+        assert_eq!(graphs_against_launches::<f64>(&g, &opts), 1, "{opts:?}");
     }
 }
 
