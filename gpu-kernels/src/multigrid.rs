@@ -656,6 +656,176 @@ unsafe fn line(m: usize, tab: *const f64, row: usize, src: impl Fn(usize) -> f64
 }
 
 // ---------------------------------------------------------------------------------------
+// The coarse levels in one launch. A V or W cycle spends most of its kernels on the small
+// levels, where each is a few microseconds of launch and dependent arithmetic for almost
+// no data. The host records those levels' operations as a list ([`MgOp`]) and one thread
+// block runs the list in order ([`op_list`]), a block barrier between operations: the same
+// per-point and per-block functions in the same order as the single kernels, so the
+// same bits.
+
+/// Threads of the one thread block of [`op_list`].
+pub const OPS_THREADS: usize = 512;
+/// Levels of at most this many points per dimension are run by [`op_list`] (17^3 = 4913
+/// points: the block's 512 threads take at most 10 points or one smoother block of
+/// edge 2 each).
+pub const OPS_MAX_N: usize = 17;
+/// Block edges [`op_list`] is built for (`OPS[s - 1]`): its smoother keeps the block in
+/// registers, and 512 threads of it fit one SM's registers.
+pub const OPS_MAX_BLOCK: usize = 2;
+
+/// One operation of [`op_list`]; `level` indexes the levels table (level 0 the coarsest),
+/// buffers are the level's two iterates `u[0]`, `u[1]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MgOp {
+    /// One smoother sweep ([`smooth`]) in `mode`, reading `u[src]`, writing `u[dst]`.
+    Sweep {
+        /// Level.
+        level: usize,
+        /// [`MODE_ALL`], [`MODE_RED`] or [`MODE_BLACK`].
+        mode: u32,
+        /// Buffer read.
+        src: usize,
+        /// Buffer written (`src` in place).
+        dst: usize,
+    },
+    /// `u[dst] <- f - A u[src]` ([`residual`]).
+    Residual {
+        /// Level.
+        level: usize,
+        /// Iterate.
+        src: usize,
+        /// Residual.
+        dst: usize,
+    },
+    /// `f` of `level - 1` `<- R` (`f` of `level` where `from_rhs`, else `u[src]`)
+    /// ([`restrict`]).
+    Restrict {
+        /// The fine level.
+        level: usize,
+        /// Restrict the right-hand side (FMG) instead of `u[src]`.
+        from_rhs: bool,
+        /// Buffer restricted where not `from_rhs`.
+        src: usize,
+    },
+    /// `u[buf] <- 0` on the whole grid.
+    Zero {
+        /// Level.
+        level: usize,
+        /// Buffer.
+        buf: usize,
+    },
+    /// `u[fine] <- u[fine] + P u_{level-1}[coarse]` (`add`) or `u[fine] <- P
+    /// u_{level-1}[coarse]` ([`interp`]).
+    Interp {
+        /// The fine level.
+        level: usize,
+        /// Add to the fine iterate.
+        add: bool,
+        /// Coarse buffer read.
+        coarse: usize,
+        /// Fine buffer written.
+        fine: usize,
+    },
+    /// The exact solve on level 0 into `u[buf]` ([`coarse_solve`]).
+    Coarse {
+        /// Buffer.
+        buf: usize,
+    },
+}
+
+impl MgOp {
+    /// The operation as one word: kind in bits 0-2, level 3-6, buffers 7 and 8, mode
+    /// 9-10, flag 11.
+    pub const fn encode(self) -> u32 {
+        let (kind, level, a, b, mode, flag) = match self {
+            MgOp::Sweep {
+                level,
+                mode,
+                src,
+                dst,
+            } => (0, level, src, dst, mode, false),
+            MgOp::Residual { level, src, dst } => (1, level, src, dst, 0, false),
+            MgOp::Restrict {
+                level,
+                from_rhs,
+                src,
+            } => (2, level, src, 0, 0, from_rhs),
+            MgOp::Zero { level, buf } => (3, level, buf, 0, 0, false),
+            MgOp::Interp {
+                level,
+                add,
+                coarse,
+                fine,
+            } => (4, level, coarse, fine, 0, add),
+            MgOp::Coarse { buf } => (5, 0, buf, 0, 0, false),
+        };
+        kind | (level as u32 & 15) << 3
+            | (a as u32 & 1) << 7
+            | (b as u32 & 1) << 8
+            | (mode & 3) << 9
+            | (flag as u32) << 11
+    }
+
+    /// The operation of a word from [`MgOp::encode`] (an unknown kind reads as
+    /// [`MgOp::Coarse`]).
+    pub const fn decode(w: u32) -> MgOp {
+        let level = ((w >> 3) & 15) as usize;
+        let (a, b) = (((w >> 7) & 1) as usize, ((w >> 8) & 1) as usize);
+        let (mode, flag) = ((w >> 9) & 3, (w >> 11) & 1 != 0);
+        match w & 7 {
+            0 => MgOp::Sweep {
+                level,
+                mode,
+                src: a,
+                dst: b,
+            },
+            1 => MgOp::Residual {
+                level,
+                src: a,
+                dst: b,
+            },
+            2 => MgOp::Restrict {
+                level,
+                from_rhs: flag,
+                src: a,
+            },
+            3 => MgOp::Zero { level, buf: a },
+            4 => MgOp::Interp {
+                level,
+                add: flag,
+                coarse: a,
+                fine: b,
+            },
+            _ => MgOp::Coarse { buf: a },
+        }
+    }
+}
+
+/// Words per level in the levels table of [`op_list`]: `n`, then the device addresses of
+/// `u[0]`, `u[1]` and `f`.
+pub const OPS_LEVEL_WORDS: usize = 4;
+
+/// The scalars of [`op_list`] ([`MgOps`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OpsParams {
+    /// Operations in the list.
+    pub count: usize,
+    /// Base of the hierarchy.
+    pub base: usize,
+    /// Gauss-Seidel sweeps inside each smoother block.
+    pub iters: u32,
+    /// Damping of the block correction.
+    pub omega: f64,
+    /// `1 / b^6` (restriction) and `1 / b^3` (interpolation), as the host computes them.
+    pub inv_b6: f64,
+    /// See `inv_b6`.
+    pub inv_b3: f64,
+    /// Unknowns per dimension of the coarsest grid.
+    pub m: usize,
+}
+
+// ---------------------------------------------------------------------------------------
 // Kernels. Launch shapes: the point-wise kernels and the smoother run a 3D grid, x threads
 // over a row (`THREADS` per block), grid y and z over the rows and planes; the norm kernel
 // one block of `NORM_THREADS` per z-plane (partials in a fixed order); the coarse solve
@@ -858,6 +1028,168 @@ pub unsafe fn coarse_solve<T: RealScalar>(
     }
 }
 
+/// Runs the operation list `list` (`count` words of [`MgOp::encode`]) in order in one
+/// thread block of [`OPS_THREADS`] threads, a block barrier after each operation. Level
+/// `l` of the list is row `l` of `levels` ([`OPS_LEVEL_WORDS`] words: `n` at most
+/// [`OPS_MAX_N`], the addresses of its `u[0]`, `u[1]` and `f`, `n^3` values each); the
+/// block edge `S` is built in. `tab`, `w`, `a`, `b`: the coarsest solve's tables and
+/// scratch, as for [`coarse_solve`].
+#[kernel(args = MgOps)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn op_list<T: RealScalar, const S: usize>(
+    p: OpsParams,
+    list: *const u32,
+    levels: *const u64,
+    tab: *const f64,
+    w: *const f64,
+    a: *mut f64,
+    b: *mut f64,
+) {
+    let OpsParams {
+        count,
+        base,
+        iters,
+        omega,
+        inv_b6,
+        inv_b3,
+        m,
+    } = p;
+    // SAFETY (every table read): the host wrote a row per level the list names.
+    let n_of = |l: usize| unsafe { *levels.add(l * OPS_LEVEL_WORDS) } as usize;
+    let u_of = |l: usize, buf: usize| unsafe { *levels.add(l * OPS_LEVEL_WORDS + 1 + buf) } as usize
+        as *mut T;
+    let f_of = |l: usize| unsafe { *levels.add(l * OPS_LEVEL_WORDS + 3) } as usize as *mut T;
+    // (x, y, z) of point g of an n^3 grid, in 32-bit arithmetic (n <= OPS_MAX_N).
+    let xyz = |g: usize, n: usize| {
+        let (g, n) = (g as u32, n as u32);
+        (
+            (g % n) as usize,
+            ((g / n) % n) as usize,
+            (g / (n * n)) as usize,
+        )
+    };
+    for i in 0..count {
+        // SAFETY: the list has `count` words.
+        match MgOp::decode(unsafe { *list.add(i) }) {
+            MgOp::Sweep {
+                level,
+                mode,
+                src,
+                dst,
+            } => {
+                let n = n_of(level);
+                let h = 1.0 / (n - 1) as f64;
+                let h2 = h * h;
+                let nb = blocks_per_dim(n, S);
+                let (u_in, f, u_out) = (
+                    u_of(level, src) as *const T,
+                    f_of(level) as *const T,
+                    u_of(level, dst),
+                );
+                for_each_block_index(nb * nb * nb, |k| {
+                    let (qx, qy, qz) = xyz(k, nb);
+                    // The blocks of the colour, as `block_of_thread` picks them.
+                    if mode == MODE_ALL || (qx + qy + qz) & 1 == mode as usize - 1 {
+                        // SAFETY: q is a block of the level; the buffers hold n^3 values.
+                        unsafe {
+                            smooth_block::<T, S>(n, [qx, qy, qz], iters, h2, omega, u_in, f, u_out)
+                        };
+                    }
+                });
+            }
+            MgOp::Residual { level, src, dst } => {
+                let n = n_of(level);
+                let h = 1.0 / (n - 1) as f64;
+                let inv_h2 = 1.0 / (h * h);
+                let (u, f, r) = (
+                    u_of(level, src) as *const T,
+                    f_of(level) as *const T,
+                    u_of(level, dst),
+                );
+                for_each_block_index(n * n * n, |g| {
+                    let (x, y, z) = xyz(g, n);
+                    let interior = x > 0 && y > 0 && z > 0 && x < n - 1 && y < n - 1 && z < n - 1;
+                    let v = if interior {
+                        // SAFETY: g is interior.
+                        T::from_f64(unsafe { residual_at(n, g, inv_h2, u, f) })
+                    } else {
+                        T::ZERO
+                    };
+                    unsafe { *r.add(g) = v };
+                });
+            }
+            MgOp::Restrict {
+                level,
+                from_rhs,
+                src,
+            } => {
+                let (nf, nc) = (n_of(level), n_of(level - 1));
+                let r = if from_rhs {
+                    f_of(level)
+                } else {
+                    u_of(level, src)
+                } as *const T;
+                let fc = f_of(level - 1);
+                for_each_block_index(nc * nc * nc, |g| {
+                    let (x, y, z) = xyz(g, nc);
+                    let interior =
+                        x > 0 && y > 0 && z > 0 && x < nc - 1 && y < nc - 1 && z < nc - 1;
+                    let v = if interior {
+                        // SAFETY: an interior coarse point of the fine grid nf.
+                        unsafe { restrict_at(nf, base, inv_b6, x, y, z, r) }
+                    } else {
+                        T::ZERO
+                    };
+                    unsafe { *fc.add(g) = v };
+                });
+            }
+            MgOp::Zero { level, buf } => {
+                let n = n_of(level);
+                let u = u_of(level, buf);
+                for_each_block_index(n * n * n, |g| unsafe { *u.add(g) = T::ZERO });
+            }
+            MgOp::Interp {
+                level,
+                add,
+                coarse,
+                fine,
+            } => {
+                let (nf, nc) = (n_of(level), n_of(level - 1));
+                let (uc, uf) = (u_of(level - 1, coarse) as *const T, u_of(level, fine));
+                for_each_block_index(nf * nf * nf, |g| {
+                    let (x, y, z) = xyz(g, nf);
+                    if x == 0 || y == 0 || z == 0 || x >= nf - 1 || y >= nf - 1 || z >= nf - 1 {
+                        return;
+                    }
+                    // SAFETY: an interior fine point; uc holds nc^3 values.
+                    let e = unsafe {
+                        interp_at(nc, base as u32, inv_b3, x as u32, y as u32, z as u32, uc)
+                    };
+                    unsafe {
+                        *uf.add(g) = if add {
+                            T::from_f64((*uf.add(g)).to_f64() + e)
+                        } else {
+                            T::from_f64(e)
+                        };
+                    }
+                });
+            }
+            MgOp::Coarse { buf } => {
+                let (fc, uc) = (f_of(0) as *const T, u_of(0, buf));
+                for pass in 0..COARSE_PASSES {
+                    for_each_block_index(m * m * m, |l| unsafe {
+                        coarse_point(pass, m, l, tab, w, fc, a, b, uc)
+                    });
+                    if pass + 1 < COARSE_PASSES {
+                        sync_threads();
+                    }
+                }
+            }
+        }
+        sync_threads();
+    }
+}
+
 /// The multigrid kernels of one real scalar type.
 #[cfg(not(target_arch = "nvptx64"))]
 pub trait MultigridKernels: RealScalar + 'static {
@@ -894,6 +1226,12 @@ pub trait MultigridKernels: RealScalar + 'static {
     const FILL_RHS: Kernel<MgFillRhs<'static, Self>>;
     /// `mg_coarse_solve_<t>`
     const COARSE_SOLVE: Kernel<MgCoarseSolve<'static, Self>>;
+    /// `mg_ops_s1_<t>`
+    const OPS_S1: Kernel<MgOps<'static>>;
+    /// `mg_ops_s2_<t>`
+    const OPS_S2: Kernel<MgOps<'static>>;
+    /// The operation-list kernels by block edge: `OPS[s - 1]` has edge `s`.
+    const OPS: [Kernel<MgOps<'static>>; OPS_MAX_BLOCK] = [Self::OPS_S1, Self::OPS_S2];
 }
 
 macro_rules! multigrid_instances {
@@ -912,6 +1250,8 @@ macro_rules! multigrid_instances {
                 NORMS_PARTIAL = norms_partial::<$t>(concat!("mg_norms_partial_", $sfx));
                 FILL_RHS = fill_rhs::<$t>(concat!("mg_fill_rhs_", $sfx));
                 COARSE_SOLVE = coarse_solve::<$t>(concat!("mg_coarse_solve_", $sfx));
+                OPS_S1 = op_list::<$t, 1>(concat!("mg_ops_s1_", $sfx));
+                OPS_S2 = op_list::<$t, 2>(concat!("mg_ops_s2_", $sfx));
             }
         }
     };
@@ -919,3 +1259,46 @@ macro_rules! multigrid_instances {
 
 multigrid_instances!(f32, "f32");
 multigrid_instances!(f64, "f64");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_survive_their_encoding() {
+        let check = |op: MgOp| assert_eq!(MgOp::decode(op.encode()), op, "{:#x}", op.encode());
+        check(MgOp::Coarse { buf: 0 });
+        check(MgOp::Coarse { buf: 1 });
+        for level in [0, 1, 7, 15] {
+            for (a, b) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+                for mode in [MODE_ALL, MODE_RED, MODE_BLACK] {
+                    check(MgOp::Sweep {
+                        level,
+                        mode,
+                        src: a,
+                        dst: b,
+                    });
+                }
+                check(MgOp::Residual {
+                    level,
+                    src: a,
+                    dst: b,
+                });
+                for flag in [false, true] {
+                    check(MgOp::Restrict {
+                        level,
+                        from_rhs: flag,
+                        src: a,
+                    });
+                    check(MgOp::Interp {
+                        level,
+                        add: flag,
+                        coarse: a,
+                        fine: b,
+                    });
+                }
+                check(MgOp::Zero { level, buf: b });
+            }
+        }
+    }
+}

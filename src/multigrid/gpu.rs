@@ -12,17 +12,23 @@
 //! deterministic smoothers give the CPU's iterates bit for bit.
 //!
 //! A V or W cycle is some 20 launches per level, each a few microseconds of host work
-//! for kernels that run about as long on small grids. The solver therefore captures a
-//! cycle's launches as a CUDA graph on its own stream the first time it starts from
-//! given buffers, and replays it after: one launch per cycle, the same kernels in the
-//! same order, so the same bits ([`Solver::set_cycle_graphs`] turns this off).
+//! for kernels that run about as long on small grids. Two things cut that, each giving
+//! the same bits ([`Solver::set_cycle_graphs`] and [`Solver::set_fused_levels`] turn
+//! them off):
+//! - the levels of at most 17^3 points record their operations instead of launching
+//!   them, and one thread block runs each stretch of them in order (`mg_ops_s<S>_<t>`,
+//!   block edges 1 and 2), block barriers in place of launches;
+//! - a cycle's launches are captured as a CUDA graph on the solver's own stream the
+//!   second time it starts from given buffers (the first run puts its operation lists on
+//!   the device), and replayed after: one launch per cycle.
 
 use std::time::Instant;
 
 use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, Graph, LaunchConfig};
 use ferrocuda_kernels::multigrid::{
-    MAX_GPU_BLOCK, MgCoarseSolve, MgFillRhs, MgInterp, MgNormsPartial, MgResidual, MgRestrict,
-    MgSmooth, NORM_SETS, NORM_THREADS, SmoothParams, THREADS, blocks_per_dim,
+    MAX_GPU_BLOCK, MgCoarseSolve, MgFillRhs, MgInterp, MgNormsPartial, MgOp, MgOps, MgResidual,
+    MgRestrict, MgSmooth, NORM_SETS, NORM_THREADS, OPS_LEVEL_WORDS, OPS_MAX_BLOCK, OPS_MAX_N,
+    OPS_THREADS, OpsParams, SmoothParams, THREADS, blocks_per_dim,
     smoother_shared_bytes_per_thread, smoother_threads, smoother_threads_x,
 };
 
@@ -63,6 +69,18 @@ pub struct Solver<T: MgReal> {
     /// Whether cycles are captured and replayed as graphs.
     use_graphs: bool,
     graphs: Vec<CycleGraph>,
+    /// Cycle starting states met once and not captured yet.
+    seen: Vec<Vec<usize>>,
+    /// Levels `0..=t` record their operations for the operation-list kernel (`None`:
+    /// every operation is its own launch); `fusable` is where they can.
+    fused_top: Option<usize>,
+    fusable: Option<usize>,
+    /// The operation-list kernel's levels table (`OPS_LEVEL_WORDS` per fusable level).
+    level_table: DeviceBuffer<u64>,
+    /// Operations recorded since the last launch.
+    ops: Vec<u32>,
+    /// Operation lists on the device, by content (graphs replay their addresses).
+    op_lists: Vec<(Vec<u32>, DeviceBuffer<u32>)>,
 }
 
 /// The launches of one cycle that starts with the levels' iterates in the buffers
@@ -121,6 +139,23 @@ impl<T: MgReal> Solver<T> {
         }
         let coarse = CoarseTables::new(opts.base);
         let m3 = coarse.m.pow(3);
+        // The levels that fit the operation-list kernel (sizes grow with the level).
+        let fusable = if block <= OPS_MAX_BLOCK {
+            hier.sizes().iter().rposition(|&n| n <= OPS_MAX_N)
+        } else {
+            None
+        };
+        let mut table = Vec::new();
+        for lv in &levels[..fusable.map_or(0, |t| t + 1)] {
+            table.extend([
+                lv.n as u64,
+                lv.u[0].device_ptr(),
+                lv.u[1].device_ptr(),
+                lv.f.device_ptr(),
+            ]);
+        }
+        debug_assert_eq!(table.len() % OPS_LEVEL_WORDS, 0);
+        table.resize(table.len().max(1), 0);
         let problem = SineProblem::new(opts.n);
         let n = opts.n;
         let mut s = Solver {
@@ -142,6 +177,12 @@ impl<T: MgReal> Solver<T> {
             setup_seconds: 0.0,
             use_graphs: true,
             graphs: Vec::new(),
+            seen: Vec::new(),
+            fused_top: fusable,
+            fusable,
+            level_table: gpu.upload(&table)?,
+            ops: Vec::new(),
+            op_lists: Vec::new(),
         };
         let args = MgFillRhs {
             n,
@@ -186,15 +227,85 @@ impl<T: MgReal> Solver<T> {
     /// baseline. Either gives the same bits.
     pub fn set_cycle_graphs(&mut self, on: bool) {
         self.use_graphs = on;
-        if !on {
-            self.graphs.clear();
-        }
+        self.graphs.clear();
+        self.seen.clear();
     }
 
-    /// How many cycle graphs were captured (one per starting buffer state; zero where
-    /// graphs are off or the capture failed and the cycles were launched directly).
+    /// How many cycle graphs were captured (one per starting buffer state met twice;
+    /// zero where graphs are off or the capture failed and the cycles were launched
+    /// directly).
     pub fn cycle_graphs(&self) -> usize {
         self.graphs.len()
+    }
+
+    /// Whether the levels of at most 17^3 points run their operations in one thread
+    /// block per stretch (the default: `true`, for block edges 1 and 2) or launch each
+    /// operation (`false`, the baseline). Either gives the same bits.
+    pub fn set_fused_levels(&mut self, on: bool) {
+        self.fused_top = if on { self.fusable } else { None };
+        self.graphs.clear();
+        self.seen.clear();
+    }
+
+    /// How many levels (the coarsest ones) run in the operation-list kernel: 0 where
+    /// that is off or the block edge is above 2.
+    pub fn fused_levels(&self) -> usize {
+        self.fused_top.map_or(0, |t| t + 1)
+    }
+
+    /// Whether `level`'s operations are recorded for the operation-list kernel.
+    fn fused(&self, level: usize) -> bool {
+        self.fused_top.is_some_and(|t| level <= t)
+    }
+
+    fn record(&mut self, op: MgOp) {
+        self.ops.push(op.encode());
+    }
+
+    /// Launches the operations recorded so far (one thread block runs them in order).
+    /// A list met for the first time is uploaded, which a graph capture refuses: the
+    /// first run of a cycle is never captured (`queue_cycle`).
+    fn flush(&mut self) -> Result<()> {
+        if self.ops.is_empty() {
+            return Ok(());
+        }
+        let ops = std::mem::take(&mut self.ops);
+        let at = match self.op_lists.iter().position(|(o, _)| *o == ops) {
+            Some(i) => i,
+            None => {
+                let on_device = self.gpu.upload(&ops)?;
+                self.op_lists.push((ops, on_device));
+                self.op_lists.len() - 1
+            }
+        };
+        let base = self.opts.base;
+        let [sa, sb] = &mut self.scratch;
+        let (list, on_device) = &self.op_lists[at];
+        let args = MgOps {
+            p: OpsParams {
+                count: list.len(),
+                base,
+                iters: self.inner,
+                omega: self.omega,
+                inv_b6: 1.0 / (base as f64).powi(6),
+                inv_b3: 1.0 / (base as f64).powi(3),
+                m: self.m,
+            },
+            list: on_device.as_in(),
+            levels: self.level_table.as_in(),
+            tab: self.tab.as_in(),
+            w: self.w.as_in(),
+            a: sa.as_out(),
+            b: sb.as_out(),
+        };
+        // SAFETY: the list names only levels 0..=fusable (`fused`), whose rows of the
+        // table hold n <= OPS_MAX_N and the addresses of the level's own buffers (n^3
+        // values each, allocated in `new` and never moved); block edge `self.block` <=
+        // OPS_MAX_BLOCK (`fusable`); the coarse tables and scratch as for
+        // `solve_coarsest`; one block of OPS_THREADS runs the list in order.
+        let cfg = LaunchConfig::blocks(1, OPS_THREADS as u32);
+        unsafe { self.gpu.launch(&T::OPS[self.block - 1], cfg, args)? };
+        Ok(())
     }
 
     /// The buffer that holds each level's iterate.
@@ -211,7 +322,8 @@ impl<T: MgReal> Solver<T> {
     /// One smoother sweep on the finest grid, queued (for benchmarks).
     pub fn sweep_finest(&mut self, sweep: Sweep) -> Result<()> {
         let top = self.levels.len() - 1;
-        self.sweep(top, sweep)
+        self.sweep(top, sweep)?;
+        self.flush()
     }
 
     /// `r <- f - A u` on `level` into its second buffer.
@@ -284,6 +396,22 @@ impl<T: MgReal> Levels for Solver<T> {
     }
 
     fn sweep(&mut self, level: usize, sweep: Sweep) -> Result<()> {
+        if self.fused(level) {
+            let lv = &mut self.levels[level];
+            let src = lv.cur;
+            if matches!(sweep, Sweep::AllOutOfPlace) {
+                lv.cur = 1 - src;
+            }
+            let (mode, dst) = (sweep.mode(), lv.cur);
+            self.record(MgOp::Sweep {
+                level,
+                mode,
+                src,
+                dst,
+            });
+            return Ok(());
+        }
+        self.flush()?;
         let (s, iters, omega) = (self.block, self.inner, self.omega);
         let lv = &mut self.levels[level];
         let n = lv.n;
@@ -338,6 +466,26 @@ impl<T: MgReal> Levels for Solver<T> {
     }
 
     fn restrict_residual(&mut self, level: usize) -> Result<()> {
+        if self.fused(level) {
+            let cur = self.levels[level].cur;
+            self.record(MgOp::Residual {
+                level,
+                src: cur,
+                dst: 1 - cur,
+            });
+            self.record(MgOp::Restrict {
+                level,
+                from_rhs: false,
+                src: 1 - cur,
+            });
+            self.levels[level - 1].cur = 0;
+            self.record(MgOp::Zero {
+                level: level - 1,
+                buf: 0,
+            });
+            return Ok(());
+        }
+        self.flush()?;
         self.residual(level)?;
         self.restrict_from(level, false)?;
         let coarse = &mut self.levels[level - 1];
@@ -346,10 +494,30 @@ impl<T: MgReal> Levels for Solver<T> {
     }
 
     fn restrict_rhs(&mut self, level: usize) -> Result<()> {
+        if self.fused(level) {
+            self.record(MgOp::Restrict {
+                level,
+                from_rhs: true,
+                src: 0,
+            });
+            return Ok(());
+        }
+        self.flush()?;
         self.restrict_from(level, true)
     }
 
     fn prolong(&mut self, level: usize, add: bool) -> Result<()> {
+        if self.fused(level) {
+            let (coarse, fine) = (self.levels[level - 1].cur, self.levels[level].cur);
+            self.record(MgOp::Interp {
+                level,
+                add,
+                coarse,
+                fine,
+            });
+            return Ok(());
+        }
+        self.flush()?;
         let b = self.opts.base as u32;
         let inv_b3 = 1.0 / (b as f64).powi(3);
         let (coarse, fine) = self.levels.split_at_mut(level);
@@ -371,6 +539,12 @@ impl<T: MgReal> Levels for Solver<T> {
     }
 
     fn solve_coarsest(&mut self) -> Result<()> {
+        if self.fused(0) {
+            let buf = self.levels[0].cur;
+            self.record(MgOp::Coarse { buf });
+            return Ok(());
+        }
+        self.flush()?;
         let lv = &mut self.levels[0];
         let [a, b] = &mut self.scratch;
         let args = MgCoarseSolve {
@@ -391,6 +565,7 @@ impl<T: MgReal> Levels for Solver<T> {
     }
 
     fn norms(&mut self) -> Result<[f64; 3]> {
+        self.flush()?;
         let top = self.levels.last().expect("a level");
         let n = top.n;
         let h = 1.0 / (n - 1) as f64;
@@ -418,6 +593,7 @@ impl<T: MgReal> Levels for Solver<T> {
     }
 
     fn sync(&mut self) -> Result<()> {
+        self.flush()?;
         Ok(self.gpu.synchronize()?)
     }
 
@@ -425,6 +601,7 @@ impl<T: MgReal> Levels for Solver<T> {
         // Every level from its first buffer: a cycle sets a coarse level's iterate before
         // it reads it, and each solve then meets the starting states of the last one,
         // whose graphs it replays.
+        self.flush()?;
         self.set_iterates(&vec![0; self.levels.len()]);
         let top = self.levels.last_mut().expect("a level");
         crate::blas1::gpu::fill(&mut top.u[0], T::ZERO)
@@ -439,12 +616,26 @@ impl<T: MgReal> Levels for Solver<T> {
                 self.set_iterates(&end);
                 return Ok(false);
             }
+            if !self.seen.contains(&start) {
+                // The first run from these buffers launches directly (and puts its
+                // operation lists on the device); the second is captured.
+                self.seen.push(start);
+                queue(self)?;
+                self.flush()?;
+                return Ok(true);
+            }
             let gpu = self.gpu.clone();
-            // SAFETY: the captured kernels touch only this solver's buffers, allocated
-            // once in `new` and dropped with the graphs (fields of the same struct);
-            // the stream is the solver's own (`new`), and a replay runs on it, ordered
-            // with the solver's other work.
-            match unsafe { gpu.capture::<Error>(|_| queue(self)) } {
+            // SAFETY: the captured kernels touch only this solver's buffers and
+            // operation lists, allocated once and dropped with the graphs (fields of
+            // the same struct); the stream is the solver's own (`new`), and a replay
+            // runs on it, ordered with the solver's other work.
+            let captured = unsafe {
+                gpu.capture::<Error>(|_| {
+                    queue(self)?;
+                    self.flush()
+                })
+            };
+            match captured {
                 Ok(graph) => {
                     let end = self.iterates();
                     graph.launch()?;
@@ -453,12 +644,14 @@ impl<T: MgReal> Levels for Solver<T> {
                 }
                 Err(_) => {
                     // Nothing ran: launch directly from the same buffers from now on.
+                    self.ops.clear();
                     self.set_iterates(&start);
                     self.use_graphs = false;
                 }
             }
         }
         queue(self)?;
+        self.flush()?;
         Ok(true)
     }
 }

@@ -275,6 +275,11 @@ fn smoother_handles_are_indexed_by_block_edge() {
         assert_eq!(names, expected, "smoother handles of {sfx}");
         assert_eq!(T::RESIDUAL.name(), format!("mg_residual_{sfx}"));
         assert_eq!(T::COARSE_SOLVE.name(), format!("mg_coarse_solve_{sfx}"));
+        let ops: Vec<String> = T::OPS.iter().map(|k| k.name().to_string()).collect();
+        assert_eq!(
+            ops,
+            [format!("mg_ops_s1_{sfx}"), format!("mg_ops_s2_{sfx}")]
+        );
     }
     check::<f32>("f32");
     check::<f64>("f64");

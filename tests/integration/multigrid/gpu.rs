@@ -1,8 +1,9 @@
 //! Multigrid on the GPU against the CPU twin: the deterministic smoothers give the same
 //! iterates bit for bit (f32 and f64, bases 2, 3, 4, 6, V, W and FMG cycles), the norms
 //! agree to rounding (different summation orders), ABL and SBL reach the discretisation
-//! error in f32 and f64, the racy SBL converges, cycles replayed as CUDA graphs give the
-//! bits of direct launches, and bad input is an error. Each test
+//! error in f32 and f64, the racy SBL converges, cycles replayed as CUDA graphs and the
+//! coarse levels run by the operation-list kernel give the bits of direct launches, and
+//! bad input is an error. Each test
 //! skips visibly without a GPU (`FERROCUDA_REQUIRE_GPU=1` turns that into a failure).
 
 use crate::common;
@@ -89,24 +90,26 @@ fn gpu_matches_cpu_bit_for_bit() {
     }
 }
 
-/// Solves with `opts` twice on one solver with cycle graphs and once without; all three
-/// must give the same bits and norms. Returns how many graphs the first solver captured.
-fn graphs_against_launches<T: MgReal>(g: &Gpu, opts: &MgOptions) -> usize {
-    let name = format!("{opts:?}");
+/// Solves with `opts` twice on one solver with its defaults (cycle graphs, the coarse
+/// levels in the operation-list kernel) and once with every operation launched from the
+/// host; all three must give the same bits and norms. Returns the graphs captured after
+/// the first and the second solve, and the levels run by the operation-list kernel.
+fn graphs_against_launches<T: MgReal>(g: &Gpu, opts: &MgOptions) -> (usize, usize, usize) {
+    let name = format!("{} {opts:?}", size_of::<T>() * 8);
     let mut on = gpu::Solver::<T>::new(g, opts).expect("solver");
     let first = on.solve().expect("solve with graphs");
     let u_first = on.solution().download().expect("download");
     let captured = on.cycle_graphs();
-    // A second solve on the same solver replays the graphs of the first.
+    // A second solve on the same solver meets the starting states of the first.
     let again = on.solve().expect("second solve");
     let u_again = on.solution().download().expect("download");
-    assert_eq!(on.cycle_graphs(), captured, "{name}: captured again");
     let mut off = gpu::Solver::<T>::new(g, opts).expect("solver");
     off.set_cycle_graphs(false);
+    off.set_fused_levels(false);
     let plain = off.solve().expect("solve without graphs");
     let u_plain = off.solution().download().expect("download");
-    assert_eq!(off.cycle_graphs(), 0, "{name}");
-    for (what, u, r) in [("graphs", &u_first, &first), ("replayed", &u_again, &again)] {
+    assert_eq!((off.cycle_graphs(), off.fused_levels()), (0, 0), "{name}");
+    for (what, u, r) in [("first", &u_first, &first), ("second", &u_again, &again)] {
         let differ = u.iter().zip(&u_plain).filter(|(a, b)| a != b).count();
         assert_eq!(
             differ,
@@ -121,7 +124,7 @@ fn graphs_against_launches<T: MgReal>(g: &Gpu, opts: &MgOptions) -> usize {
             "{name} {what}: cost model"
         );
     }
-    captured
+    (captured, on.cycle_graphs(), on.fused_levels())
 }
 
 #[test]
@@ -129,34 +132,63 @@ fn cycle_graphs_give_the_bits_of_direct_launches() {
     let Some(g) = gpu_or_skip("cycle_graphs_give_the_bits_of_direct_launches") else {
         return;
     };
-    // SBL V(5,5): every cycle starts from the same buffers, so one graph serves all.
+    // SBL V(5,5) on 33^3 (levels 3, 5, 9, 17 in the operation-list kernel): every cycle
+    // starts from the same buffers, so one graph (captured at the second cycle) serves
+    // all, and the second solve captures nothing.
     let sbl = MgOptions::new(33, 2).cycles(4);
-    assert_eq!(graphs_against_launches::<f32>(&g, &sbl), 1);
-    assert_eq!(graphs_against_launches::<f64>(&g, &sbl), 1);
+    assert_eq!(graphs_against_launches::<f32>(&g, &sbl), (1, 1, 4));
+    assert_eq!(graphs_against_launches::<f64>(&g, &sbl), (1, 1, 4));
     // Jacobi V(2,1): three out-of-place sweeps per level, so the iterates alternate
     // between buffers from cycle to cycle: several graphs, and replays of them.
     let jacobi = MgOptions::new(33, 2)
         .smoother(Smoother::Jacobi)
         .smoothing(2, 1)
         .cycles(6);
-    for captured in [
+    for (first, second, _) in [
         graphs_against_launches::<f32>(&g, &jacobi),
         graphs_against_launches::<f64>(&g, &jacobi),
     ] {
-        assert!((2..6).contains(&captured), "{captured} graphs for 6 cycles");
+        assert!((2..6).contains(&first), "{first} graphs for 6 cycles");
+        assert!(
+            (first..6).contains(&second),
+            "{second} graphs after 12 cycles"
+        );
     }
-    // W-cycles, FMG (its first cycle launched directly), base 4, ABL.
-    for opts in [
-        MgOptions::new(65, 2)
-            .cycle(Cycle::W)
-            .smoothing(2, 1)
-            .cycles(3),
-        MgOptions::new(65, 2).cycle(Cycle::Fmg).cycles(3),
-        MgOptions::new(65, 4).smoother(Smoother::Abl).cycles(3),
+    // W-cycles and FMG (its first cycle launched directly) with the coarse levels in the
+    // operation-list kernel; base 4 with blocks of 2 (levels 5 and 17 in it), RBGS;
+    // ABL with blocks of 4 (no level in it).
+    for (opts, fused) in [
+        (
+            MgOptions::new(65, 2)
+                .cycle(Cycle::W)
+                .smoothing(2, 1)
+                .cycles(3),
+            4,
+        ),
+        (MgOptions::new(65, 2).cycle(Cycle::Fmg).cycles(3), 4),
+        (
+            MgOptions::new(65, 4)
+                .block(2)
+                .smoother(Smoother::Rbgs)
+                .cycles(3),
+            2,
+        ),
+        (MgOptions::new(65, 4).smoother(Smoother::Abl).cycles(3), 0),
     ] {
-        assert_eq!(graphs_against_launches::<f32>(&g, &opts), 1, "{opts:?}");
-        assert_eq!(graphs_against_launches::<f64>(&g, &opts), 1, "{opts:?}");
+        assert_eq!(
+            graphs_against_launches::<f32>(&g, &opts),
+            (1, 1, fused),
+            "{opts:?}"
+        );
+        assert_eq!(
+            graphs_against_launches::<f64>(&g, &opts),
+            (1, 1, fused),
+            "{opts:?}"
+        );
     }
+    // A hierarchy entirely in the operation-list kernel, damped, with blocks of 1.
+    let small = MgOptions::new(17, 2).block(1).omega(0.8).cycles(3);
+    assert_eq!(graphs_against_launches::<f32>(&g, &small), (1, 1, 4));
 }
 
 /// Solves with `opts` in f32 and f64 on the GPU: each must reach the discretisation
