@@ -657,18 +657,22 @@ unsafe fn line(m: usize, tab: *const f64, row: usize, src: impl Fn(usize) -> f64
 
 // ---------------------------------------------------------------------------------------
 // The coarse levels in one launch. A V or W cycle spends most of its kernels on the small
-// levels, where each is a few microseconds of launch and dependent arithmetic for almost
-// no data. The host records those levels' operations as a list ([`MgOp`]) and one thread
+// levels, where each is a launch and a chain of dependent arithmetic for almost no data. The host records those levels' operations as a list ([`MgOp`]) and one thread
 // block runs the list in order ([`op_list`]), a block barrier between operations: the same
 // per-point and per-block functions in the same order as the single kernels, so the
 // same bits.
 
 /// Threads of the one thread block of [`op_list`].
-pub const OPS_THREADS: usize = 512;
-/// Levels of at most this many points per dimension are run by [`op_list`] (17^3 = 4913
-/// points: the block's 512 threads take at most 10 points or one smoother block of
-/// edge 2 each).
-pub const OPS_MAX_N: usize = 17;
+pub const OPS_THREADS: usize = 256;
+/// Levels of at most this many points per dimension may run in [`op_list`] (9^3 = 729
+/// points: at most three per thread).
+pub const OPS_MAX_N: usize = 9;
+/// ... and with at most this many smoother blocks (two warps of them). A larger level
+/// runs its own kernels: one thread block would run its block updates, each a long chain
+/// of dependent instructions, with a fraction of the SMs a launch gets. Measured on an
+/// H200: with 17^3 (512 blocks of 2^3) in one block, a 33^3 cycle took longer than with
+/// every level launched.
+pub const OPS_MAX_SMOOTHER_BLOCKS: usize = 64;
 /// Block edges [`op_list`] is built for (`OPS[s - 1]`): its smoother keeps the block in
 /// registers, and 512 threads of it fit one SM's registers.
 pub const OPS_MAX_BLOCK: usize = 2;

@@ -15,9 +15,9 @@
 //! for kernels that run about as long on small grids. Two things cut that, each giving
 //! the same bits ([`Solver::set_cycle_graphs`] and [`Solver::set_fused_levels`] turn
 //! them off):
-//! - the levels of at most 17^3 points record their operations instead of launching
-//!   them, and one thread block runs each stretch of them in order (`mg_ops_s<S>_<t>`,
-//!   block edges 1 and 2), block barriers in place of launches;
+//! - the levels of at most 9^3 points and 64 smoother blocks record their operations
+//!   instead of launching them, and one thread block runs each stretch of them in order
+//!   (`mg_ops_s<S>_<t>`, block edges 1 and 2), block barriers in place of launches;
 //! - a cycle's launches are captured as a CUDA graph on the solver's own stream the
 //!   second time it starts from given buffers (the first run puts its operation lists on
 //!   the device), and replayed after: one launch per cycle.
@@ -28,7 +28,7 @@ use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, Graph, Laun
 use ferrocuda_kernels::multigrid::{
     MAX_GPU_BLOCK, MgCoarseSolve, MgFillRhs, MgInterp, MgNormsPartial, MgOp, MgOps, MgResidual,
     MgRestrict, MgSmooth, NORM_SETS, NORM_THREADS, OPS_LEVEL_WORDS, OPS_MAX_BLOCK, OPS_MAX_N,
-    OPS_THREADS, OpsParams, SmoothParams, THREADS, blocks_per_dim,
+    OPS_MAX_SMOOTHER_BLOCKS, OPS_THREADS, OpsParams, SmoothParams, THREADS, blocks_per_dim,
     smoother_shared_bytes_per_thread, smoother_threads, smoother_threads_x,
 };
 
@@ -140,8 +140,10 @@ impl<T: MgReal> Solver<T> {
         let coarse = CoarseTables::new(opts.base);
         let m3 = coarse.m.pow(3);
         // The levels that fit the operation-list kernel (sizes grow with the level).
+        let fits =
+            |n: usize| n <= OPS_MAX_N && blocks_per_dim(n, block).pow(3) <= OPS_MAX_SMOOTHER_BLOCKS;
         let fusable = if block <= OPS_MAX_BLOCK {
-            hier.sizes().iter().rposition(|&n| n <= OPS_MAX_N)
+            hier.sizes().iter().rposition(|&n| fits(n))
         } else {
             None
         };
@@ -238,9 +240,10 @@ impl<T: MgReal> Solver<T> {
         self.graphs.len()
     }
 
-    /// Whether the levels of at most 17^3 points run their operations in one thread
-    /// block per stretch (the default: `true`, for block edges 1 and 2) or launch each
-    /// operation (`false`, the baseline). Either gives the same bits.
+    /// Whether the coarsest levels (at most 9^3 points and 64 smoother blocks) run their
+    /// operations in one thread block per stretch (the default: `true`, for block edges
+    /// 1 and 2) or launch each operation (`false`, the baseline). Either gives the same
+    /// bits.
     pub fn set_fused_levels(&mut self, on: bool) {
         self.fused_top = if on { self.fusable } else { None };
         self.graphs.clear();
