@@ -913,12 +913,29 @@ pub unsafe fn smooth<T: RealScalar, const S: usize>(
 #[kernel(args = MgResidual)]
 pub unsafe fn residual<T: RealScalar>(n: usize, inv_h2: f64, u: *const T, f: *const T, r: *mut T) {
     let (x, y, z) = point();
-    if x >= n {
-        return;
+    if x < n {
+        unsafe { residual_point(n, inv_h2, [x, y, z], u, f, r) };
     }
+}
+
+/// Point `p` of [`residual`]: `r = f - A u` inside, zero on the boundary.
+///
+/// # Safety
+/// `p` is in the grid; `u`, `f`, `r` address `n^3` values.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn residual_point<T: RealScalar>(
+    n: usize,
+    inv_h2: f64,
+    [x, y, z]: [usize; 3],
+    u: *const T,
+    f: *const T,
+    r: *mut T,
+) {
     let g = idx(n, x, y, z);
     let interior = x > 0 && y > 0 && z > 0 && x < n - 1 && y < n - 1 && z < n - 1;
     let v = if interior {
+        // SAFETY: g is interior.
         T::from_f64(unsafe { residual_at(n, g, inv_h2, u, f) })
     } else {
         T::ZERO
@@ -931,11 +948,28 @@ pub unsafe fn residual<T: RealScalar>(n: usize, inv_h2: f64, u: *const T, f: *co
 #[kernel(args = MgRestrict)]
 pub unsafe fn restrict<T: RealScalar>(nc: usize, b: usize, inv_b6: f64, r: *const T, fc: *mut T) {
     let (x, y, z) = point();
-    if x >= nc {
-        return;
+    if x < nc {
+        unsafe { restrict_point(nc, b, inv_b6, [x, y, z], r, fc) };
     }
+}
+
+/// Coarse point `p` of [`restrict`]: full weighting inside, zero on the boundary.
+///
+/// # Safety
+/// `p` is in the coarse grid; `r` addresses `(b (nc - 1) + 1)^3` values, `fc` `nc^3`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn restrict_point<T: RealScalar>(
+    nc: usize,
+    b: usize,
+    inv_b6: f64,
+    [x, y, z]: [usize; 3],
+    r: *const T,
+    fc: *mut T,
+) {
     let interior = x > 0 && y > 0 && z > 0 && x < nc - 1 && y < nc - 1 && z < nc - 1;
     let v = if interior {
+        // SAFETY: an interior coarse point of the fine grid.
         unsafe { restrict_at(b * (nc - 1) + 1, b, inv_b6, x, y, z, r) }
     } else {
         T::ZERO
@@ -955,14 +989,33 @@ pub unsafe fn interp<T: RealScalar>(
     uf: *mut T,
 ) {
     let (x, y, z) = point();
+    unsafe { interp_point(nf, b, inv_b3, add != 0, [x, y, z], uc, uf) };
+}
+
+/// Fine point `p` of [`interp`]: `uf (+)= P uc` inside, the boundary left alone.
+///
+/// # Safety
+/// `uf` addresses `nf^3` values, `uc` `((nf - 1) / b + 1)^3`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn interp_point<T: RealScalar>(
+    nf: usize,
+    b: u32,
+    inv_b3: f64,
+    add: bool,
+    [x, y, z]: [usize; 3],
+    uc: *const T,
+    uf: *mut T,
+) {
     if x == 0 || y == 0 || z == 0 || x >= nf - 1 || y >= nf - 1 || z >= nf - 1 {
         return;
     }
     let nc = (nf - 1) / b as usize + 1;
+    // SAFETY: an interior fine point; uc holds nc^3 values.
     let e = unsafe { interp_at(nc, b, inv_b3, x as u32, y as u32, z as u32, uc) };
     let g = idx(nf, x, y, z);
     unsafe {
-        *uf.add(g) = if add != 0 {
+        *uf.add(g) = if add {
             T::from_f64((*uf.add(g)).to_f64() + e)
         } else {
             T::from_f64(e)
@@ -1112,14 +1165,8 @@ pub unsafe fn op_list<T: RealScalar, const S: usize>(
                 );
                 for_each_block_index(n * n * n, |g| {
                     let (x, y, z) = xyz(g, n);
-                    let interior = x > 0 && y > 0 && z > 0 && x < n - 1 && y < n - 1 && z < n - 1;
-                    let v = if interior {
-                        // SAFETY: g is interior.
-                        T::from_f64(unsafe { residual_at(n, g, inv_h2, u, f) })
-                    } else {
-                        T::ZERO
-                    };
-                    unsafe { *r.add(g) = v };
+                    // SAFETY: (x, y, z) is in the grid; the buffers hold n^3 values.
+                    unsafe { residual_point(n, inv_h2, [x, y, z], u, f, r) };
                 });
             }
             MgOp::Restrict {
@@ -1127,7 +1174,7 @@ pub unsafe fn op_list<T: RealScalar, const S: usize>(
                 from_rhs,
                 src,
             } => {
-                let (nf, nc) = (n_of(level), n_of(level - 1));
+                let nc = n_of(level - 1);
                 let r = if from_rhs {
                     f_of(level)
                 } else {
@@ -1136,15 +1183,8 @@ pub unsafe fn op_list<T: RealScalar, const S: usize>(
                 let fc = f_of(level - 1);
                 for_each_block_index(nc * nc * nc, |g| {
                     let (x, y, z) = xyz(g, nc);
-                    let interior =
-                        x > 0 && y > 0 && z > 0 && x < nc - 1 && y < nc - 1 && z < nc - 1;
-                    let v = if interior {
-                        // SAFETY: an interior coarse point of the fine grid nf.
-                        unsafe { restrict_at(nf, base, inv_b6, x, y, z, r) }
-                    } else {
-                        T::ZERO
-                    };
-                    unsafe { *fc.add(g) = v };
+                    // SAFETY: a coarse point; the fine level is b (nc - 1) + 1 wide.
+                    unsafe { restrict_point(nc, base, inv_b6, [x, y, z], r, fc) };
                 });
             }
             MgOp::Zero { level, buf } => {
@@ -1158,24 +1198,12 @@ pub unsafe fn op_list<T: RealScalar, const S: usize>(
                 coarse,
                 fine,
             } => {
-                let (nf, nc) = (n_of(level), n_of(level - 1));
+                let nf = n_of(level);
                 let (uc, uf) = (u_of(level - 1, coarse) as *const T, u_of(level, fine));
                 for_each_block_index(nf * nf * nf, |g| {
                     let (x, y, z) = xyz(g, nf);
-                    if x == 0 || y == 0 || z == 0 || x >= nf - 1 || y >= nf - 1 || z >= nf - 1 {
-                        return;
-                    }
-                    // SAFETY: an interior fine point; uc holds nc^3 values.
-                    let e = unsafe {
-                        interp_at(nc, base as u32, inv_b3, x as u32, y as u32, z as u32, uc)
-                    };
-                    unsafe {
-                        *uf.add(g) = if add {
-                            T::from_f64((*uf.add(g)).to_f64() + e)
-                        } else {
-                            T::from_f64(e)
-                        };
-                    }
+                    // SAFETY: uf holds nf^3 values, uc those of the level below.
+                    unsafe { interp_point(nf, base as u32, inv_b3, add, [x, y, z], uc, uf) };
                 });
             }
             MgOp::Coarse { buf } => {
