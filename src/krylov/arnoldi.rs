@@ -126,14 +126,15 @@ impl Watch {
     }
 }
 
-/// Runs GMRES(m) on `space`.
+/// Runs GMRES(m) on `space`; `start`: when the solve was called (its set-up counts in
+/// the total time).
 pub(crate) fn run(
     space: &mut dyn Space,
     opts: &GmresOptions,
     mut progress: Progress<'_>,
+    start: Instant,
 ) -> Result<GmresReport> {
     opts.validate()?;
-    let start = Instant::now();
     let mut report = GmresReport::empty();
     let mut times = [0.0; 3];
     let bnorm = space.rhs_norm()?;

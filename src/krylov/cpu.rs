@@ -97,13 +97,14 @@ pub fn gmres_with_progress<V: Element>(
     opts: &GmresOptions,
     progress: Option<&mut dyn FnMut(usize, f64)>,
 ) -> Result<GmresReport> {
+    let started = Instant::now();
     let (mr, mc) = m.map_or((a.nrows(), a.ncols()), |m| (m.nrows(), m.ncols()));
     let n = check_system(a.nrows(), a.ncols(), mr, mc, b.len(), x.len())?;
     check_finite("b", b)?;
     check_finite("x0", x)?;
     opts.validate()?;
     let space = CpuSpace::new(a, m, None, b, x, n, opts)?;
-    run_space(space, x, opts, progress)
+    run_space(space, x, opts, progress, started)
 }
 
 /// GMRES on one rank of a distributed system: `a` maps this rank's part of `x` to its
@@ -121,6 +122,7 @@ pub fn gmres_distributed<V: Element>(
     x: &mut [V],
     opts: &GmresOptions,
 ) -> Result<GmresReport> {
+    let started = Instant::now();
     let (mr, mc) = m.map_or((a.nrows(), a.ncols()), |m| (m.nrows(), m.ncols()));
     let local = check_system(a.nrows(), a.ncols(), mr, mc, b.len(), x.len())
         .and_then(|n| check_finite("b", b).map(|_| n))
@@ -130,7 +132,7 @@ pub fn gmres_distributed<V: Element>(
     // Agree on failure first (the workspace included): a rank that stopped would leave
     // the others waiting.
     let space = agree(comm, local)?;
-    run_space(space, x, opts, None)
+    run_space(space, x, opts, None, started)
 }
 
 /// The collective end of a distributed solve's checks: `local` on every rank when all
@@ -156,8 +158,9 @@ fn run_space<V: Element>(
     x: &mut [V],
     opts: &GmresOptions,
     progress: Option<&mut dyn FnMut(usize, f64)>,
+    started: Instant,
 ) -> Result<GmresReport> {
-    let report = arnoldi::run(&mut space, opts, progress)?;
+    let report = arnoldi::run(&mut space, opts, progress, started)?;
     x.copy_from_slice(&space.x);
     Ok(report)
 }

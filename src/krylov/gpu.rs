@@ -3,6 +3,14 @@
 //! step makes one small device-to-host transfer (its dot products, a few hundred bytes)
 //! and no allocation. Work runs on the stream of `x`. Same options, report and
 //! per-element math as [`super::cpu`].
+//!
+//! Host waits: one before the first cycle (`|b|`, `|x0|` and the first residual in one
+//! download); then per cycle one per host-stepped step, or one per look at a cycle run
+//! on the device ([`CycleControl::Device`]) and one for its true residual, or exactly
+//! one for a cycle in one kernel ([`CycleControl::Fused`]), which also updates `x` and
+//! computes the next true residual itself.
+
+use std::time::Instant;
 
 use ferrocuda_host::{
     DeviceBuffer, DeviceSlice, DeviceSliceMut, EventTimer, Gpu, LaunchConfig, NcclScalar, Snapshots,
@@ -11,8 +19,8 @@ use ferrocuda_kernels::RealScalar;
 use ferrocuda_kernels::blas1::reduction_blocks;
 use ferrocuda_kernels::krylov::cycle::{self as cyc, Header};
 use ferrocuda_kernels::krylov::fused::{
-    CYCLE_PHASES, CYCLE_THREADS, CycleKernels, CycleSbellScalars, GmresCycleSbell,
-    cycle_shared_bytes,
+    CYCLE_OUTPUTS, CYCLE_PHASES, CYCLE_THREADS, CycleKernels, CycleSbellScalars,
+    GmresCycleSbell, cycle_shared_bytes,
 };
 use ferrocuda_kernels::krylov::{
     BLOCK, BasisCombine, DOTS_CHUNK, GmresDcgs2Step, GmresMgsStep, GsDotsPartial, GsUpdate,
@@ -65,6 +73,7 @@ pub fn gmres_with_progress<V: KrylovElement>(
     opts: &GmresOptions,
     progress: Option<&mut dyn FnMut(usize, f64)>,
 ) -> Result<GmresReport> {
+    let started = Instant::now();
     let (mr, mc) = m.map_or((a.nrows(), a.ncols()), |m| (m.nrows(), m.ncols()));
     let n = check_system(a.nrows(), a.ncols(), mr, mc, b.len(), x.len())?;
     opts.validate()?;
@@ -77,10 +86,10 @@ pub fn gmres_with_progress<V: KrylovElement>(
     }
     // The operator may run on another stream of the device: order it after x and b.
     gpu.wait_for(a.gpu())?;
-    check_finite(b, x)?;
     preload(&gpu, m.is_some())?;
     let mut space = GpuSpace::new(&gpu, a, m, n, opts, b, x)?;
-    let report = arnoldi::run(&mut space, opts, progress)?;
+    space.begin_solve()?;
+    let report = arnoldi::run(&mut space, opts, progress, started)?;
     x.copy_from_device(&space.x)?;
     Ok(report)
 }
@@ -101,6 +110,7 @@ pub fn gmres_distributed<V: KrylovElement>(
     x: &mut DeviceBuffer<V>,
     opts: &GmresOptions,
 ) -> Result<GmresReport> {
+    let started = Instant::now();
     let local = (|| {
         if opts.orthogonalization != super::Orthogonalization::Cgs2 {
             return Err(Error::InvalidArgument {
@@ -130,7 +140,7 @@ pub fn gmres_distributed<V: KrylovElement>(
     // Agree on failure first (the workspace included): a rank that stopped would leave
     // the others waiting.
     let mut space = agree(comm, local)?;
-    let report = arnoldi::run(&mut space, opts, None)?;
+    let report = arnoldi::run(&mut space, opts, None, started)?;
     x.copy_from_device(&space.x)?;
     Ok(report)
 }
@@ -168,8 +178,12 @@ fn step_config(m: usize) -> (LaunchConfig, usize) {
 
 /// `Err` when `b` or `x0` holds NaN or infinity (their norms say so).
 fn check_finite<V: KrylovElement>(b: &DeviceBuffer<V>, x: &DeviceBuffer<V>) -> Result<()> {
-    for (what, v) in [("b", b), ("x0", x)] {
-        let norm = b1::nrm2(v)?.to_f64();
+    check_norms(b1::nrm2(b)?.to_f64(), b1::nrm2(x)?.to_f64())
+}
+
+/// `Err` naming `b` or `x0` where its norm is not finite.
+fn check_norms(b: f64, x0: f64) -> Result<()> {
+    for (what, norm) in [("b", b), ("x0", x0)] {
         if !norm.is_finite() {
             return Err(Error::InvalidArgument {
                 op: "gmres",
@@ -216,6 +230,18 @@ struct GpuSpace<'a, V: KrylovElement> {
     on_device: Option<DeviceCycle<V>>,
     /// The phases of the one-kernel cycles so far.
     phases: CyclePhases,
+    /// `|b|` and `|b - A x|` (with `V_0 = b - A x`) where the device computed them with
+    /// other work and the host already has them: [`GpuSpace::begin_solve`] and the one-kernel
+    /// cycle's restart. Taken by the next `rhs_norm` and `residual`.
+    known_rhs_norm: Option<f64>,
+    known_residual: Option<f64>,
+    /// Whether the last one-kernel cycle already added `V y` to `x` (the next
+    /// `update_solution`, with the same `y`, then has nothing to do).
+    solution_updated: bool,
+    /// The one-kernel cycle's grid for a restart length `m`: `(m, Some((blocks, shared
+    /// bytes)))`, or `(m, None)` where the device cannot hold it (the driver's answers
+    /// do not change within a solve).
+    fused_grid: Option<(usize, Option<(u32, u32)>)>,
 }
 
 struct DeviceCycle<V> {
@@ -284,7 +310,41 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
             timed: matches!(opts.cycle_control, CycleControl::Host | CycleControl::Auto),
             on_device: None,
             phases: CyclePhases::default(),
+            known_rhs_norm: None,
+            known_residual: None,
+            solution_updated: false,
+            fused_grid: None,
         })
+    }
+
+    /// The solve's only wait before its first cycle: `|b|`, `|x0|` and the first residual
+    /// `V_0 = b - A x0` with its norm, queued together and downloaded at once. Errors:
+    /// `b` or `x0` not finite (a single device; distributed solves check with
+    /// [`check_finite`] before they agree).
+    fn begin_solve(&mut self) -> Result<()> {
+        let mut norms = self.gpu.alloc::<V::Real>(3)?;
+        b1::nrm2_into(self.b, &mut norms.view_mut(0..1)?)?;
+        b1::nrm2_into(&self.x, &mut norms.view_mut(1..2)?)?;
+        self.queue_residual()?;
+        b1::nrm2_into(&self.basis.view(..self.n)?, &mut norms.view_mut(2..3)?)?;
+        let v: Vec<f64> = norms.download()?.into_iter().map(|v| v.to_f64()).collect();
+        check_norms(v[0], v[1])?;
+        self.known_rhs_norm = Some(v[0]);
+        self.known_residual = Some(v[2]);
+        Ok(())
+    }
+
+    /// `V_0 <- b - A x`, queued.
+    fn queue_residual(&mut self) -> Result<()> {
+        let n = self.n;
+        self.start(SPMV)?;
+        {
+            let mut r = self.basis.view_mut(..n)?;
+            self.a.apply_unchecked(&self.x.view(..)?, &mut r)?;
+        }
+        self.stop(SPMV)?;
+        let mut r = self.basis.view_mut(..n)?;
+        b1::axpby(V::ONE, self.b, -V::ONE, &mut r)
     }
 
     fn start(&mut self, t: usize) -> Result<()> {
@@ -524,35 +584,41 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
         LaunchConfig::for_elements(self.n, BLOCK as u32)
     }
 
-    /// Runs a DCGS2 cycle of `m` steps from the state `start` in one cooperative kernel
-    /// ([`CycleControl::Fused`]) and returns its final state; `None` (nothing queued)
-    /// where the operator is not a device SBELL matrix or the kernel cannot hold the
-    /// cycle.
-    fn fused_cycle(&mut self, m: usize, start: &[f64]) -> Result<Option<Vec<f64>>> {
+    /// Runs a DCGS2 cycle of at most `m` steps (residual `target`, breakdown `eps`) and
+    /// the restart after it in one cooperative kernel ([`CycleControl::Fused`]): one
+    /// wait, for its final state. `x` then holds the updated solution and `V_0` the next
+    /// residual, whose norm the next `residual` takes. `None` (nothing queued) where the
+    /// operator is not a device SBELL matrix or the kernel cannot hold the cycle.
+    fn fused_cycle(&mut self, m: usize, target: f64, eps: f64) -> Result<Option<Vec<f64>>> {
         let a = self.a;
         let launched = match a.as_sbell() {
             None => false,
-            Some(SbellRef::Same(s)) => self.launch_fused::<V>(s, m, start)?,
-            Some(SbellRef::Real(s)) => self.launch_fused::<V::Real>(s, m, start)?,
+            Some(SbellRef::Same(s)) => self.launch_fused::<V>(s, m, target, eps)?,
+            Some(SbellRef::Real(s)) => self.launch_fused::<V::Real>(s, m, target, eps)?,
         };
         if !launched {
             return Ok(None);
         }
         let dc = self.on_device.as_ref().expect("allocated by launch_fused");
-        let mut end = vec![0.0; start.len()];
-        dc.state.copy_to_host(&mut end)?;
-        // The kernel's phase times follow the state, in nanoseconds.
+        // The state of m, then the kernel's outputs: its phase times in nanoseconds and
+        // the true residual.
         let at = cyc::state_len(m);
+        let mut end = vec![0.0; dc.state.len()];
+        dc.state.copy_to_host(&mut end)?;
+        end.truncate(at + CYCLE_OUTPUTS);
         let ns = |p: usize| end[at + p] * 1e-9;
         self.ms[SPMV] += ns(0) * 1e3;
-        self.ms[DOTS] += (1..CYCLE_PHASES).map(ns).sum::<f64>() * 1e3;
+        self.ms[DOTS] += (1..5).map(ns).sum::<f64>() * 1e3;
         let ph = &mut self.phases;
-        (ph.dots, ph.sums, ph.algebra, ph.update) = (
+        (ph.dots, ph.sums, ph.algebra, ph.update, ph.restart) = (
             ph.dots + ns(1),
             ph.sums + ns(2),
             ph.algebra + ns(3),
             ph.update + ns(4),
+            ph.restart + ns(5),
         );
+        self.known_residual = Some(end[at + CYCLE_PHASES]);
+        self.solution_updated = cyc::steps(&end) > 0;
         Ok(Some(end))
     }
 
@@ -562,33 +628,25 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
         &mut self,
         s: &DeviceSbell<A>,
         m: usize,
-        start: &[f64],
+        target: f64,
+        eps: f64,
     ) -> Result<bool> {
         let o = s.operands();
         let kernel = if o.b == 5 { A::SBELL5 } else { A::SBELL };
-        let bytes = cycle_shared_bytes(m, size_of::<V>());
-        if bytes > 48 * 1024
-            && (bytes > self.gpu.shared_memory_per_block_optin()?
-                || self.gpu.allow_dynamic_shared(&kernel, bytes).is_err())
-        {
+        let grid = match self.fused_grid {
+            Some((for_m, grid)) if for_m == m => grid,
+            _ => {
+                let grid = self.fused_grid_for(&kernel, &o, m)?;
+                self.fused_grid = Some((m, grid));
+                grid
+            }
+        };
+        let Some((blocks, bytes)) = grid else {
             return Ok(false);
-        }
-        let resident = self
-            .gpu
-            .resident_blocks(&kernel, CYCLE_THREADS as u32, bytes)?;
-        if resident == 0 {
-            return Ok(false);
-        }
-        // Enough blocks for one matrix row per thread, no more: fewer blocks meet at
-        // each grid barrier sooner.
-        let wanted = sbell_row_threads(o.n_stored_pad, o.n_empty, o.b).div_ceil(CYCLE_THREADS);
-        let blocks = wanted.clamp(1, resident);
+        };
         self.device_cycle_buffers()?;
         let dc = self.on_device.as_mut().expect("allocated above");
-        // SAFETY: `start` is a Vec (pageable): the driver stages it before returning.
-        unsafe { dc.state.copy_from_host_staged(start)? };
-        let cfg = LaunchConfig::blocks(blocks as u32, CYCLE_THREADS as u32)
-            .with_shared_bytes(bytes as u32);
+        let cfg = LaunchConfig::blocks(blocks, CYCLE_THREADS as u32).with_shared_bytes(bytes);
         let args = GmresCycleSbell {
             p: CycleSbellScalars {
                 n: self.n,
@@ -598,6 +656,8 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
                 n_stored_pad: o.n_stored_pad,
                 n_empty: o.n_empty,
                 b: o.b,
+                target,
+                eps,
             },
             row_index: o.row_index,
             empty_rows: o.empty_rows,
@@ -607,6 +667,8 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
             slice_val_ptr: o.slice_val_ptr,
             block_col: o.block_col,
             values: o.values,
+            rhs: self.b.as_in(),
+            x: self.x.as_out(),
             basis: self.basis.as_out(),
             w: self.w.as_out(),
             partials: self.partials.as_out(),
@@ -615,16 +677,43 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
             barrier: dc.barrier.as_out(),
         };
         // SAFETY: the matrix's arrays were validated by `Sbell` (as for `spmv_sbell`) and
-        // it is square with n rows (`check_system`); the kernel reads and writes columns
-        // 0..=m of the basis ((restart + 1) n elements, m <= restart), w (n), 2 (m + 1)
-        // element_blocks partials and 2 (m + 1) dots (sized for the restart length in
-        // `GpuSpace::new`), the state (`state_len(restart) + CYCLE_PHASES` f64, begun for m,
-        // the phase times after `state_len(m)`) and the
-        // barrier word (zeroed when allocated, left at its start value by every launch);
-        // the grid is at most `resident` blocks with the shared memory it needs, launched
+        // it is square with n rows (`check_system`, which also gave b and x n elements);
+        // the kernel reads b, reads and writes x and columns 0..=m of the basis
+        // ((restart + 1) n elements, m <= restart), w (n), 2 (m + 1) element_blocks
+        // partials and 2 (m + 1) dots (sized for the restart length in `GpuSpace::new`),
+        // the state (`state_len(restart) + CYCLE_OUTPUTS` f64, the state of m begun by
+        // the kernel, its outputs after `state_len(m)`) and the barrier word (zeroed when
+        // allocated, left at its start value by every launch); the grid is at most the
+        // resident blocks with the shared memory it needs (`fused_grid_for`), launched
         // cooperatively.
         unsafe { self.gpu.launch_cooperative(&kernel, cfg, args)? };
         Ok(true)
+    }
+
+    /// The one-kernel cycle's grid for restart length `m`: enough blocks for one matrix
+    /// row per thread, no more (fewer blocks meet at each grid barrier sooner), at most
+    /// those resident at once; `None` where its shared memory or one block does not fit.
+    fn fused_grid_for<A: Element + CycleKernels<V>>(
+        &self,
+        kernel: &ferrocuda_host::Kernel<GmresCycleSbell<'static, A, V>>,
+        o: &crate::sparse::gpu::SbellOperands<'_, A>,
+        m: usize,
+    ) -> Result<Option<(u32, u32)>> {
+        let bytes = cycle_shared_bytes(m, size_of::<V>());
+        if bytes > 48 * 1024
+            && (bytes > self.gpu.shared_memory_per_block_optin()?
+                || self.gpu.allow_dynamic_shared(kernel, bytes).is_err())
+        {
+            return Ok(None);
+        }
+        let resident = self
+            .gpu
+            .resident_blocks(kernel, CYCLE_THREADS as u32, bytes)?;
+        if resident == 0 {
+            return Ok(None);
+        }
+        let wanted = sbell_row_threads(o.n_stored_pad, o.n_empty, o.b).div_ceil(CYCLE_THREADS);
+        Ok(Some((wanted.clamp(1, resident) as u32, bytes as u32)))
     }
 
     /// The buffers of cycles run on the device, allocated on first use.
@@ -633,7 +722,7 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
             self.on_device = Some(DeviceCycle {
                 state: self
                     .gpu
-                    .alloc(cyc::state_len(self.restart) + CYCLE_PHASES)?,
+                    .alloc(cyc::state_len(self.restart) + CYCLE_OUTPUTS)?,
                 coef: self.gpu.alloc(device_coef_len(self.restart))?,
                 header: None,
                 barrier: self.gpu.alloc_zeroed(1)?,
@@ -659,7 +748,11 @@ impl<V: KrylovElement> GpuSpace<'_, V> {
 
 impl<V: KrylovElement> Space for GpuSpace<'_, V> {
     fn rhs_norm(&mut self) -> Result<f64> {
-        self.global_norm(b1::nrm2(self.b)?.to_f64())
+        let local = match self.known_rhs_norm.take() {
+            Some(norm) => norm,
+            None => b1::nrm2(self.b)?.to_f64(),
+        };
+        self.global_norm(local)
     }
 
     fn zero_solution(&mut self) -> Result<()> {
@@ -667,16 +760,13 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
     }
 
     fn residual(&mut self) -> Result<f64> {
-        let n = self.n;
-        self.start(SPMV)?;
-        {
-            let mut r = self.basis.view_mut(..n)?;
-            self.a.apply_unchecked(&self.x.view(..)?, &mut r)?;
-        }
-        self.stop(SPMV)?;
-        let mut r = self.basis.view_mut(..n)?;
-        b1::axpby(V::ONE, self.b, -V::ONE, &mut r)?;
-        let norm = b1::nrm2(&r)?.to_f64();
+        let norm = match self.known_residual.take() {
+            Some(norm) => norm,
+            None => {
+                self.queue_residual()?;
+                b1::nrm2(&self.basis.view(..self.n)?)?.to_f64()
+            }
+        };
         self.collect(SPMV)?;
         self.global_norm(norm)
     }
@@ -754,6 +844,11 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
     }
 
     fn update_solution(&mut self, y: &[C]) -> Result<()> {
+        if std::mem::take(&mut self.solution_updated) {
+            // The one-kernel cycle added V y to x: the same y (`cyc::solve` on the same
+            // state), the same per-element math.
+            return Ok(());
+        }
         let n = self.n;
         let k = y.len();
         for (j, &yj) in y.iter().enumerate() {
@@ -837,12 +932,12 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         if check_every.is_none() && !fused {
             return Ok(None);
         }
-        // The state, then the one-kernel cycle's phase times.
-        let mut start = vec![0.0; cyc::state_len(self.restart) + CYCLE_PHASES];
-        cyc::begin(&mut start, m, target, eps);
-        if fused && let Some(end) = self.fused_cycle(m, &start)? {
+        if fused && let Some(end) = self.fused_cycle(m, target, eps)? {
             return Ok(Some(end));
         }
+        // The state, then room for the one-kernel cycle's outputs.
+        let mut start = vec![0.0; cyc::state_len(self.restart) + CYCLE_OUTPUTS];
+        cyc::begin(&mut start, m, target, eps);
         let Some(check_every) = check_every else {
             return Ok(None);
         };
