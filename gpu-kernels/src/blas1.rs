@@ -71,7 +71,7 @@ use crate::abi::Kernel;
 #[cfg(target_arch = "nvptx64")]
 use crate::device::{
     WARP_SIZE, block_dim, block_idx, block_idx_y, block_sum, dynamic_shared, for_each_index,
-    global_index, grid_dim, grid_stride, lane, sync_threads, thread_idx, warp, warp_sum,
+    global_index, grid_stride, lane, sync_threads, thread_idx, warp, warp_sum,
 };
 use crate::scalar::RealScalar;
 use crate::{instances, kernel};
@@ -138,38 +138,23 @@ pub unsafe fn dot_partial<T: Scalar>(n: usize, x: *const T, y: *const T, partial
 /// Stage one of `nrm2`: partial sums of `|x_i|^2` in the real type.
 #[kernel]
 pub unsafe fn nrm2_partial<T: Scalar>(n: usize, x: *const T, partials: *mut T::Real) {
-    let total = nrm2_partial_block::<T>(block_idx(), grid_dim(), n, |i| unsafe { *x.add(i) });
-    if thread_idx() == 0 {
-        unsafe { *partials.add(block_idx()) = total };
-    }
-}
-
-/// Block `vb`'s partial of `nrm2_partial` over a grid of `blocks` blocks (thread 0 holds
-/// it), element `i` given by `elem(i)`, called once per element by the thread that sums
-/// it: the kernel itself, and a cooperative kernel that runs the blocks of such a grid
-/// in turn (the GMRES cycle's true residual). Every thread of the block calls it.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-pub(crate) fn nrm2_partial_block<T: Scalar>(
-    vb: usize,
-    blocks: usize,
-    n: usize,
-    mut elem: impl FnMut(usize) -> T,
-) -> T::Real {
-    let stride = blocks * block_dim();
-    let mut i = vb * block_dim() + thread_idx();
+    let stride = grid_stride();
+    let mut i = global_index();
     let mut acc = [<T::Real as Scalar>::ZERO; 4];
     while i + 3 * stride < n {
         for (u, a) in acc.iter_mut().enumerate() {
-            *a = nrm2_step(*a, elem(i + u * stride));
+            *a = unsafe { nrm2_step(*a, *x.add(i + u * stride)) };
         }
         i += 4 * stride;
     }
     while i < n {
-        acc[0] = nrm2_step(acc[0], elem(i));
+        acc[0] = unsafe { nrm2_step(acc[0], *x.add(i)) };
         i += stride;
     }
-    block_sum((acc[0] + acc[1]) + (acc[2] + acc[3]))
+    let total = block_sum((acc[0] + acc[1]) + (acc[2] + acc[3]));
+    if thread_idx() == 0 {
+        unsafe { *partials.add(block_idx()) = total };
+    }
 }
 
 /// Stage one of `multi_dot`: block row `block_idx_y` handles vectors

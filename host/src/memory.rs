@@ -394,6 +394,18 @@ impl<'a, T> DeviceViewMut<'a, T> {
             _t: PhantomData,
         }
     }
+
+    /// The part `range` of this window (e.g. one element of a [`DeviceViewMut::cast`]).
+    /// Errors: `range` outside the window.
+    pub fn into_range(self, range: impl RangeBounds<usize>) -> Result<DeviceViewMut<'a, T>> {
+        let (start, end) = resolve(range, self.len, "into_range")?;
+        Ok(DeviceViewMut {
+            gpu: self.gpu,
+            ptr: self.ptr + (start * size_of::<T>()) as u64,
+            len: end - start,
+            _t: PhantomData,
+        })
+    }
 }
 
 impl<'a, T: Pod> DeviceViewMut<'a, T> {

@@ -5,10 +5,12 @@
 //! per-element math as [`super::cpu`].
 //!
 //! Host waits: one before the first cycle (`|b|`, `|x0|` and the first residual in one
-//! download); then per cycle one per host-stepped step, or one per look at a cycle run
-//! on the device ([`CycleControl::Device`]) and one for its true residual, or exactly
-//! one for a cycle in one kernel ([`CycleControl::Fused`]), which also updates `x` and
-//! computes the next true residual itself.
+//! download); then per cycle one per host-stepped step and one for its true residual,
+//! or, for a cycle run on the device ([`CycleControl::Device`], [`CycleControl::Fused`])
+//! without a preconditioner, one per look and none more: the solution update and the
+//! next true residual are queued on the device behind the cycle (the least-squares
+//! solve by [`cyc::solve`] on one device thread), and the state comes back with the
+//! residual's norm in one download.
 
 use std::time::Instant;
 
@@ -19,13 +21,14 @@ use ferrocuda_kernels::RealScalar;
 use ferrocuda_kernels::blas1::reduction_blocks;
 use ferrocuda_kernels::krylov::cycle::{self as cyc, Header};
 use ferrocuda_kernels::krylov::fused::{
-    CYCLE_OUTPUTS, CYCLE_PHASES, CYCLE_THREADS, CycleKernels, CycleSbellScalars,
-    GmresCycleSbell, cycle_shared_bytes,
+    CYCLE_PHASES, CYCLE_THREADS, CycleKernels, CycleSbellScalars, GmresCycleSbell,
+    cycle_shared_bytes,
 };
 use ferrocuda_kernels::krylov::{
-    BLOCK, BasisCombine, DOTS_CHUNK, GmresDcgs2Step, GmresMgsStep, GsDotsPartial, GsUpdate,
-    GsUpdateDevice, GsUpdateDeviceScalars, GsUpdateScalars, KrylovKernels, MgsEliminate,
-    MgsNormalize, dcgs2_scratch_len, device_coef_len,
+    BLOCK, BasisCombine, DOTS_CHUNK, GmresDcgs2Step, GmresMgsStep, GmresSolutionCoefficients,
+    GmresSolutionUpdate, GsDotsPartial, GsUpdate, GsUpdateDevice, GsUpdateDeviceScalars,
+    GsUpdateScalars, KrylovKernels, MgsEliminate, MgsNormalize, dcgs2_scratch_len, device_coef_len,
+    solution_scratch_len,
 };
 use ferrocuda_kernels::spmv::sbell_row_threads;
 
@@ -174,6 +177,14 @@ fn step_config(m: usize) -> (LaunchConfig, usize) {
         LaunchConfig::blocks(1, THREADS).with_shared_bytes((len * size_of::<f64>()) as u32),
         len,
     )
+}
+
+/// `f64` of the device state buffer of restart length `m`: the cycle's state
+/// ([`cyc::state_len`]), the one-kernel cycle's phase times ([`CYCLE_PHASES`], after the
+/// state of the cycle's own length), and last the norm of the true residual that the
+/// device restart leaves there (in the vectors' real type, in the slot's first bytes).
+fn state_buffer_len(m: usize) -> usize {
+    cyc::state_len(m) + CYCLE_PHASES + 1
 }
 
 /// `Err` when `b` or `x0` holds NaN or infinity (their norms say so).
@@ -523,10 +534,7 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
                 }
             }
         }
-        let dc = self.on_device.as_ref().expect("allocated above");
-        let mut end = vec![0.0; start.len()];
-        dc.state.copy_to_host(&mut end)?;
-        Ok(end)
+        self.finish_on_device()
     }
 
     /// DCGS2 step `k` of a cycle of `m` steps on the device: the dots, the step's algebra
@@ -584,42 +592,106 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
         LaunchConfig::for_elements(self.n, BLOCK as u32)
     }
 
-    /// Runs a DCGS2 cycle of at most `m` steps (residual `target`, breakdown `eps`) and
-    /// the restart after it in one cooperative kernel ([`CycleControl::Fused`]): one
-    /// wait, for its final state. `x` then holds the updated solution and `V_0` the next
-    /// residual, whose norm the next `residual` takes. `None` (nothing queued) where the
-    /// operator is not a device SBELL matrix or the kernel cannot hold the cycle.
-    fn fused_cycle(&mut self, m: usize, target: f64, eps: f64) -> Result<Option<Vec<f64>>> {
+    /// Runs a DCGS2 cycle of `m` steps from the state `start` in one cooperative kernel
+    /// ([`CycleControl::Fused`]), then its restart ([`finish_on_device`](Self::finish_on_device)),
+    /// and returns its final state; `None` (nothing queued) where the operator is not a
+    /// device SBELL matrix or the kernel cannot hold the cycle.
+    fn fused_cycle(&mut self, m: usize, start: &[f64]) -> Result<Option<Vec<f64>>> {
         let a = self.a;
         let launched = match a.as_sbell() {
             None => false,
-            Some(SbellRef::Same(s)) => self.launch_fused::<V>(s, m, target, eps)?,
-            Some(SbellRef::Real(s)) => self.launch_fused::<V::Real>(s, m, target, eps)?,
+            Some(SbellRef::Same(s)) => self.launch_fused::<V>(s, m, start)?,
+            Some(SbellRef::Real(s)) => self.launch_fused::<V::Real>(s, m, start)?,
         };
         if !launched {
             return Ok(None);
         }
-        let dc = self.on_device.as_ref().expect("allocated by launch_fused");
-        // The state of m, then the kernel's outputs: its phase times in nanoseconds and
-        // the true residual.
+        let end = self.finish_on_device()?;
+        // The kernel's phase times follow the state, in nanoseconds.
         let at = cyc::state_len(m);
-        let mut end = vec![0.0; dc.state.len()];
-        dc.state.copy_to_host(&mut end)?;
-        end.truncate(at + CYCLE_OUTPUTS);
         let ns = |p: usize| end[at + p] * 1e-9;
         self.ms[SPMV] += ns(0) * 1e3;
-        self.ms[DOTS] += (1..5).map(ns).sum::<f64>() * 1e3;
+        self.ms[DOTS] += (1..CYCLE_PHASES).map(ns).sum::<f64>() * 1e3;
         let ph = &mut self.phases;
-        (ph.dots, ph.sums, ph.algebra, ph.update, ph.restart) = (
+        (ph.dots, ph.sums, ph.algebra, ph.update) = (
             ph.dots + ns(1),
             ph.sums + ns(2),
             ph.algebra + ns(3),
             ph.update + ns(4),
-            ph.restart + ns(5),
         );
-        self.known_residual = Some(end[at + CYCLE_PHASES]);
-        self.solution_updated = cyc::steps(&end) > 0;
         Ok(Some(end))
+    }
+
+    /// The end of a cycle run on the device: without a preconditioner, queues its
+    /// restart behind it (`y` by [`cyc::solve`] on one device thread, `x <- x + V y`,
+    /// `V_0 <- b - A x` and its norm into the state buffer's last slot), so that the
+    /// next `update_solution` and `residual` have nothing left to do; then downloads the
+    /// state buffer: the cycle's one wait at its end. With a preconditioner the host
+    /// updates as after a host-stepped cycle.
+    fn finish_on_device(&mut self) -> Result<Vec<f64>> {
+        let restart = self.m.is_none();
+        if restart {
+            self.queue_restart()?;
+        }
+        let dc = self.on_device.as_ref().expect("a cycle ran on the device");
+        let mut end = vec![0.0; dc.state.len()];
+        dc.state.copy_to_host(&mut end)?;
+        if restart {
+            let slot: &[V::Real] = bytemuck::cast_slice(&end[end.len() - 1..]);
+            self.known_residual = Some(slot[0].to_f64());
+            self.solution_updated = cyc::steps(&end) > 0;
+        }
+        Ok(end)
+    }
+
+    /// Queues the restart of the ended cycle in the device state (no preconditioner):
+    /// the same kernels and per-element math as `update_solution` and `residual`, with
+    /// the coefficients solved on the device.
+    fn queue_restart(&mut self) -> Result<()> {
+        let (n, m, grid) = (self.n, self.restart, self.grid());
+        let dc = self.on_device.as_mut().expect("a cycle ran on the device");
+        let scratch = solution_scratch_len(m);
+        // The state staged in shared memory where it fits the default 48 KiB.
+        let staged = if scratch * size_of::<f64>() <= 48 * 1024 {
+            scratch
+        } else {
+            2 * m
+        };
+        let cfg = LaunchConfig::blocks(1, BLOCK as u32)
+            .with_shared_bytes((staged * size_of::<f64>()) as u32);
+        let args = GmresSolutionCoefficients {
+            staged,
+            state: dc.state.as_in(),
+            coef: dc.coef.as_out(),
+        };
+        // SAFETY: the kernel reads the state (`state_len` of its restart length <= m,
+        // the buffer holds `state_buffer_len(m)`), stages it in `staged` f64 of shared
+        // memory where that is `solution_scratch_len(m)`, keeps y in the first 2 m, and
+        // writes steps <= m coefficients (coef holds `device_coef_len(m) = 2 m + 2`).
+        unsafe {
+            self.gpu
+                .launch(&V::GMRES_SOLUTION_COEFFICIENTS, cfg, args)?
+        };
+        let args = GmresSolutionUpdate {
+            n,
+            ld: n,
+            state: dc.state.as_in(),
+            basis: self.basis.as_in(),
+            coef: dc.coef.as_in(),
+            x: self.x.as_out(),
+        };
+        // SAFETY: the kernel reads steps <= m coefficients, columns 0..steps of the
+        // basis ((restart + 1) n elements) and x, and updates x (n elements).
+        unsafe { self.gpu.launch(&V::GMRES_SOLUTION_UPDATE, grid, args)? };
+        self.queue_residual()?;
+        let dc = self.on_device.as_mut().expect("a cycle ran on the device");
+        let last = dc.state.len() - 1;
+        let mut slot = dc
+            .state
+            .view_mut(last..)?
+            .cast::<V::Real>()?
+            .into_range(..1)?;
+        b1::nrm2_into(&self.basis.view(..n)?, &mut slot)
     }
 
     /// Queues [`fused_cycle`](Self::fused_cycle)'s kernel for the matrix `s`; `false`
@@ -628,8 +700,7 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
         &mut self,
         s: &DeviceSbell<A>,
         m: usize,
-        target: f64,
-        eps: f64,
+        start: &[f64],
     ) -> Result<bool> {
         let o = s.operands();
         let kernel = if o.b == 5 { A::SBELL5 } else { A::SBELL };
@@ -646,6 +717,8 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
         };
         self.device_cycle_buffers()?;
         let dc = self.on_device.as_mut().expect("allocated above");
+        // SAFETY: `start` is a Vec (pageable): the driver stages it before returning.
+        unsafe { dc.state.copy_from_host_staged(start)? };
         let cfg = LaunchConfig::blocks(blocks, CYCLE_THREADS as u32).with_shared_bytes(bytes);
         let args = GmresCycleSbell {
             p: CycleSbellScalars {
@@ -656,8 +729,6 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
                 n_stored_pad: o.n_stored_pad,
                 n_empty: o.n_empty,
                 b: o.b,
-                target,
-                eps,
             },
             row_index: o.row_index,
             empty_rows: o.empty_rows,
@@ -667,8 +738,6 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
             slice_val_ptr: o.slice_val_ptr,
             block_col: o.block_col,
             values: o.values,
-            rhs: self.b.as_in(),
-            x: self.x.as_out(),
             basis: self.basis.as_out(),
             w: self.w.as_out(),
             partials: self.partials.as_out(),
@@ -677,14 +746,13 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
             barrier: dc.barrier.as_out(),
         };
         // SAFETY: the matrix's arrays were validated by `Sbell` (as for `spmv_sbell`) and
-        // it is square with n rows (`check_system`, which also gave b and x n elements);
-        // the kernel reads b, reads and writes x and columns 0..=m of the basis
-        // ((restart + 1) n elements, m <= restart), w (n), 2 (m + 1) element_blocks
-        // partials and 2 (m + 1) dots (sized for the restart length in `GpuSpace::new`),
-        // the state (`state_len(restart) + CYCLE_OUTPUTS` f64, the state of m begun by
-        // the kernel, its outputs after `state_len(m)`) and the barrier word (zeroed when
-        // allocated, left at its start value by every launch); the grid is at most the
-        // resident blocks with the shared memory it needs (`fused_grid_for`), launched
+        // it is square with n rows (`check_system`); the kernel reads and writes columns
+        // 0..=m of the basis ((restart + 1) n elements, m <= restart), w (n), 2 (m + 1)
+        // element_blocks partials and 2 (m + 1) dots (sized for the restart length in
+        // `GpuSpace::new`), the state (`state_buffer_len(restart)` f64, begun for m, the
+        // phase times after `state_len(m)`) and the barrier word (zeroed when allocated,
+        // left at its start value by every launch); the grid is at most the resident
+        // blocks with the shared memory it needs (`fused_grid_for`), launched
         // cooperatively.
         unsafe { self.gpu.launch_cooperative(&kernel, cfg, args)? };
         Ok(true)
@@ -720,9 +788,7 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
     fn device_cycle_buffers(&mut self) -> Result<&mut DeviceCycle<V>> {
         if self.on_device.is_none() {
             self.on_device = Some(DeviceCycle {
-                state: self
-                    .gpu
-                    .alloc(cyc::state_len(self.restart) + CYCLE_OUTPUTS)?,
+                state: self.gpu.alloc(state_buffer_len(self.restart))?,
                 coef: self.gpu.alloc(device_coef_len(self.restart))?,
                 header: None,
                 barrier: self.gpu.alloc_zeroed(1)?,
@@ -932,12 +998,12 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         if check_every.is_none() && !fused {
             return Ok(None);
         }
-        if fused && let Some(end) = self.fused_cycle(m, target, eps)? {
+        // The state, the one-kernel cycle's phase times, the restart's residual norm.
+        let mut start = vec![0.0; state_buffer_len(self.restart)];
+        cyc::begin(&mut start, m, target, eps);
+        if fused && let Some(end) = self.fused_cycle(m, &start)? {
             return Ok(Some(end));
         }
-        // The state, then room for the one-kernel cycle's outputs.
-        let mut start = vec![0.0; cyc::state_len(self.restart) + CYCLE_OUTPUTS];
-        cyc::begin(&mut start, m, target, eps);
         let Some(check_every) = check_every else {
             return Ok(None);
         };

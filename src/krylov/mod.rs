@@ -311,9 +311,6 @@ pub struct CyclePhases {
     pub algebra: f64,
     /// The vector update (`q_k` and the next `u`).
     pub update: f64,
-    /// The restart after the cycle, in the same kernel: `x <- x + V y` and the true
-    /// residual `b - A x` with its norm (part of [`GmresTiming::rest`]).
-    pub restart: f64,
 }
 
 /// What a GMRES solve did.

@@ -17,12 +17,6 @@
 //!
 //! Three grid barriers per step (after the product, the dots and the update), four where
 //! the sums need their own.
-//!
-//! The restart that follows the cycle runs in the same kernel, so a cycle costs the host
-//! one wait: every block solves the cycle's least-squares problem on its own copy of the
-//! state ([`cycle::solve`], the host's function), the grid adds `V y` to `x` (what
-//! `basis_combine` and `axpy` compute), multiplies `r = A x` into `V_0`, and forms `b - r`
-//! and its norm (what `axpby`, `nrm2_partial` and `sqrt_sum_partials` compute).
 
 #[cfg(not(target_arch = "nvptx64"))]
 use crate::abi::Kernel;
@@ -36,13 +30,13 @@ use crate::{instances, kernel};
 use super::{BLOCK, DOTS_CHUNK, cycle, dcgs2_scratch_len, device_coef_len};
 
 #[cfg(target_arch = "nvptx64")]
-use super::{basis_term, copy_out_block, dcgs2_step_block, gs_dots_block, gs_update_columns};
+use super::{copy_in_block, copy_out_block, dcgs2_step_block, gs_dots_block, gs_update_columns};
 #[cfg(target_arch = "nvptx64")]
-use crate::blas1::{axpby, axpy, nrm2_partial_block, sum_partials_in_warp, sum_partials_of};
+use crate::blas1::{sum_partials_in_warp, sum_partials_of};
 #[cfg(target_arch = "nvptx64")]
 use crate::device::{
-    WARP_SIZE, block_idx, dynamic_shared, for_each_block_index, for_each_index, globaltimer,
-    grid_dim, grid_sync, lane, sync_threads, thread_idx, warp,
+    WARP_SIZE, block_idx, dynamic_shared, globaltimer, grid_dim, grid_sync, lane, sync_threads,
+    thread_idx, warp,
 };
 #[cfg(target_arch = "nvptx64")]
 use crate::scalar::RealScalar;
@@ -53,14 +47,9 @@ use crate::spmv::SbellArrays;
 pub const CYCLE_THREADS: usize = BLOCK;
 
 /// Phases the cycle kernel times (block 0's `%globaltimer`, each phase with the grid
-/// barrier that ends it): the product, the dots, their sums, the algebra, the update,
-/// and the restart (solution update and true residual). Their nanoseconds (as `f64`)
-/// follow the final state ([`cycle::state_len`]`(m)`).
-pub const CYCLE_PHASES: usize = 6;
-
-/// The `f64` the cycle kernel writes after the final state: the phase times
-/// ([`CYCLE_PHASES`]), then the norm of the true residual `b - A x` of the updated `x`.
-pub const CYCLE_OUTPUTS: usize = CYCLE_PHASES + 1;
+/// barrier that ends it): the product, the dots, their sums, the algebra, the update.
+/// Their nanoseconds (as `f64`) follow the final state ([`cycle::state_len`]`(m)`).
+pub const CYCLE_PHASES: usize = 5;
 
 /// Bytes at the start of the dynamic shared memory for the block reductions (the dots'
 /// warp sums, then the sums of the partials).
@@ -101,23 +90,17 @@ pub struct CycleSbellScalars {
     pub n_empty: usize,
     /// Block size (ignored by the 5x5 instances).
     pub b: usize,
-    /// The cycle's absolute residual target ([`cycle::begin`]).
-    pub target: f64,
-    /// Its breakdown tolerance ([`cycle::begin`]).
-    pub eps: f64,
 }
 
-/// Runs a delayed-CGS2 GMRES cycle of at most `m` steps ([`cycle::begin`] with the
-/// scalars' `target` and `eps`) from `V_0 = b - A x` in column 0 of `basis`
-/// (unnormalised) to its end, the operator `A` the sliced masked BELL matrix of the
-/// middle parameters (as [`crate::spmv::spmv_sbell`]'s, `B` and `N` likewise), no
-/// preconditioner; then the restart: `x <- x + V y` and `V_0 <- b - A x`. Leaves the
-/// final state at `state`, the basis as a host-stepped cycle and the host's restart
-/// leave it, and [`CYCLE_OUTPUTS`] after the state (`state` holds `state_len(m) +
-/// CYCLE_OUTPUTS` f64). Workspace: `w` (`n`), `partials` (`2 (m + 1) element_blocks`),
-/// `dots` (`2 (m + 1)`), `barrier` (one `u32`, zero before the first launch). Launch
-/// cooperatively with [`CYCLE_THREADS`] threads per block and [`cycle_shared_bytes`] of
-/// dynamic shared memory.
+/// Runs the delayed-CGS2 GMRES cycle whose state is at `state` ([`cycle`], begun by the
+/// host, `V_0` in column 0 of `basis`) to its end, the operator `A` the sliced masked
+/// BELL matrix of the middle parameters (as [`crate::spmv::spmv_sbell`]'s, `B` and `N`
+/// likewise), no preconditioner; leaves the final state at `state` and the basis as a
+/// host-stepped cycle leaves it, and the time of each phase after the state
+/// ([`CYCLE_PHASES`]; `state` holds `state_len(m) + CYCLE_PHASES` f64). Workspace: `w`
+/// (`n`), `partials` (`2 (m + 1) element_blocks`), `dots` (`2 (m + 1)`), `barrier` (one
+/// `u32`, zero before the first launch). Launch cooperatively with [`CYCLE_THREADS`] threads per
+/// block and [`cycle_shared_bytes`] of dynamic shared memory.
 #[kernel(args = GmresCycleSbell)]
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn gmres_cycle_sbell<A: MatrixScalar<V>, V: Scalar, const B: usize, const N: usize>(
@@ -130,8 +113,6 @@ pub unsafe fn gmres_cycle_sbell<A: MatrixScalar<V>, V: Scalar, const B: usize, c
     slice_val_ptr: *const usize,
     block_col: *const u32,
     values: *const A,
-    rhs: *const V,
-    x: *mut V,
     basis: *mut V,
     w: *mut V,
     partials: *mut V,
@@ -147,8 +128,6 @@ pub unsafe fn gmres_cycle_sbell<A: MatrixScalar<V>, V: Scalar, const B: usize, c
         n_stored_pad,
         n_empty,
         b,
-        target,
-        eps,
     } = p;
     let a = SbellArrays {
         n_stored,
@@ -178,11 +157,7 @@ pub unsafe fn gmres_cycle_sbell<A: MatrixScalar<V>, V: Scalar, const B: usize, c
     } else {
         dots as *const V
     };
-    for_each_block_index(len, |i| unsafe { *st.add(i) = 0.0 });
-    sync_threads();
-    if thread_idx() == 0 {
-        cycle::begin(unsafe { core::slice::from_raw_parts_mut(st, len) }, m, target, eps);
-    }
+    unsafe { copy_in_block(st, state, len) };
     sync_threads();
     let done = || unsafe { *st.add(cycle::Header::DONE) } != 0.0;
     let mut ns = [0u64; CYCLE_PHASES];
@@ -246,56 +221,6 @@ pub unsafe fn gmres_cycle_sbell<A: MatrixScalar<V>, V: Scalar, const B: usize, c
         lap(4);
         k += 1;
     }
-    // The restart. `x <- x + sum_j y_j V_j` (the host's `update_solution`: none without
-    // steps), `y` solved by every block from its own copy of the state into the DCGS2
-    // scratch, as `V` into `coef` (both free once the cycle has ended).
-    let steps = cycle::steps(unsafe { core::slice::from_raw_parts(st, len) });
-    if steps > 0 {
-        let y = scratch as *mut cycle::C;
-        if thread_idx() == 0 {
-            let s = unsafe { core::slice::from_raw_parts(st, len) };
-            cycle::solve(s, unsafe { core::slice::from_raw_parts_mut(y, steps) });
-        }
-        sync_threads();
-        for_each_block_index(steps, |j| unsafe {
-            *coef.add(j) = cycle::to_scalar(*y.add(j));
-        });
-        sync_threads();
-        for_each_index(n, |i| {
-            let mut s = V::ZERO;
-            for j in 0..steps {
-                s = basis_term(s, unsafe { *coef.add(j) }, unsafe { *basis.add(j * n + i) });
-            }
-            unsafe { *x.add(i) = axpy(V::ONE, s, *x.add(i)) };
-        });
-        unsafe { grid_sync(barrier) };
-    }
-    // `V_0 <- b - A x` and its norm (`residual`: the product, `axpby`, `nrm2`), the
-    // norm's first stage in the blocks of an `nrm2_partial` grid run in turn.
-    unsafe { a.rows_product::<V, B, N>(V::ONE, x, V::ZERO, basis) };
-    unsafe { grid_sync(barrier) };
-    let norm_partials = partials as *mut V::Real;
-    let mut vb = block_idx();
-    while vb < element_blocks {
-        let total = nrm2_partial_block::<V>(vb, element_blocks, n, |i| unsafe {
-            let r = axpby(V::ONE, *rhs.add(i), -V::ONE, *basis.add(i));
-            *basis.add(i) = r;
-            r
-        });
-        if thread_idx() == 0 {
-            unsafe { *norm_partials.add(vb) = total };
-        }
-        vb += grid_dim();
-    }
-    unsafe { grid_sync(barrier) };
-    if block_idx() == 0 {
-        let total = unsafe { sum_partials_of(element_blocks, norm_partials, 0) };
-        if thread_idx() == 0 {
-            // SAFETY: the host sized `state` for the outputs after the state.
-            unsafe { *state.add(len + CYCLE_PHASES) = total.sqrt().to_f64() };
-        }
-    }
-    lap(5);
     if block_idx() == 0 {
         unsafe { copy_out_block(state, st, len) };
         if thread_idx() == 0 {

@@ -568,6 +568,75 @@ pub unsafe fn basis_combine<T: Scalar>(
     });
 }
 
+/// Dynamic shared memory (in `f64`) of [`gmres_solution_coefficients`] for restart
+/// length `m`: `y` as `f64` pairs (`2 m`), then room to stage the state.
+pub const fn solution_scratch_len(m: usize) -> usize {
+    2 * m + cycle::state_len(m)
+}
+
+/// The solution update of the ended cycle at `state` ([`cycle`]), on the device:
+/// `coef[j] = y_j` (as `T`, [`cycle::to_scalar`]) for `j < steps`, `y` from
+/// [`cycle::solve`] (the host's function: the same bits). Launch one block with
+/// `staged` f64 of dynamic shared memory: at least `2 m`; where at least
+/// [`solution_scratch_len`], the block stages the state there first (the serial back
+/// substitution then waits on shared memory, not on global-memory round trips).
+#[kernel(args = GmresSolutionCoefficients)]
+pub unsafe fn gmres_solution_coefficients<T: Scalar>(
+    staged: usize,
+    state: *const f64,
+    coef: *mut T,
+) {
+    let m = unsafe { *state.add(cycle::Header::M) } as usize;
+    let len = cycle::state_len(m);
+    let y = dynamic_shared::<f64>();
+    let st = if staged >= solution_scratch_len(m) {
+        let s = unsafe { y.add(2 * m) };
+        unsafe { copy_in_block(s, state, len) };
+        sync_threads();
+        s as *const f64
+    } else {
+        state
+    };
+    // SAFETY: the host sized `state` for its restart length; `y` has 2 m >= 2 steps f64.
+    let st = unsafe { core::slice::from_raw_parts(st, len) };
+    let steps = cycle::steps(st);
+    let y = y as *mut cycle::C;
+    if thread_idx() == 0 {
+        cycle::solve(st, unsafe { core::slice::from_raw_parts_mut(y, steps) });
+    }
+    sync_threads();
+    for_each_block_index(steps, |j| unsafe {
+        *coef.add(j) = cycle::to_scalar(*y.add(j))
+    });
+}
+
+/// `x <- x + sum_{j < steps} coef_j V_j` with `steps` read from the ended cycle at
+/// `state`, nothing without steps: what `basis_combine` and `axpy` compute from the
+/// host's coefficients, in one pass ([`gmres_solution_coefficients`] writes `coef`).
+#[kernel(args = GmresSolutionUpdate)]
+pub unsafe fn gmres_solution_update<T: Scalar>(
+    n: usize,
+    ld: usize,
+    state: *const f64,
+    basis: *const T,
+    coef: *const T,
+    x: *mut T,
+) {
+    let k = unsafe { *state.add(cycle::Header::STEPS) } as usize;
+    if k == 0 {
+        return;
+    }
+    for_each_index(n, |i| {
+        let mut s = T::ZERO;
+        for j in 0..k {
+            s = basis_term(s, unsafe { *coef.add(j) }, unsafe {
+                *basis.add(j * ld + i)
+            });
+        }
+        unsafe { *x.add(i) = crate::blas1::axpy(T::ONE, s, *x.add(i)) };
+    });
+}
+
 /// MGS: `w <- w - h[j] x` with `h[j]` read on the device (no host round trip).
 #[kernel(args = MgsEliminate)]
 pub unsafe fn mgs_eliminate<T: Scalar>(n: usize, h: *const T, j: usize, x: *const T, w: *mut T) {
@@ -604,6 +673,10 @@ pub trait KrylovKernels: Scalar {
     const GS_UPDATE_DEVICE: Kernel<GsUpdateDevice<'static, Self>>;
     /// `gmres_mgs_step_<t>`
     const GMRES_MGS_STEP: Kernel<GmresMgsStep<'static, Self>>;
+    /// `gmres_solution_coefficients_<t>`
+    const GMRES_SOLUTION_COEFFICIENTS: Kernel<GmresSolutionCoefficients<'static, Self>>;
+    /// `gmres_solution_update_<t>`
+    const GMRES_SOLUTION_UPDATE: Kernel<GmresSolutionUpdate<'static, Self>>;
 }
 
 /// The entry points of one scalar type; the names are those the notes, results and
@@ -620,6 +693,10 @@ macro_rules! krylov_instances {
                 GMRES_DCGS2_STEP = gmres_dcgs2_step::<$t>(concat!("gmres_dcgs2_step_", $sfx));
                 GS_UPDATE_DEVICE = gs_update_device::<$t>(concat!("gs_update_device_", $sfx));
                 GMRES_MGS_STEP = gmres_mgs_step::<$t>(concat!("gmres_mgs_step_", $sfx));
+                GMRES_SOLUTION_COEFFICIENTS = gmres_solution_coefficients::<$t>(
+                    concat!("gmres_solution_coefficients_", $sfx)
+                );
+                GMRES_SOLUTION_UPDATE = gmres_solution_update::<$t>(concat!("gmres_solution_update_", $sfx));
             }
         }
     };
