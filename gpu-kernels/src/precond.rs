@@ -10,6 +10,9 @@
 //!   [`MatrixScalar::mul_add_vec`] in column order starting from zero: the same chain as
 //!   [`crate::sparse::block_mul_add`] on a zero accumulator.
 //!
+//! * [`ilu`]: the per-row arithmetic of ILU(0) and block ILU(0) (factorisation and
+//!   triangular solves), shared with `ferrocuda::krylov::ilu`.
+//!
 //! Kernels (host handles: [`InvertKernels`], [`PrecondKernels`]):
 //! * `block_jacobi_invert_<t>` (`block_jacobi_invert`): one thread per block, in place.
 //! * `block_jacobi_apply_<a>[_<v>]` (`block_jacobi_apply`): one thread per scalar row.
@@ -23,6 +26,8 @@ use crate::device::for_each_index;
 use crate::scalar::{RealScalar, Scalar};
 use crate::sparse::MatrixScalar;
 use crate::{instances, kernel};
+
+pub mod ilu;
 
 /// Largest block size of block Jacobi (the capacity of the kernels' work array).
 pub const BLOCK_JACOBI_MAX_B: usize = 8;

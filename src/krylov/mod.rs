@@ -2,9 +2,10 @@
 //! ([`gpu::gmres`]), written once against linear operators ([`LinOp`],
 //! [`DeviceLinOp`]) with one options type ([`GmresOptions`]) and one report
 //! ([`GmresReport`]), with point- and block-Jacobi preconditioners ([`BlockJacobi`],
-//! [`DeviceBlockJacobi`]). To solve from a matrix in a few calls (format chosen,
-//! padding to blocks, preconditioner built, on either device): [`Solver`] and
-//! [`DeviceSolver`] ([`solve`]).
+//! [`DeviceBlockJacobi`]) and point and block ILU(0) on the CPU ([`Ilu0`],
+//! [`BlockIlu0`]). To solve from a matrix in a few calls (format chosen, padding to
+//! blocks, preconditioner built, on either device): [`Solver`] and [`DeviceSolver`]
+//! ([`solve`]).
 //!
 //! GMRES(m) after Saad (seed 000, §5.3): Arnoldi builds an orthonormal basis `V` of the
 //! Krylov space of `A M^{-1}` (right preconditioning, so the residual GMRES minimises
@@ -69,10 +70,12 @@
 mod arnoldi;
 pub mod cpu;
 pub mod gpu;
+pub mod ilu;
 pub mod op;
 pub mod precond;
 pub mod solve;
 
+pub use ilu::{BlockIlu0, Ilu0, IluOptions};
 pub use op::{DeviceLinOp, Identity, LinOp, SbellRef};
 pub use precond::{BlockJacobi, DeviceBlockJacobi};
 pub use solve::{DeviceSolver, Solution, SolveOptions, SolveReport, Solver};
