@@ -242,12 +242,12 @@ struct GpuSpace<'a, V: KrylovElement> {
     /// The phases of the one-kernel cycles so far.
     phases: CyclePhases,
     /// `|b|` and `|b - A x|` (with `V_0 = b - A x`) where the device computed them with
-    /// other work and the host already has them: [`GpuSpace::begin_solve`] and the one-kernel
-    /// cycle's restart. Taken by the next `rhs_norm` and `residual`.
+    /// other work and the host already has them: [`GpuSpace::begin_solve`] and the restart
+    /// queued behind a device cycle. Taken by the next `rhs_norm` and `residual`.
     known_rhs_norm: Option<f64>,
     known_residual: Option<f64>,
-    /// Whether the last one-kernel cycle already added `V y` to `x` (the next
-    /// `update_solution`, with the same `y`, then has nothing to do).
+    /// Whether the restart queued behind the last device cycle already added `V y` to `x`
+    /// (the next `update_solution`, with the same `y`, then has nothing to do).
     solution_updated: bool,
     /// The one-kernel cycle's grid for a restart length `m`: `(m, Some((blocks, shared
     /// bytes)))`, or `(m, None)` where the device cannot hold it (the driver's answers
@@ -911,7 +911,7 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
 
     fn update_solution(&mut self, y: &[C]) -> Result<()> {
         if std::mem::take(&mut self.solution_updated) {
-            // The one-kernel cycle added V y to x: the same y (`cyc::solve` on the same
+            // The device restart added V y to x: the same y (`cyc::solve` on the same
             // state), the same per-element math.
             return Ok(());
         }
