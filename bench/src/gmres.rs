@@ -59,6 +59,12 @@ impl GmresBenchOptions {
         let op = "bench gmres";
         let g = &self.gmres;
         crate::at_least_one(op, &[("--restart", g.restart)])?;
+        if self.precond == Preconditioner::Ilu0 {
+            return Err(crate::invalid(
+                op,
+                "--precond ilu0 runs on the CPU only so far (ferrocuda solve --device cpu); the benchmark compares GPU paths: use none, jacobi or block-jacobi".into(),
+            ));
+        }
         for (flag, v) in [("--rtol", g.rtol), ("--atol", g.atol)] {
             if !(v >= 0.0 && v.is_finite()) {
                 return Err(crate::invalid(
@@ -238,7 +244,8 @@ where
     cpu::spmv_bcsr(T::ONE, &a, &xt, T::ZERO, &mut b)?;
     // One application reads the inverse blocks and the vector and writes the result.
     let precond_bytes = match opts.precond {
-        Preconditioner::None => 0.0,
+        // ILU(0) is refused by `validate`.
+        Preconditioner::None | Preconditioner::Ilu0 => 0.0,
         Preconditioner::Jacobi => 3.0 * n as f64 * size,
         Preconditioner::BlockJacobi => (a.b() as f64 + 2.0) * n as f64 * size,
     };
@@ -276,7 +283,7 @@ where
         let da = DeviceSbell::upload(gpu, &s)?;
         let db = gpu.upload(&b)?;
         let dm = match opts.precond {
-            Preconditioner::None => None,
+            Preconditioner::None | Preconditioner::Ilu0 => None,
             Preconditioner::Jacobi => Some(DeviceBlockJacobi::point(gpu, &a)?),
             Preconditioner::BlockJacobi => Some(DeviceBlockJacobi::new(gpu, &a)?),
         };
@@ -376,7 +383,7 @@ where
     }
     if opts.cpu {
         let cm = match opts.precond {
-            Preconditioner::None => None,
+            Preconditioner::None | Preconditioner::Ilu0 => None,
             Preconditioner::Jacobi => Some(BlockJacobi::point(&a)?),
             Preconditioner::BlockJacobi => Some(BlockJacobi::new(&a)?),
         };

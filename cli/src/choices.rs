@@ -29,6 +29,9 @@ pub enum PrecondArg {
     Jacobi,
     /// Block Jacobi: the inverses of the diagonal blocks ([`ferrocuda::krylov::BlockJacobi::new`]).
     BlockJacobi,
+    /// Block ILU(0) with the blocks of `--block-size` (1: point ILU(0);
+    /// [`ferrocuda::krylov::BlockIlu0`]); CPU only so far.
+    Ilu0,
 }
 
 impl From<PrecondArg> for Preconditioner {
@@ -37,6 +40,7 @@ impl From<PrecondArg> for Preconditioner {
             PrecondArg::None => Preconditioner::None,
             PrecondArg::Jacobi => Preconditioner::Jacobi,
             PrecondArg::BlockJacobi => Preconditioner::BlockJacobi,
+            PrecondArg::Ilu0 => Preconditioner::Ilu0,
         }
     }
 }

@@ -5,7 +5,7 @@
 //! ```text
 //! ferrocuda solve --matrix A.mtx --rhs b.mtx --out x.mtx \
 //!     [--x0 x0.mtx] [--restart 30] [--tol 1e-8] [--atol 0] [--max-iter 1000] \
-//!     [--orth cgs2|mgs] [--precond none|jacobi|block-jacobi] [--block-size 5] \
+//!     [--orth cgs2|mgs] [--precond none|jacobi|block-jacobi|ilu0] [--block-size 5] \
 //!     [--device cpu|gpu|N] [--json] [--quiet] [--progress-interval 0.5]
 //!
 //! # e.g. block-Jacobi-preconditioned GMRES(50) on the GPU, JSON report on stdout:
@@ -306,6 +306,11 @@ impl SolveArgs {
         if self.precond == Preconditioner::BlockJacobi && bs > MAX_BLOCK {
             return Err(invalid(format!(
                 "--block-size {bs}: block Jacobi takes blocks of at most {MAX_BLOCK} x {MAX_BLOCK} (point Jacobi, --precond jacobi, has no limit)"
+            )));
+        }
+        if self.precond == Preconditioner::Ilu0 && bs > MAX_BLOCK {
+            return Err(invalid(format!(
+                "--block-size {bs}: block ILU(0) takes blocks of at most {MAX_BLOCK} x {MAX_BLOCK} (--block-size 1: point ILU(0))"
             )));
         }
         if self.restart == 0 {

@@ -1613,4 +1613,65 @@ mod tests {
             "block ILU(0) {il:?} against block Jacobi {block:?}"
         );
     }
+
+    /// `Preconditioner::Ilu0` through `Solver`: point ILU(0) without a block size (the
+    /// same steps as `Ilu0` by hand), block ILU(0) with one that needs padding; the GPU's
+    /// solver refuses it before touching the device (checked where there is one).
+    #[test]
+    fn solver_takes_ilu0() {
+        use crate::krylov::{Preconditioner, SolveOptions, Solver};
+        let a = convection_diffusion(20);
+        let n = a.n_rows();
+        let mut rng = SmallRng::seed_from_u64(7);
+        let xt: Vec<f64> = random_vec(&mut rng, n);
+        let mut b = vec![0.0; n];
+        a.apply(&xt, &mut b).expect("spmv");
+        let gmres = GmresOptions::default().rtol(1e-10).max_iter(2000);
+        let opts = SolveOptions::default()
+            .gmres(gmres.clone())
+            .precond(Preconditioner::Ilu0)
+            .format(crate::sparse::Format::Csr);
+        let sol = Solver::new(&a, &opts)
+            .and_then(|s| s.solve(&b, None))
+            .expect("solve");
+        let r = &sol.report;
+        assert!(r.gmres.converged, "{r:?}");
+        assert_eq!(
+            (r.precond, r.precond_block_size),
+            (Preconditioner::Ilu0, Some(1))
+        );
+        let by_hand = {
+            let m = Ilu0::new(&a).expect("ilu");
+            let mut x = vec![0.0; n];
+            cpu::gmres(&a, Some(&m as &dyn LinOp<f64>), &b, &mut x, &gmres).expect("gmres")
+        };
+        assert_eq!(r.gmres.iterations, by_hand.iterations);
+        let err = sol
+            .x
+            .iter()
+            .zip(&xt)
+            .map(|(p, q)| (p - q).abs())
+            .fold(0.0, f64::max);
+        assert!(err < 1e-6, "error {err:e}");
+        // Blocks of 3 do not divide n = 400: padded, block ILU(0).
+        let sol = Solver::new(&a, &opts.clone().block_size(3))
+            .and_then(|s| s.solve(&b, None))
+            .expect("block solve");
+        assert!(sol.report.gmres.converged, "{:?}", sol.report);
+        assert_eq!(
+            (sol.report.precond_block_size, sol.report.n_padded),
+            (Some(3), 402)
+        );
+        assert_eq!(sol.x.len(), n);
+        let e = Solver::new(&a, &opts.clone().block_size(9))
+            .err()
+            .expect("b = 9");
+        assert!(e.to_string().contains("at most 8"), "{e}");
+        if let Ok(gpu) = crate::gpu::open(0) {
+            let e = crate::krylov::DeviceSolver::upload(&gpu, &a, &opts)
+                .err()
+                .expect("the GPU refuses ILU(0)");
+            assert!(e.to_string().contains("ILU(0)"), "{e}");
+        }
+    }
 }

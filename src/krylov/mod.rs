@@ -93,6 +93,10 @@ pub enum Preconditioner {
     Jacobi,
     /// Block Jacobi: the inverses of the diagonal blocks ([`BlockJacobi::new`]).
     BlockJacobi,
+    /// ILU(0), incomplete LU without fill ([`BlockIlu0`] with the block size given, else
+    /// the format's, else 1: point ILU(0)). On the CPU ([`Solver`]) so far; the GPU's
+    /// [`DeviceSolver`] refuses it.
+    Ilu0,
 }
 
 impl std::fmt::Display for Preconditioner {
@@ -101,6 +105,7 @@ impl std::fmt::Display for Preconditioner {
             Preconditioner::None => "none",
             Preconditioner::Jacobi => "jacobi",
             Preconditioner::BlockJacobi => "block-jacobi",
+            Preconditioner::Ilu0 => "ilu0",
         })
     }
 }

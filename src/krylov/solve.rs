@@ -13,7 +13,8 @@
 //!    [`FormatChoice`] says what and why; rules in [`crate::sparse::auto`]);
 //! 4. builds the preconditioner ([`Preconditioner`]): point Jacobi, or block Jacobi with
 //!    the given block size, else the block size of the format chosen, else the one the
-//!    choice detected.
+//!    choice detected; or (CPU only, so far) ILU(0) ([`super::BlockIlu0`]) with the given
+//!    block size, else the format's (at most [`MAX_BLOCK`]), else 1 (point ILU(0)).
 //!
 //! `solve` checks `b` and `x0` (lengths, NaN and infinity, naming the entry), pads them
 //! with zeros, runs GMRES ([`super::cpu::gmres`], [`super::gpu::gmres`]) and trims the
@@ -63,7 +64,8 @@ use super::cpu::check_finite;
 use super::gpu::KrylovElement;
 use super::precond::{MAX_BLOCK, PrecondKernels};
 use super::{
-    BlockJacobi, DeviceBlockJacobi, DeviceLinOp, GmresOptions, GmresReport, LinOp, Preconditioner,
+    BlockIlu0, BlockJacobi, DeviceBlockJacobi, DeviceLinOp, GmresOptions, GmresReport, LinOp,
+    Preconditioner,
 };
 use crate::blas1::Element;
 use crate::error::{Error, Result, check_len};
@@ -188,12 +190,23 @@ fn prepare<T: Element>(
                 ),
             ));
         }
+        Some(b) if opts.precond == Preconditioner::Ilu0 && b > MAX_BLOCK => {
+            return Err(invalid(
+                op,
+                format!(
+                    "block size b = {b}: block ILU(0) takes blocks of at most {MAX_BLOCK} x {MAX_BLOCK} (without a block size, point ILU(0))"
+                ),
+            ));
+        }
         _ => {}
     }
     a.check_finite()?;
     let blocked = opts.format == Format::Auto
         || opts.format.is_blocked()
-        || opts.precond == Preconditioner::BlockJacobi;
+        || matches!(
+            opts.precond,
+            Preconditioner::BlockJacobi | Preconditioner::Ilu0
+        );
     let n_padded = match opts.block_size {
         Some(b) if blocked => padded_size(n, b)?,
         _ => n,
@@ -211,6 +224,11 @@ fn prepare<T: Element>(
     let precond_block_size = match opts.precond {
         Preconditioner::None => None,
         Preconditioner::Jacobi => Some(1),
+        Preconditioner::Ilu0 => Some(
+            opts.block_size
+                .or(matrix.choice().block_size.filter(|&b| b <= MAX_BLOCK))
+                .unwrap_or(1),
+        ),
         Preconditioner::BlockJacobi => {
             let choice = matrix.choice();
             let detected = choice
@@ -318,20 +336,22 @@ impl Info {
 /// the preconditioner, built once; [`Solver::solve`] for each right-hand side.
 pub struct Solver<T> {
     matrix: Matrix<T>,
-    precond: Option<BlockJacobi<T>>,
+    precond: Option<Box<dyn LinOp<T> + Send + Sync>>,
     info: Info,
 }
 
 impl<T: Element + MatrixScalar<T>> Solver<T> {
     /// Prepares `A x = b` for the CPU. Errors: `a` not square or not finite, invalid
     /// options, a format or block size the matrix cannot take, a singular diagonal
-    /// (block) of a Jacobi preconditioner, sizes beyond what the host may allocate.
+    /// (block) of a Jacobi preconditioner, a zero or tiny pivot of ILU(0) (naming the
+    /// row), sizes beyond what the host may allocate.
     pub fn new(a: &Csr<T>, opts: &SolveOptions) -> Result<Self> {
         let t = Instant::now();
         let p = prepare("Solver::new", a, opts, Target::Cpu)?;
-        let precond = match (&p.jacobi, opts.precond) {
-            (Some(j), Preconditioner::BlockJacobi) => Some(BlockJacobi::new(j)?),
-            (Some(j), _) => Some(BlockJacobi::point(j)?),
+        let precond: Option<Box<dyn LinOp<T> + Send + Sync>> = match (&p.jacobi, opts.precond) {
+            (Some(j), Preconditioner::BlockJacobi) => Some(Box::new(BlockJacobi::new(j)?)),
+            (Some(j), Preconditioner::Ilu0) => Some(Box::new(BlockIlu0::new(j)?)),
+            (Some(j), _) => Some(Box::new(BlockJacobi::point(j)?)),
             (None, _) => None,
         };
         let mut info = p.info;
@@ -368,7 +388,7 @@ impl<T: Element + MatrixScalar<T>> Solver<T> {
         progress: Option<&mut dyn FnMut(usize, f64)>,
     ) -> Result<Solution<T>> {
         let [b, mut x] = self.info.padded("Solver::solve", b, x0)?;
-        let m = self.precond.as_ref().map(|m| m as &dyn LinOp<T>);
+        let m = self.precond.as_deref().map(|m| m as &dyn LinOp<T>);
         let report = super::cpu::gmres_with_progress(
             &self.matrix,
             m,
@@ -400,6 +420,12 @@ where
     /// upload of the matrix and the preconditioner. Errors: as [`Solver::new`], and the
     /// device's.
     pub fn upload(gpu: &Gpu, a: &Csr<T>, opts: &SolveOptions) -> Result<Self> {
+        if opts.precond == Preconditioner::Ilu0 {
+            return Err(invalid(
+                "DeviceSolver::upload",
+                "ILU(0) runs on the CPU only so far (Solver, or --device cpu); on the GPU use point or block Jacobi".into(),
+            ));
+        }
         let t = Instant::now();
         let p = prepare("DeviceSolver::upload", a, opts, Target::Gpu)?;
         let matrix = DeviceMatrix::from_matrix(gpu, &p.matrix)?;

@@ -336,6 +336,7 @@ fn solver_pads_to_blocks_and_solves_with_every_preconditioner() {
             Preconditioner::None => None,
             Preconditioner::Jacobi => Some(1),
             Preconditioner::BlockJacobi => Some(bs.unwrap_or(3)),
+            Preconditioner::Ilu0 => unreachable!("solve_cases has no ILU(0) (krylov::ilu's tests)"),
         };
         assert_eq!(r.precond_block_size, want_b, "{case}");
         let e = rel_err(&sol.x, &want);
