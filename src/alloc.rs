@@ -100,11 +100,13 @@ fn check_bytes_against(what: &str, bytes: u128, limit: Option<HostLimit>) -> Res
 }
 
 /// `Ok` when `bytes` (for `what`) fit the free memory of `gpu`'s device, else
-/// [`Error::OutOfDeviceMemory`] naming both: the device twin of [`check_host_bytes`],
+/// [`Error::OutOfDeviceMemory`] naming both (free: [`crate::gpu::Gpu::available_memory`],
+/// what freed buffers left in the pool included): the device twin of [`check_host_bytes`],
 /// for several allocations whose sizes come from a user (the driver's own
 /// out-of-memory error names only the bytes of the one allocation that failed).
 pub fn check_device_bytes(gpu: &crate::gpu::Gpu, what: &str, bytes: u128) -> Result<()> {
-    let (free, total) = gpu.memory_info()?;
+    // Memory freed into the pool counts: the allocations reuse it.
+    let (free, total) = gpu.available_memory()?;
     if bytes > free as u128 {
         return Err(Error::OutOfDeviceMemory {
             what: what.to_string(),

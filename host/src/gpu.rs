@@ -166,12 +166,55 @@ impl std::fmt::Debug for Gpu {
     }
 }
 
+/// The device's default stream-ordered memory pool, where buffers come from.
+fn memory_pool(device: &Device) -> Result<sys::CUmemoryPool> {
+    check(device.ctx.bind_to_thread(), || "cuCtxSetCurrent".into())?;
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: writes one handle for the device the context belongs to.
+    check(
+        unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, device.ctx.cu_device()) }.result(),
+        || "cuDeviceGetDefaultMemPool".into(),
+    )?;
+    Ok(pool)
+}
+
+/// Makes the default pool keep freed memory instead of returning it to the driver at
+/// every synchronisation (its release threshold, 0 by default, set to the maximum).
+fn retain_freed_memory(device: &Device) -> Result<()> {
+    let pool = memory_pool(device)?;
+    let mut threshold = u64::MAX;
+    // SAFETY: the attribute takes a cuuint64_t, read from `threshold`.
+    check(
+        unsafe {
+            sys::cuMemPoolSetAttribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                (&mut threshold as *mut u64).cast(),
+            )
+        }
+        .result(),
+        || "cuMemPoolSetAttribute(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)".into(),
+    )
+}
+
+/// A `cuuint64_t` attribute of `pool`.
+fn pool_attribute(pool: sys::CUmemoryPool, attr: sys::CUmemPool_attribute) -> Result<u64> {
+    let mut value = 0u64;
+    // SAFETY: the reserved/used/threshold attributes are cuuint64_t, written to `value`.
+    check(
+        unsafe { sys::cuMemPoolGetAttribute(pool, attr, (&mut value as *mut u64).cast()) }.result(),
+        || format!("cuMemPoolGetAttribute({attr:?})"),
+    )?;
+    Ok(value)
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Gpu {
-    /// Opens device `ordinal`.
+    /// Opens device `ordinal`. The first open of a device sets its default memory pool
+    /// to keep freed memory for reuse ([`Gpu::trim_memory_pool`] gives it back).
     ///
     /// Errors: [`Error::NoDevice`] without a driver or device, [`Error::InvalidOrdinal`]
     /// for an ordinal past the device count.
@@ -207,6 +250,7 @@ impl Gpu {
                     streams: Mutex::new(Vec::new()),
                     capture_gate: RwLock::new(()),
                 });
+                retain_freed_memory(&d)?;
                 registry.push((ordinal, Arc::downgrade(&d)));
                 d
             }
@@ -291,9 +335,48 @@ impl Gpu {
         check(self.device.ctx.name(), || "cuDeviceGetName".into())
     }
 
-    /// `(free, total)` device memory in bytes.
+    /// `(free, total)` device memory in bytes, as the driver reports it: memory that
+    /// freed buffers left in the memory pool counts as used ([`Gpu::available_memory`]
+    /// counts it as free).
     pub fn memory_info(&self) -> Result<(usize, usize)> {
         check(self.device.ctx.mem_get_info(), || "cuMemGetInfo".into())
+    }
+
+    /// `(available, total)` device memory in bytes: the driver's free memory plus what
+    /// freed buffers left in the memory pool, which the next allocations reuse. Use it,
+    /// not [`Gpu::memory_info`], to ask whether allocations will fit.
+    pub fn available_memory(&self) -> Result<(usize, usize)> {
+        let (free, total) = self.memory_info()?;
+        Ok((free.saturating_add(self.pool_idle_bytes()?), total))
+    }
+
+    /// Bytes the device's memory pool holds for reuse: freed, not yet returned to the
+    /// driver.
+    pub fn pool_idle_bytes(&self) -> Result<usize> {
+        let pool = memory_pool(&self.device)?;
+        let reserved = pool_attribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+        )?;
+        let used = pool_attribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+        )?;
+        Ok(usize::try_from(reserved.saturating_sub(used)).unwrap_or(usize::MAX))
+    }
+
+    /// Returns the memory that freed buffers left in the pool to the driver (for other
+    /// processes, or a library with its own allocator). Buffers allocate from the
+    /// device's default stream-ordered pool, which ferrocuda sets to keep freed memory
+    /// ([`Gpu::new`]): a solve that allocates its workspace again then reuses it instead
+    /// of mapping new memory (tens to hundreds of microseconds per solve). An allocation
+    /// that finds the device full trims the pool and tries once more by itself.
+    pub fn trim_memory_pool(&self) -> Result<()> {
+        let pool = memory_pool(&self.device)?;
+        // SAFETY: a live pool handle; trimming releases only memory no allocation uses.
+        check(unsafe { sys::cuMemPoolTrimTo(pool, 0) }.result(), || {
+            "cuMemPoolTrimTo".into()
+        })
     }
 
     pub(crate) fn context(&self) -> &Arc<CudaContext> {

@@ -36,7 +36,18 @@ impl Allocation {
         }
         gpu.bind()?;
         // SAFETY: plain stream-ordered allocation on a live stream.
-        let ptr = unsafe { result::malloc_async(gpu.cu_stream(), bytes) }.map_err(|e| {
+        let mut got = unsafe { result::malloc_async(gpu.cu_stream(), bytes) };
+        if got
+            .as_ref()
+            .is_err_and(|e| DriverStatus(*e).is_out_of_memory())
+        {
+            // The pool keeps freed memory (`Gpu::trim_memory_pool`): give it back and
+            // try once more.
+            gpu.trim_memory_pool()?;
+            // SAFETY: as above.
+            got = unsafe { result::malloc_async(gpu.cu_stream(), bytes) };
+        }
+        let ptr = got.map_err(|e| {
             let status = DriverStatus(e);
             if status.is_out_of_memory() {
                 let (free, total) = gpu.memory_info().unwrap_or((0, 0));

@@ -145,14 +145,19 @@ pub(crate) fn run(
         report.reason = StopReason::ZeroRhs;
         report.timing.total = start.elapsed().as_secs_f64();
         report.timing.rest = report.timing.total;
+        report.timing.setup = report.timing.total;
         return Ok(report);
     }
     let target = (opts.rtol * bnorm).max(opts.atol);
     let eps = space.epsilon();
     let mut watch = Watch::new();
     let mut stalled = false;
+    let mut setup = 0.0;
     loop {
         let beta = space.residual()?;
+        if report.cycles == 0 {
+            setup = start.elapsed().as_secs_f64();
+        }
         add_times(&mut times, space.take_times()?);
         if !beta.is_finite() {
             return Err(Error::InvalidArgument {
@@ -211,6 +216,7 @@ pub(crate) fn run(
         precond: times[1],
         orthogonalization: times[2],
         rest: (total - times.iter().sum::<f64>()).max(0.0),
+        setup,
         cycle_phases: space.take_cycle_phases(),
     };
     Ok(report)

@@ -301,6 +301,9 @@ pub struct GmresTiming {
     pub orthogonalization: f64,
     /// Everything else (residuals at restarts, solution updates, host work).
     pub rest: f64,
+    /// The part of `rest` before the first step: checks, the workspace (allocated per
+    /// solve), `|b|` and the first true residual.
+    pub setup: f64,
     /// The parts of `orthogonalization` inside one-kernel cycles
     /// ([`CycleControl::Fused`]; zero otherwise).
     pub cycle_phases: CyclePhases,

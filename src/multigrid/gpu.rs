@@ -120,7 +120,7 @@ impl<T: MgReal> Solver<T> {
                 ),
             });
         }
-        let (free, _) = gpu.memory_info()?;
+        let (free, _) = gpu.available_memory()?;
         // Keep some room for the context, the reduction scratch and the tables.
         hier.check_fits(
             size_of::<T>(),

@@ -974,3 +974,30 @@ fn staged_uploads_from_a_reused_vec_arrive_in_order() {
         other => panic!("expected DimensionMismatch, got {other:?}"),
     }
 }
+
+/// Freed buffers stay in the device's memory pool for reuse (counted as available, not
+/// as driver-free), and `trim_memory_pool` gives them back. Other tests share the pool
+/// meanwhile, so each observation gets a few attempts.
+#[test]
+fn freed_memory_stays_in_the_pool_until_trimmed() {
+    let Some(gpu) = gpu_or_skip("freed_memory_stays_in_the_pool_until_trimmed") else {
+        return;
+    };
+    let bytes = 256usize << 20;
+    let kept = (0..5).any(|_| {
+        let buf = gpu.alloc::<u8>(bytes).expect("alloc");
+        drop(buf);
+        gpu.synchronize().expect("sync");
+        let idle = gpu.pool_idle_bytes().expect("idle");
+        let (available, total) = gpu.available_memory().expect("available");
+        assert!(available <= total, "available {available} of {total}");
+        idle >= bytes
+    });
+    assert!(kept, "the pool never kept a freed {bytes}-byte buffer");
+    let trimmed = (0..5).any(|_| {
+        gpu.synchronize().expect("sync");
+        gpu.trim_memory_pool().expect("trim");
+        gpu.pool_idle_bytes().expect("idle") < bytes
+    });
+    assert!(trimmed, "trim_memory_pool left the pool's memory in it");
+}

@@ -202,22 +202,45 @@ fn push_column(st: &mut [f64], col: impl Fn(&[f64], usize) -> C) -> f64 {
 }
 
 /// `y` solving `R y = g[..steps]` by back substitution into `y[..steps]`; a zero
-/// diagonal entry gives `y_i = 0`.
+/// diagonal entry gives `y_i = 0`. Column by column, from the last: `y_j` is final once
+/// every later column was eliminated from it ([`solve_pivot`]), then column `j` is
+/// eliminated from every `y_i`, `i < j` ([`solve_eliminate`]). The device runs the same
+/// functions with one thread per `i` (`gmres_solution_coefficients`); each `y_i` meets
+/// the same operations in the same order, so both give the same bits.
 pub fn solve(st: &[f64], y: &mut [C]) {
-    let l = Layout::of(st);
     let k = steps(st);
-    for i in (0..k).rev() {
-        let mut s = get(st, l.g(i));
-        for (j, yj) in y.iter().enumerate().take(k).skip(i + 1) {
-            s -= get(st, l.r(j, i)) * yj;
-        }
-        let d = get(st, l.r(i, i));
-        y[i] = if d == C::new(0.0, 0.0) {
-            C::new(0.0, 0.0)
-        } else {
-            s / d
-        };
+    for (i, yi) in y.iter_mut().enumerate().take(k) {
+        *yi = solve_rhs(st, i);
     }
+    for j in (0..k).rev() {
+        let yj = solve_pivot(st, j, y[j]);
+        y[j] = yj;
+        for (i, yi) in y.iter_mut().enumerate().take(j) {
+            *yi = solve_eliminate(st, j, i, *yi, yj);
+        }
+    }
+}
+
+/// Entry `i` of the right-hand side `g` of the back substitution ([`solve`]).
+pub fn solve_rhs(st: &[f64], i: usize) -> C {
+    get(st, Layout::of(st).g(i))
+}
+
+/// `y_j = s_j / r_jj` (zero where `r_jj` is zero) for the partial sum `s_j` left after
+/// every later column was eliminated ([`solve`]).
+pub fn solve_pivot(st: &[f64], j: usize, s: C) -> C {
+    let d = get(st, Layout::of(st).r(j, j));
+    if d == C::new(0.0, 0.0) {
+        C::new(0.0, 0.0)
+    } else {
+        s / d
+    }
+}
+
+/// `s_i - r_ij y_j`: column `j` eliminated from the partial sum of row `i < j`
+/// ([`solve`]).
+pub fn solve_eliminate(st: &[f64], j: usize, i: usize, s: C, yj: C) -> C {
+    s - get(st, Layout::of(st).r(j, i)) * yj
 }
 
 /// What the vector update of a delayed-CGS2 step needs besides `a_j = s_j = du(j)`

@@ -575,11 +575,14 @@ pub const fn solution_scratch_len(m: usize) -> usize {
 }
 
 /// The solution update of the ended cycle at `state` ([`cycle`]), on the device:
-/// `coef[j] = y_j` (as `T`, [`cycle::to_scalar`]) for `j < steps`, `y` from
-/// [`cycle::solve`] (the host's function: the same bits). Launch one block with
-/// `staged` f64 of dynamic shared memory: at least `2 m`; where at least
-/// [`solution_scratch_len`], the block stages the state there first (the serial back
-/// substitution then waits on shared memory, not on global-memory round trips).
+/// `coef[j] = y_j` (as `T`, [`cycle::to_scalar`]) for `j < steps`, `y` by the host's
+/// back substitution ([`cycle::solve`]) with one thread per row: column `j` is
+/// eliminated from every `y_i`, `i < j`, in parallel, and the thread of row `j - 1`
+/// finishes it ([`cycle::solve_pivot`]) in the same pass; one barrier per column. Each
+/// `y_i` meets the host's operations in the host's order: the same bits. Launch one
+/// block with `staged` f64 of dynamic shared memory: at least `2 m`; where at least
+/// [`solution_scratch_len`], the block stages the state there first (the substitution
+/// then reads `R` from shared memory, not global).
 #[kernel(args = GmresSolutionCoefficients)]
 pub unsafe fn gmres_solution_coefficients<T: Scalar>(
     staged: usize,
@@ -597,17 +600,38 @@ pub unsafe fn gmres_solution_coefficients<T: Scalar>(
     } else {
         state
     };
-    // SAFETY: the host sized `state` for its restart length; `y` has 2 m >= 2 steps f64.
+    // SAFETY: the host sized `state` for its restart length; `y` has 2 m >= 2 steps f64,
+    // and row i is written by thread i mod blockDim only, between barriers.
     let st = unsafe { core::slice::from_raw_parts(st, len) };
-    let steps = cycle::steps(st);
+    let k = cycle::steps(st);
     let y = y as *mut cycle::C;
-    if thread_idx() == 0 {
-        cycle::solve(st, unsafe { core::slice::from_raw_parts_mut(y, steps) });
-    }
-    sync_threads();
-    for_each_block_index(steps, |j| unsafe {
-        *coef.add(j) = cycle::to_scalar(*y.add(j))
+    let (t, threads) = (thread_idx(), block_dim());
+    for_each_block_index(k, |i| unsafe {
+        let s = cycle::solve_rhs(st, i);
+        *y.add(i) = if i + 1 == k {
+            cycle::solve_pivot(st, i, s)
+        } else {
+            s
+        };
     });
+    sync_threads();
+    for j in (1..k).rev() {
+        let yj = unsafe { *y.add(j) };
+        let mut i = t;
+        while i < j {
+            let s = cycle::solve_eliminate(st, j, i, unsafe { *y.add(i) }, yj);
+            // Row j - 1 has now met every later column: finish it for the next pass.
+            let s = if i + 1 == j {
+                cycle::solve_pivot(st, i, s)
+            } else {
+                s
+            };
+            unsafe { *y.add(i) = s };
+            i += threads;
+        }
+        sync_threads();
+    }
+    for_each_block_index(k, |j| unsafe { *coef.add(j) = cycle::to_scalar(*y.add(j)) });
 }
 
 /// `x <- x + sum_{j < steps} coef_j V_j` with `steps` read from the ended cycle at

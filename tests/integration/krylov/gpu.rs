@@ -541,3 +541,90 @@ fn gmres_fused_cycles_match_device_cycles_on_mixed_pairs_and_other_block_sizes()
     let b: Vec<f64> = random_vec(300, 9);
     fused_matches_device_cycles(&gpu, "f64 b=3", &ds, &b);
 }
+
+/// The device's least-squares solve (`gmres_solution_coefficients`, one thread per row)
+/// gives the host's `cycle::solve` bit for bit: states of random Hessenberg columns,
+/// staged in shared memory (m = 8) and read from global memory (m = 40), with fewer
+/// threads than rows (the stride loop) and a full block, the output poisoned first.
+fn least_squares_on_device_matches_host<V: KrylovElement>(gpu: &Gpu, name: &str) {
+    use ferrocuda::gpu::{DeviceSlice, DeviceSliceMut, LaunchConfig};
+    use ferrocuda_kernels::krylov::cycle::{self as cyc, C};
+    use ferrocuda_kernels::krylov::{
+        BLOCK, GmresSolutionCoefficients, device_coef_len, solution_scratch_len,
+    };
+    for (m, steps) in [(8, 8), (8, 5), (40, 40), (40, 37), (40, 1)] {
+        let mut st = vec![f64::NAN; cyc::state_len(m)];
+        cyc::begin(&mut st, m, 0.0, f64::EPSILON);
+        let beta = 1.5;
+        cyc::mgs_begin(&mut st, beta);
+        let re: Vec<f64> = random_vec((m + 1) * m, 40 + m as u64);
+        let im: Vec<f64> = random_vec((m + 1) * m, 80 + m as u64);
+        for k in 0..steps {
+            let col = |i: usize| {
+                let at = k * (m + 1) + i;
+                if i == k + 1 {
+                    // MGS's subdiagonal entry |w|: real and positive.
+                    C::new(0.5 + re[at].abs(), 0.0)
+                } else {
+                    C::new(re[at], im[at])
+                }
+            };
+            let w2 = col(k + 1).norm_sqr();
+            cyc::mgs_step(&mut st, k, col, w2);
+        }
+        assert_eq!(cyc::steps(&st), steps, "{name} m {m}");
+        let mut y = vec![C::new(0.0, 0.0); steps];
+        cyc::solve(&st, &mut y);
+        let want: Vec<V> = y.iter().map(|&v| cyc::to_scalar(v)).collect();
+        let state = gpu.upload(&st).expect("state");
+        let scratch = solution_scratch_len(m);
+        let staged = if scratch * 8 <= 48 * 1024 {
+            scratch
+        } else {
+            2 * m
+        };
+        for threads in [32, BLOCK as u32] {
+            let poison: V = cyc::to_scalar(C::new(f64::NAN, f64::NAN));
+            let mut coef = gpu.upload(&vec![poison; device_coef_len(m)]).expect("coef");
+            let cfg = LaunchConfig::blocks(1, threads).with_shared_bytes((staged * 8) as u32);
+            let args = GmresSolutionCoefficients {
+                staged,
+                state: state.as_in(),
+                coef: coef.as_out(),
+            };
+            // SAFETY: the state holds state_len(m) f64 for its restart length m, the
+            // launch gives `staged` f64 of shared memory (>= 2 m, the whole scratch where
+            // it fits 48 KiB), and coef holds device_coef_len(m) >= steps values.
+            unsafe { gpu.launch(&V::GMRES_SOLUTION_COEFFICIENTS, cfg, args) }.expect("launch");
+            let got = coef.download().expect("coef");
+            let same = got[..steps]
+                .iter()
+                .zip(&want)
+                .all(|(g, w)| bytemuck::bytes_of(g) == bytemuck::bytes_of(w));
+            assert!(
+                same,
+                "{name} m {m} steps {steps} threads {threads}: {:?} vs {:?}",
+                &got[..steps.min(4)],
+                &want[..steps.min(4)]
+            );
+            assert!(
+                got[steps..]
+                    .iter()
+                    .all(|&v| cyc::from_scalar(v).re.is_nan()),
+                "{name}: wrote past the steps"
+            );
+        }
+    }
+}
+
+#[test]
+fn gmres_least_squares_on_the_device_matches_the_host_bit_for_bit() {
+    let Some(gpu) = gpu_or_skip("gmres_least_squares_on_the_device_matches_the_host_bit_for_bit")
+    else {
+        return;
+    };
+    least_squares_on_device_matches_host::<f64>(&gpu, "f64");
+    least_squares_on_device_matches_host::<Complex<f64>>(&gpu, "c64");
+    least_squares_on_device_matches_host::<f32>(&gpu, "f32");
+    least_squares_on_device_matches_host::<Complex<f32>>(&gpu, "c32");
+}
