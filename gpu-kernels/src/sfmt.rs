@@ -7,18 +7,24 @@
 //! (`w0 + w1 2^32 + w2 2^64 + w3 2^96`), as in the reference's little-endian layout.
 //!
 //! # Kernels
-//! `sfmt19937` (arguments [`Sfmt19937`]; entries `sfmt19937_u32`, `sfmt19937_normal_f32`,
-//! `sfmt19937_normal_f64`, handles [`SfmtKernels::STREAMS`]): thread `s` runs stream `s`
-//! (one SFMT19937 state per thread, held in shared memory, `N * 16` bytes per thread of
-//! dynamic shared memory). It regenerates its state `blocks` times (`N = 156` words
-//! each) and writes word `j` (from 0) of stream `s` at word position `j * n_streams + s`
-//! of `out`: the streams are interleaved word by word, so a warp writes 512 contiguous
-//! bytes per step. `state` is `n_streams * N` words in the same interleaved layout
-//! (word `i` of stream `s` at `i * n_streams + s`), read at the start and written back
-//! at the end, so consecutive launches continue each stream. Per word, `<out>` is:
-//! `u32` (the four lanes), `normal_f32` (four normals, Box-Muller on the disjoint pairs
-//! (lane 0, lane 1) and (lane 2, lane 3)), `normal_f64` (two normals from the pair of
-//! 64-bit halves).
+//! `sfmt19937` (arguments [`Sfmt19937`]; entry `sfmt19937_u32`, handle
+//! [`SfmtKernels::STREAMS`]): thread `s` runs stream `s` (one SFMT19937 state per
+//! thread, held in shared memory, `N * 16` bytes per thread of dynamic shared memory). It
+//! regenerates its state `blocks` times (`N = 156` words each) and writes word `j` (from
+//! 0) of stream `s` at word position `j * n_streams + s` of `out`: the streams are
+//! interleaved word by word, so a warp writes 512 contiguous bytes per step. `state` is
+//! `n_streams * N` words in the same interleaved layout (word `i` of stream `s` at
+//! `i * n_streams + s`), read at the start and written back at the end, so consecutive
+//! launches continue each stream.
+//!
+//! `sfmt_words_to_values` (arguments [`SfmtWordsToValues`]; entries
+//! `sfmt_words_to_normal_f32`, `sfmt_words_to_normal_f64`, handles
+//! [`SfmtValueKernels::TO_VALUES`]): the raw words turned into values in place, per
+//! word: four `f32` normals (Box-Muller on the disjoint pairs (lane 0, lane 1) and
+//! (lane 2, lane 3)) or two `f64` normals (from the pair of 64-bit halves). A second
+//! pass, at full occupancy: fused into the stream kernel, whose few warps per SM cannot
+//! hide the transform's latency, the normals ran at 2 % of the memory bandwidth (run 85
+//! in docs/notes/gpu-runs.md).
 //!
 //! The per-thread "amd" scheme of Mißbach (2013), built on [`recursion`], is in
 //! [`crate::repro::rng`].
@@ -220,7 +226,7 @@ pub fn normals_f64(w: W128) -> [f64; 2] {
 #[cfg(not(target_arch = "nvptx64"))]
 use crate::abi::Kernel;
 #[cfg(all(target_arch = "nvptx64", not(ferrocuda_repro)))]
-use crate::device::{block_dim, dynamic_shared, global_index, thread_idx};
+use crate::device::{block_dim, dynamic_shared, for_each_index, global_index, thread_idx};
 #[cfg(not(ferrocuda_repro))]
 use crate::{instances, kernel};
 
@@ -363,11 +369,32 @@ pub unsafe fn sfmt19937<T: SfmtOutput>(
     }
 }
 
-/// The stream kernel of one output type.
+/// Word `i` of `out` (its 16 bytes as raw SFMT output, as [`sfmt19937`] for `u32`
+/// wrote them) replaced by its [`SfmtOutput::PER_WORD`] values, for `i < n_words`, in
+/// place. The normals are a second pass: the stream kernel runs one thread per stream,
+/// a few warps per SM (each stream's state fills shared memory), too few to hide the
+/// latency of the transform's arithmetic; this pass runs at full occupancy.
+#[cfg(not(ferrocuda_repro))]
+#[kernel(args = SfmtWordsToValues)]
+pub unsafe fn sfmt_words_to_values<T: SfmtOutput>(n_words: usize, out: *mut T) {
+    for_each_index(n_words, |i| unsafe {
+        let w = (*(out as *const Align16<W128>).add(i)).0;
+        T::store(out, i, w)
+    });
+}
+
+/// The stream kernel: raw words (`u32`).
 #[cfg(not(target_arch = "nvptx64"))]
 pub trait SfmtKernels: SfmtOutput + 'static {
-    /// `sfmt19937_u32`, `sfmt19937_normal_f32` or `sfmt19937_normal_f64`.
+    /// `sfmt19937_u32`.
     const STREAMS: Kernel<Sfmt19937<'static, Self>>;
+}
+
+/// The transform of raw words into values in place, per value type.
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait SfmtValueKernels: SfmtOutput + 'static {
+    /// `sfmt_words_to_normal_f32`, `sfmt_words_to_normal_f64`.
+    const TO_VALUES: Kernel<SfmtWordsToValues<'static, Self>>;
 }
 
 #[cfg(not(ferrocuda_repro))]
@@ -375,10 +402,10 @@ instances! {
     impl SfmtKernels for u32 {
         STREAMS = sfmt19937::<u32>("sfmt19937_u32");
     }
-    impl SfmtKernels for f32 {
-        STREAMS = sfmt19937::<f32>("sfmt19937_normal_f32");
+    impl SfmtValueKernels for f32 {
+        TO_VALUES = sfmt_words_to_values::<f32>("sfmt_words_to_normal_f32");
     }
-    impl SfmtKernels for f64 {
-        STREAMS = sfmt19937::<f64>("sfmt19937_normal_f64");
+    impl SfmtValueKernels for f64 {
+        TO_VALUES = sfmt_words_to_values::<f64>("sfmt_words_to_normal_f64");
     }
 }

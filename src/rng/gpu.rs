@@ -7,7 +7,10 @@
 //! and streams every new word straight to global memory. There is no communication
 //! between threads (SFMT's recursion is serial within a stream: each word needs the one
 //! before), so the parallelism is the number of streams, made independent by jump-ahead
-//! ([`super::jump::streams`]).
+//! ([`super::jump::streams`]). Normals ([`SfmtStreams::fill_normal_f32`],
+//! [`SfmtStreams::fill_normal_f64`]) take a second pass over the words, in place and at
+//! full occupancy, with the CPU's Box-Muller functions: the stream kernel holds a few
+//! warps per SM, too few to hide the transform's arithmetic.
 //!
 //! **Output layout** (interleaved): word `j` (from 0) of stream `s` is 128-bit position
 //! `j * n_streams + s`, so a warp writes 512 contiguous bytes per step. As `u32`: lanes
@@ -33,7 +36,10 @@
 //! ```
 
 use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, LaunchConfig};
-use ferrocuda_kernels::sfmt::{self as k, N19937, Sfmt19937, SfmtKernels};
+use ferrocuda_kernels::abi::Out;
+use ferrocuda_kernels::sfmt::{
+    self as k, N19937, Sfmt19937, SfmtKernels, SfmtOutput, SfmtValueKernels, SfmtWordsToValues,
+};
 
 use super::cpu::check_streams;
 use super::{Mexp, Sfmt, W128};
@@ -180,13 +186,15 @@ impl SfmtStreams {
             .collect()
     }
 
-    /// Runs `blocks` blocks of every stream into `out` ([`SfmtKernels::STREAMS`] of `T`).
-    fn launch<T: SfmtKernels>(
+    /// Runs `blocks` blocks of every stream into `out` as raw words
+    /// ([`SfmtKernels::STREAMS`]), `T::PER_WORD` values of `T` per word: the length
+    /// `out` must have for values of `T`.
+    fn launch<T: SfmtOutput>(
         &mut self,
         op: &'static str,
         blocks: usize,
         out: &mut impl DeviceSliceMut<T>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let want = self
             .n_streams
             .checked_mul(blocks)
@@ -199,44 +207,72 @@ impl SfmtStreams {
         check_device(op, "out", &self.gpu, out.gpu())?;
         check_aligned(op, "out", out)?;
         if blocks == 0 {
-            return Ok(());
+            return Ok(false);
         }
         let gpu = out.gpu().clone();
+        let kernel = <u32 as SfmtKernels>::STREAMS;
         let shared = self.threads as usize * SHARED_PER_STREAM;
         // The attribute belongs to the function, shared by every thread of the process:
         // always the same value (room for the largest block), so concurrent launches
         // with other block sizes cannot lower it under this one.
         let limit = self.max_threads as usize * SHARED_PER_STREAM;
-        gpu.allow_dynamic_shared(&T::STREAMS, limit)?;
+        gpu.allow_dynamic_shared(&kernel, limit)?;
         let grid = self.n_streams.div_ceil(self.threads as usize) as u32;
         let cfg = LaunchConfig::blocks(grid, self.threads).with_shared_bytes(shared as u32);
         // The state is read and written on `out`'s stream; order it after the last use.
         if !self.gpu.same_stream(&gpu) {
             gpu.wait_for(&self.gpu)?;
         }
+        // SAFETY: the address is `out`'s own memory, borrowed exclusively for this
+        // launch (`&mut out`); the kernel writes raw 16-byte words there, and every bit
+        // pattern is a valid `T` (`Pod`) until the transform replaces them.
+        let words = unsafe { Out::<u32>::from_addr(out.as_out().addr()) };
         let args = Sfmt19937 {
             n_streams: self.n_streams,
             blocks,
             state: self.state.as_out(),
-            out: out.as_out(),
+            out: words,
         };
         // SAFETY: thread s < n_streams reads and writes words s, s + n_streams, ... of
         // `state` (n_streams * 156 words, a whole buffer allocated so in `new`) and
-        // writes n_streams * blocks * 156 words of PER_WORD values to `out` (length and
-        // 16-byte alignment checked above); `shared` bytes hold the block's
-        // threads * 156 words, allowed above.
-        unsafe { gpu.launch(&T::STREAMS, cfg, args)? };
+        // writes n_streams * blocks * 156 words (16 bytes each: the length of `out`
+        // checked above, 16-byte aligned); `shared` bytes hold the block's threads * 156
+        // words, allowed above.
+        unsafe { gpu.launch(&kernel, cfg, args)? };
         if !self.gpu.same_stream(&gpu) {
             self.gpu.wait_for(&gpu)?;
         }
-        Ok(())
+        Ok(true)
+    }
+
+    /// [`launch`](Self::launch), then the raw words of `out` turned into values of `T`
+    /// in place ([`SfmtValueKernels::TO_VALUES`]) on `out`'s stream.
+    fn launch_values<T: SfmtValueKernels>(
+        &mut self,
+        op: &'static str,
+        blocks: usize,
+        out: &mut impl DeviceSliceMut<T>,
+    ) -> Result<()> {
+        if !self.launch(op, blocks, out)? {
+            return Ok(());
+        }
+        let n_words = out.len() / T::PER_WORD;
+        let gpu = out.gpu().clone();
+        let cfg = LaunchConfig::for_elements(n_words, 256);
+        let args = SfmtWordsToValues {
+            n_words,
+            out: out.as_out(),
+        };
+        // SAFETY: thread i < n_words reads and rewrites the 16 bytes of word i of `out`
+        // (n_words * PER_WORD values, 16-byte aligned: checked in `launch`).
+        unsafe { gpu.launch(&T::TO_VALUES, cfg, args) }.map_err(Into::into)
     }
 
     /// Generates `blocks` blocks (624 `u32` each) of every stream into `out` in the
     /// interleaved layout, queued on `out`'s stream. Errors: `out.len() != len_u32(blocks)`,
     /// another device, launch errors.
     pub fn fill_u32(&mut self, blocks: usize, out: &mut impl DeviceSliceMut<u32>) -> Result<()> {
-        self.launch("rng::gpu::fill_u32", blocks, out)
+        self.launch("rng::gpu::fill_u32", blocks, out).map(|_| ())
     }
 
     /// Four `f32` normals per word (as [`super::cpu::fill_normal_f32`]); `out` has
@@ -246,7 +282,7 @@ impl SfmtStreams {
         blocks: usize,
         out: &mut impl DeviceSliceMut<f32>,
     ) -> Result<()> {
-        self.launch("rng::gpu::fill_normal_f32", blocks, out)
+        self.launch_values("rng::gpu::fill_normal_f32", blocks, out)
     }
 
     /// Two `f64` normals per word (as [`super::cpu::fill_normal_f64`]); `out` has
@@ -256,6 +292,6 @@ impl SfmtStreams {
         blocks: usize,
         out: &mut impl DeviceSliceMut<f64>,
     ) -> Result<()> {
-        self.launch("rng::gpu::fill_normal_f64", blocks, out)
+        self.launch_values("rng::gpu::fill_normal_f64", blocks, out)
     }
 }
