@@ -26,6 +26,7 @@ mod mpc;
 mod multigrid;
 mod precond;
 mod probe;
+mod real_matrices;
 mod rng;
 mod rock4;
 mod sparse;
