@@ -37,6 +37,10 @@
 //! increasing column order, `l_ik` is `a_ik` times the inverse pivot (rounded once for
 //! points), and with `b = 1` the block version gives the point version's values.
 //!
+//! For the device, [`LevelSchedule`] groups the rows into levels whose rows depend only
+//! on earlier levels ([`Ilu0::level_schedules`]); factoring level after level, each row
+//! by the same per-row functions, gives these factors bit for bit (tested on the CPU).
+//!
 //! # Rules
 //! * The matrix must be square (in blocks for [`BlockIlu0`]), with finite entries; block
 //!   size `b <= `[`MAX_BLOCK`] for [`BlockIlu0`]. The columns of a [`Csr`] or [`Bcsr`] row
@@ -105,6 +109,9 @@ use crate::blas1::Element;
 use crate::error::{Error, Result, check_len};
 use crate::sparse::{Bcsr, BlockLayout, Csr, Index, MatrixScalar};
 use crate::{RealScalar, Scalar};
+
+mod levels;
+pub use levels::LevelSchedule;
 
 /// Largest block size of [`BlockIlu0`].
 pub const MAX_BLOCK: usize = ki::ILU_MAX_B;
@@ -180,6 +187,17 @@ struct Factors<A> {
     inv_diag: Vec<A>,
 }
 
+/// The order in which [`Factors::build`] factors the rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RowOrder {
+    /// Row after row, stopping at the first breakdown: the library's.
+    Sequential,
+    /// Level after level of [`LevelSchedule::lower`], the rows of a level in decreasing
+    /// order, every row (breakdowns flagged): the device's walk, on the CPU, for tests.
+    #[cfg_attr(not(test), allow(dead_code))]
+    LevelsReversed,
+}
+
 /// How a row was stored before the factorisation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RowKind {
@@ -212,7 +230,13 @@ fn mag_f64<T: Element>(v: T) -> f64 {
 
 impl<A: Element> Factors<A> {
     /// Checks, copies and factors `src` (`point`: with the point functions).
-    fn build(src: Source<'_, A>, point: bool, opts: &IluOptions, op: &'static str) -> Result<Self> {
+    fn build(
+        src: Source<'_, A>,
+        point: bool,
+        opts: &IluOptions,
+        op: &'static str,
+        order: RowOrder,
+    ) -> Result<Self> {
         opts.validate(op)?;
         let Source {
             b,
@@ -329,7 +353,26 @@ impl<A: Element> Factors<A> {
             inv_diag,
         };
         let tol = ki::pivot_tolerance::<A::Real>(opts.pivot_tol);
-        if let Err((i, why)) = factor_rows(&mut f, point, &kinds, &row_max, tol, shifted) {
+        let levels = match order {
+            RowOrder::Sequential => None,
+            RowOrder::LevelsReversed => {
+                let s = LevelSchedule::lower(&f.row_ptr, &f.col_idx, &f.diag)?;
+                let mut rows = Vec::with_capacity(n);
+                for l in 0..s.n_levels() {
+                    rows.extend(s.level(l).iter().rev());
+                }
+                Some(rows)
+            }
+        };
+        if let Err((i, why)) = factor_rows(
+            &mut f,
+            point,
+            &kinds,
+            &row_max,
+            tol,
+            shifted,
+            levels.as_deref(),
+        ) {
             return Err(f.breakdown_error(op, point, i, why, opts, &row_max));
         }
         Ok(f)
@@ -410,8 +453,12 @@ impl<A: Element> Factors<A> {
 }
 
 crate::cpu_dispatch::fma_kernel! {
-/// Factors the rows of `f` in order, in place (see the module docs); on a breakdown, the
-/// row and why.
+/// Factors the rows of `f` in place (see the module docs): in order where `order` is
+/// `None`, stopping at the first breakdown; else in the order given (a topological order
+/// of the rows, such as a [`LevelSchedule`]'s, as the device walks them), every row, the
+/// breakdown reported being that of the smallest row that breaks down (the same as in
+/// order: that row reads only earlier rows, which are the same). On a breakdown, the row
+/// and why.
 fn factor_rows[A: Element](
     f: &mut Factors<A>,
     point: bool,
@@ -419,61 +466,86 @@ fn factor_rows[A: Element](
     row_max: &[A::Real],
     tol: A::Real,
     shifted: bool,
+    order: Option<&[u32]>,
 ) -> std::result::Result<(), (usize, Breakdown)> {
-    let b = f.b;
-    let bb = b * b;
-    for i in 0..f.n {
-        let (start, end, d) = (f.row_ptr[i], f.row_ptr[i + 1], f.diag[i]);
-        match kinds[i] {
-            RowKind::Empty => {
-                let inv = &mut f.inv_diag[i * bb..(i + 1) * bb];
-                for r in 0..b {
-                    inv[r * b + r] = A::ONE;
-                }
-                continue;
+    let mut first: Option<(usize, Breakdown)> = None;
+    for t in 0..f.n {
+        let i = order.map_or(t, |o| o[t] as usize);
+        if let Err(why) = factor_row(f, i, point, kinds[i], row_max, tol, shifted) {
+            if order.is_none() {
+                return Err((i, why));
             }
-            RowKind::NoDiagonal if !shifted => return Err((i, Breakdown::MissingDiagonal)),
-            _ => {}
-        }
-        // Rows before i are final: `done`; row i: `cur`.
-        let (done, rest) = f.values.split_at_mut(start * bb);
-        let cur = &mut rest[..(end - start) * bb];
-        let cols_i = &f.col_idx[start..end];
-        for s in 0..d - start {
-            let k = cols_i[s] as usize;
-            let inv_k = &f.inv_diag[k * bb..(k + 1) * bb];
-            let (left, right) = cur.split_at_mut((s + 1) * bb);
-            let l = &mut left[s * bb..];
-            // Row k's entries right of its diagonal.
-            let (ku, ke) = (f.diag[k] + 1, f.row_ptr[k + 1]);
-            let (k_cols, k_vals) = (&f.col_idx[ku..ke], &done[ku * bb..ke * bb]);
-            let i_cols = &cols_i[s + 1..];
-            if point {
-                l[0] = ki::scale(l[0], inv_k[0]);
-                ki::eliminate_row(l[0], k_cols, k_vals, i_cols, right);
-            } else {
-                ki::scale_block_sized(b, l, inv_k);
-                ki::eliminate_block_row(b, l, k_cols, k_vals, i_cols, right);
+            if first.is_none_or(|(r, _)| i < r) {
+                first = Some((i, why));
             }
-        }
-        if !cur.iter().all(|&v| kp::is_finite(v)) {
-            return Err((i, Breakdown::Overflow));
-        }
-        let inv = &mut f.inv_diag[i * bb..(i + 1) * bb];
-        inv.copy_from_slice(&cur[(d - start) * bb..(d - start + 1) * bb]);
-        if kp::invert_block_sized(b, inv) {
-            return Err((i, Breakdown::Singular));
-        }
-        let r_i = row_max[i * b..(i + 1) * b]
-            .iter()
-            .fold(A::Real::ZERO, |m, &v| if v > m { v } else { m });
-        if ki::pivot_is_tiny(inv, r_i, tol) {
-            let growth = ki::max_magnitude(inv).to_f64() * r_i.to_f64();
-            return Err((i, Breakdown::Tiny(growth)));
         }
     }
-    Ok(())
+    first.map_or(Ok(()), Err)
 }
+}
+
+/// Factors row `i` of `f` in place; the rows it stores left of its diagonal are final.
+#[inline(always)]
+fn factor_row<A: Element>(
+    f: &mut Factors<A>,
+    i: usize,
+    point: bool,
+    kind: RowKind,
+    row_max: &[A::Real],
+    tol: A::Real,
+    shifted: bool,
+) -> std::result::Result<(), Breakdown> {
+    let b = f.b;
+    let bb = b * b;
+    let (start, end, d) = (f.row_ptr[i], f.row_ptr[i + 1], f.diag[i]);
+    match kind {
+        RowKind::Empty => {
+            let inv = &mut f.inv_diag[i * bb..(i + 1) * bb];
+            for r in 0..b {
+                inv[r * b + r] = A::ONE;
+            }
+            return Ok(());
+        }
+        RowKind::NoDiagonal if !shifted => return Err(Breakdown::MissingDiagonal),
+        _ => {}
+    }
+    // Rows stored before i (those row i reads are final): `done`; row i: `cur`.
+    let (done, rest) = f.values.split_at_mut(start * bb);
+    let cur = &mut rest[..(end - start) * bb];
+    let cols_i = &f.col_idx[start..end];
+    for s in 0..d - start {
+        let k = cols_i[s] as usize;
+        let inv_k = &f.inv_diag[k * bb..(k + 1) * bb];
+        let (left, right) = cur.split_at_mut((s + 1) * bb);
+        let l = &mut left[s * bb..];
+        // Row k's entries right of its diagonal.
+        let (ku, ke) = (f.diag[k] + 1, f.row_ptr[k + 1]);
+        let (k_cols, k_vals) = (&f.col_idx[ku..ke], &done[ku * bb..ke * bb]);
+        let i_cols = &cols_i[s + 1..];
+        if point {
+            l[0] = ki::scale(l[0], inv_k[0]);
+            ki::eliminate_row(l[0], k_cols, k_vals, i_cols, right);
+        } else {
+            ki::scale_block_sized(b, l, inv_k);
+            ki::eliminate_block_row(b, l, k_cols, k_vals, i_cols, right);
+        }
+    }
+    if !cur.iter().all(|&v| kp::is_finite(v)) {
+        return Err(Breakdown::Overflow);
+    }
+    let inv = &mut f.inv_diag[i * bb..(i + 1) * bb];
+    inv.copy_from_slice(&cur[(d - start) * bb..(d - start + 1) * bb]);
+    if kp::invert_block_sized(b, inv) {
+        return Err(Breakdown::Singular);
+    }
+    let r_i = row_max[i * b..(i + 1) * b]
+        .iter()
+        .fold(A::Real::ZERO, |m, &v| if v > m { v } else { m });
+    if ki::pivot_is_tiny(inv, r_i, tol) {
+        let growth = ki::max_magnitude(inv).to_f64() * r_i.to_f64();
+        return Err(Breakdown::Tiny(growth));
+    }
+    Ok(())
 }
 
 crate::cpu_dispatch::fma_kernel! {
@@ -537,6 +609,17 @@ macro_rules! factor_accessors {
         pub fn diagonal_slots(&self) -> &[usize] {
             &self.f.diag
         }
+
+        /// The level schedules of the factors' pattern: of the factorisation and forward
+        /// solve ([`LevelSchedule::lower`]) and of the back solve
+        /// ([`LevelSchedule::upper`]), as the device walks them.
+        pub fn level_schedules(&self) -> Result<(LevelSchedule, LevelSchedule)> {
+            let f = &self.f;
+            Ok((
+                LevelSchedule::lower(&f.row_ptr, &f.col_idx, &f.diag)?,
+                LevelSchedule::upper(&f.row_ptr, &f.col_idx, &f.diag)?,
+            ))
+        }
     };
 }
 
@@ -553,16 +636,16 @@ impl<A: Element> Ilu0<A> {
     /// entry ([`Error::Sparse`], naming it), a zero, missing or tiny pivot or an overflow
     /// (the message names the first row where the factorisation breaks down), memory.
     pub fn new(a: &Csr<A>) -> Result<Self> {
-        Self::build(a, &IluOptions::default(), "Ilu0::new")
+        Self::build(a, &IluOptions::default(), "Ilu0::new", RowOrder::Sequential)
     }
 
     /// ILU(0) of `a + shift diag(r_i)` with the given options; errors as [`Ilu0::new`],
     /// plus an option that is negative or not finite.
     pub fn with_options(a: &Csr<A>, opts: &IluOptions) -> Result<Self> {
-        Self::build(a, opts, "Ilu0::with_options")
+        Self::build(a, opts, "Ilu0::with_options", RowOrder::Sequential)
     }
 
-    fn build(a: &Csr<A>, opts: &IluOptions, op: &'static str) -> Result<Self> {
+    fn build(a: &Csr<A>, opts: &IluOptions, op: &'static str, order: RowOrder) -> Result<Self> {
         if a.n_rows() != a.n_cols() {
             return Err(Error::InvalidArgument {
                 op,
@@ -583,7 +666,7 @@ impl<A: Element> Ilu0<A> {
             layout: BlockLayout::RowMajor,
         };
         Ok(Ilu0 {
-            f: Factors::build(src, true, opts, op)?,
+            f: Factors::build(src, true, opts, op, order)?,
         })
     }
 
@@ -633,16 +716,21 @@ impl<A: Element> BlockIlu0<A> {
     /// pivot block or an overflow (the message names the first block row where the
     /// factorisation breaks down), memory.
     pub fn new(a: &Bcsr<A>) -> Result<Self> {
-        Self::build(a, &IluOptions::default(), "BlockIlu0::new")
+        Self::build(
+            a,
+            &IluOptions::default(),
+            "BlockIlu0::new",
+            RowOrder::Sequential,
+        )
     }
 
     /// Block ILU(0) of `a + shift diag(r_i)` with the given options; errors as
     /// [`BlockIlu0::new`], plus an option that is negative or not finite.
     pub fn with_options(a: &Bcsr<A>, opts: &IluOptions) -> Result<Self> {
-        Self::build(a, opts, "BlockIlu0::with_options")
+        Self::build(a, opts, "BlockIlu0::with_options", RowOrder::Sequential)
     }
 
-    fn build(a: &Bcsr<A>, opts: &IluOptions, op: &'static str) -> Result<Self> {
+    fn build(a: &Bcsr<A>, opts: &IluOptions, op: &'static str, order: RowOrder) -> Result<Self> {
         let (nbr, nbc, b) = (a.n_block_rows(), a.n_block_cols(), a.b());
         if nbr != nbc {
             return Err(Error::InvalidArgument {
@@ -690,7 +778,7 @@ impl<A: Element> BlockIlu0<A> {
             layout: a.layout(),
         };
         Ok(BlockIlu0 {
-            f: Factors::build(src, false, opts, op)?,
+            f: Factors::build(src, false, opts, op, order)?,
         })
     }
 
@@ -1672,6 +1760,61 @@ mod tests {
                 .err()
                 .expect("the GPU refuses ILU(0)");
             assert!(e.to_string().contains("ILU(0)"), "{e}");
+        }
+    }
+
+    /// Factoring level after level of [`LevelSchedule::lower`], each level's rows in
+    /// decreasing order and every row even after a breakdown (the device's walk), gives
+    /// the sequential factors bit for bit, and a breakdown names the same row with the
+    /// same message: point (random, some breaking down, with and without a shift) and
+    /// block (`b = 1..=8`, ghost rows, both layouts).
+    #[test]
+    fn level_order_gives_the_sequential_bits_and_breakdown_row() {
+        let mut rng = SmallRng::seed_from_u64(25);
+        let (mut same_ok, mut same_err) = (0, 0);
+        for &n in &[1usize, 2, 3, 7, 31, 33, 64, 200] {
+            for trial in 0..8 {
+                let density = [0.02, 0.1, 0.3, 1.0][trial / 2];
+                let diag_p = if trial >= 4 { 0.95 } else { 1.0 };
+                let a = random_csr(&mut rng, n, density, diag_p, trial % 2 == 0);
+                for alpha in [0.0, 0.25] {
+                    let opts = IluOptions::default().shift(alpha);
+                    let seq = Ilu0::build(&a, &opts, "t", RowOrder::Sequential);
+                    let lev = Ilu0::build(&a, &opts, "t", RowOrder::LevelsReversed);
+                    let what = format!("n = {n}, trial {trial}, shift {alpha}");
+                    match (seq, lev) {
+                        (Ok(s), Ok(l)) => {
+                            assert_eq!(s, l, "{what}");
+                            same_ok += 1;
+                        }
+                        (Err(s), Err(l)) => {
+                            assert_eq!(message(s), message(l), "{what}");
+                            same_err += 1;
+                        }
+                        (s, l) => panic!("{what}: {:?} vs {:?}", s.err(), l.err()),
+                    }
+                }
+            }
+        }
+        eprintln!("level order: {same_ok} equal factors, {same_err} equal breakdowns");
+        assert!(same_ok > 0 && same_err > 0, "{same_ok} {same_err}");
+        for b in 1..=MAX_BLOCK {
+            for (nb, ghost, layout) in [
+                (1usize, None, BlockLayout::RowMajor),
+                (17, Some(3), BlockLayout::ColMajor),
+                (40, None, BlockLayout::RowMajor),
+            ] {
+                let a = random_bcsr(&mut rng, nb, b, 0.2, ghost, layout);
+                for alpha in [0.0, 0.5] {
+                    let opts = IluOptions::default().shift(alpha);
+                    let s = BlockIlu0::build(&a, &opts, "t", RowOrder::Sequential).unwrap();
+                    let l = BlockIlu0::build(&a, &opts, "t", RowOrder::LevelsReversed).unwrap();
+                    assert_eq!(s, l, "b = {b}, nb = {nb}, shift {alpha}");
+                    let (lo, up) = s.level_schedules().unwrap();
+                    assert_eq!(lo.rows().len(), nb);
+                    assert_eq!(up.rows().len(), nb);
+                }
+            }
         }
     }
 }
