@@ -17,7 +17,10 @@
 //! start at `+0` and never become `-0`, so adding `+-0` would leave them unchanged.
 //!
 //! The matrix scalar `A` and the vector scalar `V` may differ: a real matrix times a
-//! complex vector (`f64` x `Complex<f64>`, `f32` x `Complex<f32>`) is the mixed case.
+//! complex vector (`f64` x `Complex<f64>`, `f32` x `Complex<f32>`) is the mixed case;
+//! an `f32` (or `Complex<f32>`) matrix times `f64` (or `Complex<f64>`) vectors is mixed
+//! precision storage: the value is widened exactly, then the `f64` math, so the result
+//! is bit for bit the `f64` product of the widened matrix.
 
 use num_complex::Complex;
 
@@ -50,6 +53,34 @@ impl MatrixScalar<Complex<f32>> for f32 {
     fn mul_add_vec(self, x: Complex<f32>, acc: Complex<f32>) -> Complex<f32> {
         let fma = <f32 as Scalar>::mul_add;
         Complex::new(fma(self, x.re, acc.re), fma(self, x.im, acc.im))
+    }
+}
+
+/// Mixed-precision storage: an `f32` matrix times `f64` vectors. The value is widened to
+/// `f64` (exact), then one `f64` fused multiply-add, so the product is bit for bit the
+/// `f64` product of the widened matrix while the matrix moves half the bytes.
+impl MatrixScalar<f64> for f32 {
+    #[inline(always)]
+    fn mul_add_vec(self, x: f64, acc: f64) -> f64 {
+        <f64 as Scalar>::mul_add(self as f64, x, acc)
+    }
+}
+
+/// An `f32` matrix times `Complex<f64>` vectors: widened exactly, then as `f64` x
+/// `Complex<f64>` (one fused multiply-add per component).
+impl MatrixScalar<Complex<f64>> for f32 {
+    #[inline(always)]
+    fn mul_add_vec(self, x: Complex<f64>, acc: Complex<f64>) -> Complex<f64> {
+        <f64 as MatrixScalar<Complex<f64>>>::mul_add_vec(self as f64, x, acc)
+    }
+}
+
+/// A `Complex<f32>` matrix times `Complex<f64>` vectors: both parts widened exactly, then
+/// the `Complex<f64>` fused multiply-add, bit for bit that of the widened matrix.
+impl MatrixScalar<Complex<f64>> for Complex<f32> {
+    #[inline(always)]
+    fn mul_add_vec(self, x: Complex<f64>, acc: Complex<f64>) -> Complex<f64> {
+        <Complex<f64> as Scalar>::mul_add(Complex::new(self.re as f64, self.im as f64), x, acc)
     }
 }
 

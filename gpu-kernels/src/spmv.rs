@@ -537,6 +537,14 @@ spmv_instances!(num_complex::Complex<f32>, num_complex::Complex<f32>, "c32");
 spmv_instances!(num_complex::Complex<f64>, num_complex::Complex<f64>, "c64");
 spmv_instances!(f32, num_complex::Complex<f32>, "f32_c32");
 spmv_instances!(f64, num_complex::Complex<f64>, "f64_c64");
+// Mixed-precision storage: f32 values, f64 vectors (half the matrix bytes).
+spmv_instances!(f32, f64, "f32_f64");
+spmv_instances!(f32, num_complex::Complex<f64>, "f32_c64");
+spmv_instances!(
+    num_complex::Complex<f32>,
+    num_complex::Complex<f64>,
+    "c32_c64"
+);
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
@@ -584,6 +592,9 @@ mod tests {
             (names::<f32, f32>(), "_f32"),
             (names::<Complex<f64>, Complex<f64>>(), "_c64"),
             (names::<f64, Complex<f64>>(), "_f64_c64"),
+            (names::<f32, f64>(), "_f32_f64"),
+            (names::<f32, Complex<f64>>(), "_f32_c64"),
+            (names::<Complex<f32>, Complex<f64>>(), "_c32_c64"),
         ] {
             assert!(
                 all.iter()

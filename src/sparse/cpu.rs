@@ -2,7 +2,10 @@
 //!
 //! Argument order as in BLAS: `spmv_<format>(alpha, a, x, beta, y)`. The matrix scalar `A`
 //! and the vector scalar `V` may differ where `A: MatrixScalar<V>`: a real matrix times a
-//! complex vector works for every format. Where `beta` is exactly zero, `y` is not read
+//! complex vector works for every format, and so does an `f32` (or `Complex<f32>`) matrix
+//! times `f64` (or `Complex<f64>`) vectors, mixed-precision storage ([`super::narrow`]):
+//! the value is widened exactly, so the product equals that of the widened `f64` matrix
+//! bit for bit. Where `beta` is exactly zero, `y` is not read
 //! (a NaN there does not leak into the result).
 //!
 //! **Non-finite values, the same in every format**: a NaN or infinity in the matrix

@@ -93,6 +93,7 @@ pub mod generate;
 pub mod gpu;
 pub mod interop;
 pub mod mm;
+pub mod narrow;
 mod pattern;
 pub mod reference;
 pub mod sbell;

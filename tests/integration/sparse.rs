@@ -1375,3 +1375,4 @@ fn block_formats_share_their_shape_and_checks() {
 
 /// The GPU twins of these tests (poisoned outputs, compared with the CPU or a reference).
 mod gpu;
+mod narrow;

@@ -799,3 +799,72 @@ cusparse_tests! {
     cusparse_bsr_c32_matches_reference: Complex<f32>, false, false;
     cusparse_bsr_c64_matches_reference: Complex<f64>, false, false;
 }
+
+/// Mixed-precision storage on the GPU (`f32` or `Complex<f32>` values, `f64` or
+/// `Complex<f64>` vectors): every format against its CPU twin bit for bit (the pairs of
+/// [`bcsr_pair`] and [`csr_pair`]), and the product of the narrowed matrix against the
+/// `f64` CPU product of the exactly widened one (`y` poisoned with NaN where `beta = 0`).
+#[test]
+fn f32_storage_spmv_gpu_equals_widened_f64() {
+    let Some(gpu) = gpu_or_skip("f32_storage_spmv_gpu_equals_widened_f64") else {
+        return;
+    };
+    csr_pair::<f32, f64>(&gpu);
+    bcsr_pair::<f32, f64>(&gpu);
+    csr_pair::<f32, Complex<f64>>(&gpu);
+    bcsr_pair::<f32, Complex<f64>>(&gpu);
+    csr_pair::<Complex<f32>, Complex<f64>>(&gpu);
+    bcsr_pair::<Complex<f32>, Complex<f64>>(&gpu);
+    widened::<f64, f64>(&gpu);
+    widened::<f64, Complex<f64>>(&gpu);
+    widened::<Complex<f64>, Complex<f64>>(&gpu);
+}
+
+fn widened<T, V>(gpu: &Gpu)
+where
+    T: ferrocuda::sparse::narrow::Narrow + MatrixScalar<V>,
+    T::Narrow: SpmvKernels<V>,
+    V: Element,
+{
+    use super::narrow::{widen_bcsr, widen_csr};
+    use ferrocuda::sparse::narrow;
+    let spec = TraceSpec::new(4, 6, 5, 3).seed(7);
+    let a = generate::trace_like::<T>(&spec).expect("generate");
+    let a32 = narrow::bcsr_to_f32(&a).expect("narrow");
+    let aw = widen_bcsr::<T>(&a32);
+    let x = random_vec::<V>(a.n_cols(), 21);
+    let db = DeviceBcsr::upload(gpu, &a32).expect("upload bcsr");
+    let s32 = Sbell::from_bcsr(&a32).expect("sbell");
+    let ds = DeviceSbell::upload(gpu, &s32).expect("upload sbell");
+    let sw = Sbell::from_bcsr(&aw).expect("sbell");
+    let c32 = a32.to_csr().without_zeros();
+    let dc = DeviceCsr::upload(gpu, &c32).expect("upload csr");
+    let cw = widen_csr::<T>(&c32);
+    check_gpu_matches_cpu(
+        gpu,
+        "widened bcsr",
+        a.n_rows(),
+        &x,
+        21,
+        |al, x, be, y| cpu::spmv_bcsr(al, &aw, x, be, y),
+        |al, x, be, y| spmv_bcsr(al, &db, x, be, y),
+    );
+    check_gpu_matches_cpu(
+        gpu,
+        "widened sbell",
+        a.n_rows(),
+        &x,
+        22,
+        |al, x, be, y| cpu::spmv_sbell(al, &sw, x, be, y),
+        |al, x, be, y| spmv_sbell(al, &ds, x, be, y),
+    );
+    check_gpu_matches_cpu(
+        gpu,
+        "widened csr",
+        a.n_rows(),
+        &x,
+        23,
+        |al, x, be, y| cpu::spmv_csr_lanes(al, &cw, dc.lanes(), x, be, y),
+        |al, x, be, y| spmv_csr(al, &dc, x, be, y),
+    );
+}
