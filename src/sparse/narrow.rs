@@ -93,7 +93,7 @@ pub fn csr_to_f32<T: Narrow>(a: &Csr<T>) -> Result<Csr<T::Narrow>, SparseError> 
         col_idx: p.col_idx.clone(),
         values,
     };
-    Ok(Csr::from_parts(parts).map_err(|r| r.error)?)
+    Csr::from_parts(parts).map_err(|r| r.error)
 }
 
 /// The BCSR matrix with its values narrowed (same blocks, same layout). Errors: a finite
@@ -130,5 +130,5 @@ pub fn bcsr_to_f32<T: Narrow>(a: &Bcsr<T>) -> Result<Bcsr<T::Narrow>, SparseErro
         col_idx: p.col_idx.clone(),
         values,
     };
-    Ok(Bcsr::from_parts(parts).map_err(|r| r.error)?)
+    Bcsr::from_parts(parts).map_err(|r| r.error)
 }

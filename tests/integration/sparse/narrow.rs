@@ -40,6 +40,7 @@ pub(crate) fn widen_csr<T: Narrow>(a: &Csr<T::Narrow>) -> Csr<T> {
 
 /// `y <- alpha A32 x (+ beta y)` against the same with the widened matrix, `y` poisoned
 /// with NaN where `beta = 0`.
+#[allow(clippy::eq_op)] // `v == v`: false only for NaN
 fn check<V: Element>(
     what: &str,
     n_rows: usize,
