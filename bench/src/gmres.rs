@@ -19,16 +19,15 @@ use crate::markdown_table;
 use ferrocuda::Complex;
 use ferrocuda::Result;
 use ferrocuda::gpu::{Gpu, copy_device};
-use ferrocuda::krylov::gpu::{self as kgpu, KrylovElement};
-use ferrocuda::krylov::precond::PrecondKernels;
+use ferrocuda::krylov::DeviceSolveElement;
+use ferrocuda::krylov::gpu as kgpu;
 use ferrocuda::krylov::{
-    BlockJacobi, CycleControl, DeviceBlockJacobi, DeviceLinOp, GmresOptions, GmresReport, LinOp,
-    Orthogonalization, Preconditioner, cpu as kcpu,
+    BlockIlu0, BlockJacobi, CycleControl, DeviceBlockIlu0, DeviceBlockJacobi, DeviceLinOp,
+    GmresOptions, GmresReport, LinOp, Orthogonalization, Preconditioner, cpu as kcpu,
 };
 use ferrocuda::report::table;
 use ferrocuda::sparse::gpu::DeviceSbell;
-use ferrocuda::sparse::gpu::SpmvKernels;
-use ferrocuda::sparse::{MatrixScalar, Sbell, cpu};
+use ferrocuda::sparse::{Sbell, cpu};
 use ferrocuda::timing::time_gpu;
 
 /// What to run.
@@ -59,12 +58,6 @@ impl GmresBenchOptions {
         let op = "bench gmres";
         let g = &self.gmres;
         crate::at_least_one(op, &[("--restart", g.restart)])?;
-        if self.precond == Preconditioner::Ilu0 {
-            return Err(crate::invalid(
-                op,
-                "--precond ilu0 runs on the CPU only so far (ferrocuda solve --device cpu); the benchmark compares GPU paths: use none, jacobi or block-jacobi".into(),
-            ));
-        }
         for (flag, v) in [("--rtol", g.rtol), ("--atol", g.atol)] {
             if !(v >= 0.0 && v.is_finite()) {
                 return Err(crate::invalid(
@@ -226,7 +219,7 @@ fn basis_bytes(report: &GmresReport, m: usize, n: usize, size: f64) -> f64 {
 
 fn run_typed<T>(gpu: Option<&Gpu>, opts: &GmresBenchOptions) -> Result<GmresBenchReport>
 where
-    T: KrylovElement + MatrixScalar<T> + SpmvKernels<T> + PrecondKernels<T>,
+    T: DeviceSolveElement,
 {
     let spec = opts.case.spec()?;
     progress(&format!("generating {} as {}", opts.case.name(), T::SUFFIX));
@@ -244,10 +237,16 @@ where
     cpu::spmv_bcsr(T::ONE, &a, &xt, T::ZERO, &mut b)?;
     // One application reads the inverse blocks and the vector and writes the result.
     let precond_bytes = match opts.precond {
-        // ILU(0) is refused by `validate`.
-        Preconditioner::None | Preconditioner::Ilu0 => 0.0,
+        Preconditioner::None => 0.0,
         Preconditioner::Jacobi => 3.0 * n as f64 * size,
         Preconditioner::BlockJacobi => (a.b() as f64 + 2.0) * n as f64 * size,
+        // The factors (A's pattern) and the inverse pivot blocks once, x read, y written
+        // by the forward solve and read and written by the back solve.
+        Preconditioner::Ilu0 => {
+            a.values().len() as f64 * size
+                + a.col_idx().len() as f64 * 4.0
+                + (a.b() as f64 + 4.0) * n as f64 * size
+        }
     };
     let matrix = format!(
         "{} ({} grid blocks of {} x {} x {} cells), {} rows, {} SBELL entries",
@@ -282,12 +281,13 @@ where
         progress(&format!("copy ceiling {bw:.0} GB/s"));
         let da = DeviceSbell::upload(gpu, &s)?;
         let db = gpu.upload(&b)?;
-        let dm = match opts.precond {
-            Preconditioner::None | Preconditioner::Ilu0 => None,
-            Preconditioner::Jacobi => Some(DeviceBlockJacobi::point(gpu, &a)?),
-            Preconditioner::BlockJacobi => Some(DeviceBlockJacobi::new(gpu, &a)?),
+        let dm: Option<Box<dyn DeviceLinOp<T>>> = match opts.precond {
+            Preconditioner::None => None,
+            Preconditioner::Jacobi => Some(Box::new(DeviceBlockJacobi::point(gpu, &a)?)),
+            Preconditioner::BlockJacobi => Some(Box::new(DeviceBlockJacobi::new(gpu, &a)?)),
+            Preconditioner::Ilu0 => Some(Box::new(DeviceBlockIlu0::new(gpu, &a)?)),
         };
-        let dm = dm.as_ref().map(|m| m as &dyn DeviceLinOp<T>);
+        let dm = dm.as_deref();
         let floor = |r: &GmresReport| {
             ((spmv_bytes + precond_bytes) * r.iterations as f64 + basis_bytes(r, m, n, size))
                 / (bw * 1e9)
@@ -412,12 +412,13 @@ where
         }
     }
     if opts.cpu {
-        let cm = match opts.precond {
-            Preconditioner::None | Preconditioner::Ilu0 => None,
-            Preconditioner::Jacobi => Some(BlockJacobi::point(&a)?),
-            Preconditioner::BlockJacobi => Some(BlockJacobi::new(&a)?),
+        let cm: Option<Box<dyn LinOp<T>>> = match opts.precond {
+            Preconditioner::None => None,
+            Preconditioner::Jacobi => Some(Box::new(BlockJacobi::point(&a)?)),
+            Preconditioner::BlockJacobi => Some(Box::new(BlockJacobi::new(&a)?)),
+            Preconditioner::Ilu0 => Some(Box::new(BlockIlu0::new(&a)?)),
         };
-        let cm = cm.as_ref().map(|m| m as &dyn LinOp<T>);
+        let cm = cm.as_deref();
         let solve = |o: &GmresOptions| -> Result<GmresReport> {
             let mut x = vec![T::ZERO; n];
             kcpu::gmres(&s, cm, &b, &mut x, o)

@@ -30,7 +30,7 @@ pub enum PrecondArg {
     /// Block Jacobi: the inverses of the diagonal blocks ([`ferrocuda::krylov::BlockJacobi::new`]).
     BlockJacobi,
     /// Block ILU(0) with the blocks of `--block-size` (1: point ILU(0);
-    /// [`ferrocuda::krylov::BlockIlu0`]); CPU only so far.
+    /// [`ferrocuda::krylov::BlockIlu0`], on the GPU [`ferrocuda::krylov::DeviceBlockIlu0`]).
     Ilu0,
 }
 

@@ -52,13 +52,13 @@ use ferrocuda::Complex;
 use ferrocuda::RealScalar;
 use ferrocuda::blas1::Element;
 use ferrocuda::gpu::Gpu;
+use ferrocuda::krylov::DeviceSolveElement;
 use ferrocuda::krylov::gpu::KrylovElement;
-use ferrocuda::krylov::precond::{MAX_BLOCK, PrecondKernels};
+use ferrocuda::krylov::precond::MAX_BLOCK;
 use ferrocuda::krylov::{
     DeviceSolver, GmresOptions, Orthogonalization, Preconditioner, Solution, SolveOptions, Solver,
     StopReason,
 };
-use ferrocuda::sparse::gpu::SpmvKernels;
 use ferrocuda::sparse::mm::MmObject;
 use ferrocuda::sparse::{Coo, Csr, Format, MatrixScalar};
 use ferrocuda::{Error, Result};
@@ -454,7 +454,7 @@ fn run_typed<T>(
     out: &ferrocuda_bench::output::Target,
 ) -> Result<SolveReport>
 where
-    T: KrylovElement + MatrixScalar<T> + SpmvKernels<T> + PrecondKernels<T>,
+    T: DeviceSolveElement,
 {
     let bs = args.block_size;
     // A cycle cannot take more than max_iter steps: a larger restart is the same solve
@@ -635,7 +635,7 @@ fn solve_gpu<T>(
     progress: Option<&mut dyn FnMut(usize, f64)>,
 ) -> Result<(Solution<T>, Option<String>)>
 where
-    T: KrylovElement + MatrixScalar<T> + SpmvKernels<T> + PrecondKernels<T>,
+    T: DeviceSolveElement,
 {
     let (solver, note) = match DeviceSolver::upload(g, &sys.a, &opts.clone().format(Format::Sbell))
     {

@@ -110,7 +110,9 @@ use crate::error::{Error, Result, check_len};
 use crate::sparse::{Bcsr, BlockLayout, Csr, Index, MatrixScalar};
 use crate::{RealScalar, Scalar};
 
+mod device;
 mod levels;
+pub use device::{DeviceBlockIlu0, DeviceIlu0, IluKernels};
 pub use levels::LevelSchedule;
 
 /// Largest block size of [`BlockIlu0`].
@@ -223,9 +225,42 @@ enum Breakdown {
     Overflow,
 }
 
+impl Breakdown {
+    /// The breakdown a row's flag (`ferrocuda_kernels::precond::ilu::ILU_*`) reports,
+    /// `None` for a row that factored (or the identity's row); `inv`: the row's inverse
+    /// pivot, `scales`: the scales of its scalar rows.
+    fn from_flag<R: RealScalar, A: Scalar<Real = R>>(
+        flag: u32,
+        inv: &[A],
+        scales: &[R],
+    ) -> Option<Self> {
+        match flag {
+            ki::ILU_OK | ki::ILU_IDENTITY_ROW => None,
+            ki::ILU_MISSING_DIAGONAL => Some(Breakdown::MissingDiagonal),
+            ki::ILU_OVERFLOW => Some(Breakdown::Overflow),
+            ki::ILU_SINGULAR => Some(Breakdown::Singular),
+            _ => Some(Breakdown::Tiny(
+                ki::max_magnitude(inv).to_f64() * ki::block_row_max(scales).to_f64(),
+            )),
+        }
+    }
+}
+
 /// The scalar type `T`'s `|.|` ([`ki::magnitude`]) as `f64`, for messages.
 fn mag_f64<T: Element>(v: T) -> f64 {
     ki::magnitude(v).to_f64()
+}
+
+/// The factors' pattern and values before the factorisation (`A` plus the shift, the
+/// diagonal added where missing), with what the factorisation needs besides.
+struct Unfactored<A: Element> {
+    f: Factors<A>,
+    kinds: Vec<RowKind>,
+    /// The scale `max_j |a_ij|` of every scalar row.
+    row_max: Vec<A::Real>,
+    /// The pivot tolerance, `pivot_tol eps`.
+    tol: A::Real,
+    shifted: bool,
 }
 
 impl<A: Element> Factors<A> {
@@ -237,6 +272,45 @@ impl<A: Element> Factors<A> {
         op: &'static str,
         order: RowOrder,
     ) -> Result<Self> {
+        let Unfactored {
+            mut f,
+            kinds,
+            row_max,
+            tol,
+            shifted,
+        } = Self::unfactored(src, opts, op)?;
+        let n = f.n;
+        let levels = match order {
+            RowOrder::Sequential => None,
+            RowOrder::LevelsReversed => {
+                let s = LevelSchedule::lower(&f.row_ptr, &f.col_idx, &f.diag)?;
+                let mut rows = Vec::with_capacity(n);
+                for l in 0..s.n_levels() {
+                    rows.extend(s.level(l).iter().rev());
+                }
+                Some(rows)
+            }
+        };
+        if let Err((i, why)) = factor_rows(
+            &mut f,
+            point,
+            &kinds,
+            &row_max,
+            tol,
+            shifted,
+            levels.as_deref(),
+        ) {
+            return Err(f.breakdown_error(op, point, i, why, opts, &row_max));
+        }
+        Ok(f)
+    }
+
+    /// Checks and copies `src` into the factors' pattern, shifted (module docs).
+    fn unfactored(
+        src: Source<'_, A>,
+        opts: &IluOptions,
+        op: &'static str,
+    ) -> Result<Unfactored<A>> {
         opts.validate(op)?;
         let Source {
             b,
@@ -343,7 +417,7 @@ impl<A: Element> Factors<A> {
             f_ptr.push(f_col.len());
         }
         let inv_diag = crate::alloc::try_vec(&what, n * bb, A::ZERO)?;
-        let mut f = Factors {
+        let f = Factors {
             b,
             n,
             row_ptr: f_ptr,
@@ -352,30 +426,13 @@ impl<A: Element> Factors<A> {
             diag,
             inv_diag,
         };
-        let tol = ki::pivot_tolerance::<A::Real>(opts.pivot_tol);
-        let levels = match order {
-            RowOrder::Sequential => None,
-            RowOrder::LevelsReversed => {
-                let s = LevelSchedule::lower(&f.row_ptr, &f.col_idx, &f.diag)?;
-                let mut rows = Vec::with_capacity(n);
-                for l in 0..s.n_levels() {
-                    rows.extend(s.level(l).iter().rev());
-                }
-                Some(rows)
-            }
-        };
-        if let Err((i, why)) = factor_rows(
-            &mut f,
-            point,
-            &kinds,
-            &row_max,
-            tol,
+        Ok(Unfactored {
+            f,
+            kinds,
+            row_max,
+            tol: ki::pivot_tolerance::<A::Real>(opts.pivot_tol),
             shifted,
-            levels.as_deref(),
-        ) {
-            return Err(f.breakdown_error(op, point, i, why, opts, &row_max));
-        }
-        Ok(f)
+        })
     }
 
     /// The error of a breakdown at (block) row `i`.
@@ -512,40 +569,32 @@ fn factor_row<A: Element>(
     // Rows stored before i (those row i reads are final): `done`; row i: `cur`.
     let (done, rest) = f.values.split_at_mut(start * bb);
     let cur = &mut rest[..(end - start) * bb];
-    let cols_i = &f.col_idx[start..end];
-    for s in 0..d - start {
-        let k = cols_i[s] as usize;
-        let inv_k = &f.inv_diag[k * bb..(k + 1) * bb];
-        let (left, right) = cur.split_at_mut((s + 1) * bb);
-        let l = &mut left[s * bb..];
-        // Row k's entries right of its diagonal.
-        let (ku, ke) = (f.diag[k] + 1, f.row_ptr[k + 1]);
-        let (k_cols, k_vals) = (&f.col_idx[ku..ke], &done[ku * bb..ke * bb]);
-        let i_cols = &cols_i[s + 1..];
-        if point {
-            l[0] = ki::scale(l[0], inv_k[0]);
-            ki::eliminate_row(l[0], k_cols, k_vals, i_cols, right);
-        } else {
-            ki::scale_block_sized(b, l, inv_k);
-            ki::eliminate_block_row(b, l, k_cols, k_vals, i_cols, right);
-        }
-    }
-    if !cur.iter().all(|&v| kp::is_finite(v)) {
-        return Err(Breakdown::Overflow);
-    }
-    let inv = &mut f.inv_diag[i * bb..(i + 1) * bb];
-    inv.copy_from_slice(&cur[(d - start) * bb..(d - start + 1) * bb]);
-    if kp::invert_block_sized(b, inv) {
-        return Err(Breakdown::Singular);
-    }
-    let r_i = row_max[i * b..(i + 1) * b]
-        .iter()
-        .fold(A::Real::ZERO, |m, &v| if v > m { v } else { m });
-    if ki::pivot_is_tiny(inv, r_i, tol) {
-        let growth = ki::max_magnitude(inv).to_f64() * r_i.to_f64();
-        return Err(Breakdown::Tiny(growth));
-    }
-    Ok(())
+    let (inv_done, inv_rest) = f.inv_diag.split_at_mut(i * bb);
+    let done: &[A] = done;
+    let inv_done: &[A] = inv_done;
+    let (col_idx, diag, row_ptr) = (&f.col_idx[..], &f.diag[..], &f.row_ptr[..]);
+    let upper = move |k: usize| {
+        let (ku, ke) = (diag[k] + 1, row_ptr[k + 1]);
+        (
+            &col_idx[ku..ke],
+            &done[ku * bb..ke * bb],
+            &inv_done[k * bb..(k + 1) * bb],
+        )
+    };
+    let inv = &mut inv_rest[..bb];
+    let scales = &row_max[i * b..(i + 1) * b];
+    let flag = ki::factor_row(
+        b,
+        point,
+        &col_idx[start..end],
+        d - start,
+        cur,
+        upper,
+        inv,
+        scales,
+        tol,
+    );
+    Breakdown::from_flag(flag, inv, scales).map_or(Ok(()), Err)
 }
 
 crate::cpu_dispatch::fma_kernel! {
@@ -561,11 +610,11 @@ fn solve_rows[A: Element + MatrixScalar<V>, V: Element](
     if point {
         for i in 0..n {
             let (s, d) = (f.row_ptr[i], f.diag[i]);
-            y[i] = ki::forward_row(x[i], &f.col_idx[s..d], &f.values[s..d], y);
+            y[i] = ki::forward_row(x[i], &f.col_idx[s..d], &f.values[s..d], |c| y[c]);
         }
         for i in (0..n).rev() {
             let (d, e) = (f.diag[i] + 1, f.row_ptr[i + 1]);
-            y[i] = ki::backward_row(y[i], &f.col_idx[d..e], &f.values[d..e], f.inv_diag[i], y);
+            y[i] = ki::backward_row(y[i], &f.col_idx[d..e], &f.values[d..e], f.inv_diag[i], |c| y[c]);
         }
         return;
     }
@@ -575,13 +624,13 @@ fn solve_rows[A: Element + MatrixScalar<V>, V: Element](
     for i in 0..n {
         let (st, d) = (f.row_ptr[i], f.diag[i]);
         s.copy_from_slice(&x[i * b..(i + 1) * b]);
-        ki::block_row_residual(s, &f.col_idx[st..d], &f.values[st * bb..d * bb], y);
+        ki::block_row_residual(s, &f.col_idx[st..d], &f.values[st * bb..d * bb], |c| y[c]);
         y[i * b..(i + 1) * b].copy_from_slice(s);
     }
     for i in (0..n).rev() {
         let (d, e) = (f.diag[i] + 1, f.row_ptr[i + 1]);
         s.copy_from_slice(&y[i * b..(i + 1) * b]);
-        ki::block_row_residual(s, &f.col_idx[d..e], &f.values[d * bb..e * bb], y);
+        ki::block_row_residual(s, &f.col_idx[d..e], &f.values[d * bb..e * bb], |c| y[c]);
         kp::apply_block(t, &f.inv_diag[i * bb..(i + 1) * bb], s);
         y[i * b..(i + 1) * b].copy_from_slice(t);
     }
@@ -646,6 +695,13 @@ impl<A: Element> Ilu0<A> {
     }
 
     fn build(a: &Csr<A>, opts: &IluOptions, op: &'static str, order: RowOrder) -> Result<Self> {
+        Ok(Ilu0 {
+            f: Factors::build(Self::source(a, op)?, true, opts, op, order)?,
+        })
+    }
+
+    /// `a` checked (square, finite) as the factorisation's source.
+    fn source<'a>(a: &'a Csr<A>, op: &'static str) -> Result<Source<'a, A>> {
         if a.n_rows() != a.n_cols() {
             return Err(Error::InvalidArgument {
                 op,
@@ -657,16 +713,13 @@ impl<A: Element> Ilu0<A> {
             });
         }
         a.check_finite()?;
-        let src = Source {
+        Ok(Source {
             b: 1,
             n: a.n_rows(),
             row_ptr: a.row_ptr(),
             col_idx: a.col_idx(),
             values: a.values(),
             layout: BlockLayout::RowMajor,
-        };
-        Ok(Ilu0 {
-            f: Factors::build(src, true, opts, op, order)?,
         })
     }
 
@@ -731,6 +784,14 @@ impl<A: Element> BlockIlu0<A> {
     }
 
     fn build(a: &Bcsr<A>, opts: &IluOptions, op: &'static str, order: RowOrder) -> Result<Self> {
+        Ok(BlockIlu0 {
+            f: Factors::build(Self::source(a, op)?, false, opts, op, order)?,
+        })
+    }
+
+    /// `a` checked (square in blocks, `b <= MAX_BLOCK`, finite) as the factorisation's
+    /// source.
+    fn source<'a>(a: &'a Bcsr<A>, op: &'static str) -> Result<Source<'a, A>> {
         let (nbr, nbc, b) = (a.n_block_rows(), a.n_block_cols(), a.b());
         if nbr != nbc {
             return Err(Error::InvalidArgument {
@@ -769,16 +830,13 @@ impl<A: Element> BlockIlu0<A> {
                 ),
             });
         }
-        let src = Source {
+        Ok(Source {
             b,
             n: nbr,
             row_ptr: a.row_ptr(),
             col_idx: a.col_idx(),
             values: a.values(),
             layout: a.layout(),
-        };
-        Ok(BlockIlu0 {
-            f: Factors::build(src, false, opts, op, order)?,
         })
     }
 

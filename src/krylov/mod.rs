@@ -2,8 +2,8 @@
 //! ([`gpu::gmres`]), written once against linear operators ([`LinOp`],
 //! [`DeviceLinOp`]) with one options type ([`GmresOptions`]) and one report
 //! ([`GmresReport`]), with point- and block-Jacobi preconditioners ([`BlockJacobi`],
-//! [`DeviceBlockJacobi`]) and point and block ILU(0) on the CPU ([`Ilu0`],
-//! [`BlockIlu0`]). To solve from a matrix in a few calls (format chosen, padding to
+//! [`DeviceBlockJacobi`]) and point and block ILU(0) ([`Ilu0`], [`BlockIlu0`] on the
+//! CPU, [`DeviceIlu0`], [`DeviceBlockIlu0`] on the GPU). To solve from a matrix in a few calls (format chosen, padding to
 //! blocks, preconditioner built, on either device): [`Solver`] and [`DeviceSolver`]
 //! ([`solve`]).
 //!
@@ -75,10 +75,10 @@ pub mod op;
 pub mod precond;
 pub mod solve;
 
-pub use ilu::{BlockIlu0, Ilu0, IluOptions};
+pub use ilu::{BlockIlu0, DeviceBlockIlu0, DeviceIlu0, Ilu0, IluOptions};
 pub use op::{DeviceLinOp, Identity, LinOp, SbellRef};
 pub use precond::{BlockJacobi, DeviceBlockJacobi};
-pub use solve::{DeviceSolver, Solution, SolveOptions, SolveReport, Solver};
+pub use solve::{DeviceSolveElement, DeviceSolver, Solution, SolveOptions, SolveReport, Solver};
 
 use serde::Serialize;
 
@@ -94,8 +94,8 @@ pub enum Preconditioner {
     /// Block Jacobi: the inverses of the diagonal blocks ([`BlockJacobi::new`]).
     BlockJacobi,
     /// ILU(0), incomplete LU without fill ([`BlockIlu0`] with the block size given, else
-    /// the format's, else 1: point ILU(0)). On the CPU ([`Solver`]) so far; the GPU's
-    /// [`DeviceSolver`] refuses it.
+    /// the format's, else 1: point ILU(0)); [`DeviceBlockIlu0`] on the GPU, the same
+    /// factors.
     Ilu0,
 }
 

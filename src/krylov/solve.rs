@@ -13,8 +13,9 @@
 //!    [`FormatChoice`] says what and why; rules in [`crate::sparse::auto`]);
 //! 4. builds the preconditioner ([`Preconditioner`]): point Jacobi, or block Jacobi with
 //!    the given block size, else the block size of the format chosen, else the one the
-//!    choice detected; or (CPU only, so far) ILU(0) ([`super::BlockIlu0`]) with the given
-//!    block size, else the format's (at most [`MAX_BLOCK`]), else 1 (point ILU(0)).
+//!    choice detected; or ILU(0) ([`super::BlockIlu0`], on the GPU
+//!    [`super::DeviceBlockIlu0`], the same factors) with the given block size, else the
+//!    format's (at most [`MAX_BLOCK`]), else 1 (point ILU(0)).
 //!
 //! `solve` checks `b` and `x0` (lengths, NaN and infinity, naming the entry), pads them
 //! with zeros, runs GMRES ([`super::cpu::gmres`], [`super::gpu::gmres`]) and trims the
@@ -62,10 +63,11 @@ use serde::Serialize;
 
 use super::cpu::check_finite;
 use super::gpu::KrylovElement;
+use super::ilu::IluKernels;
 use super::precond::{MAX_BLOCK, PrecondKernels};
 use super::{
-    BlockIlu0, BlockJacobi, DeviceBlockJacobi, DeviceLinOp, GmresOptions, GmresReport, LinOp,
-    Preconditioner,
+    BlockIlu0, BlockJacobi, DeviceBlockIlu0, DeviceBlockJacobi, DeviceLinOp, GmresOptions,
+    GmresReport, LinOp, Preconditioner,
 };
 use crate::blas1::Element;
 use crate::error::{Error, Result, check_len};
@@ -408,31 +410,45 @@ impl<T: Element + MatrixScalar<T>> Solver<T> {
 /// side.
 pub struct DeviceSolver<T> {
     matrix: DeviceMatrix<T>,
-    precond: Option<DeviceBlockJacobi<T>>,
+    precond: Option<DevicePrecond<T>>,
     info: Info,
 }
 
-impl<T> DeviceSolver<T>
-where
-    T: KrylovElement + MatrixScalar<T> + SpmvKernels<T> + PrecondKernels<T>,
+/// The scalars a [`DeviceSolver`] solves with (`f32`, `f64`, `Complex<f32>`,
+/// `Complex<f64>`): every kernel family it may launch, in one bound for generic code.
+pub trait DeviceSolveElement:
+    KrylovElement + MatrixScalar<Self> + SpmvKernels<Self> + PrecondKernels<Self> + IluKernels<Self>
 {
+}
+
+impl<T> DeviceSolveElement for T where
+    T: KrylovElement + MatrixScalar<T> + SpmvKernels<T> + PrecondKernels<T> + IluKernels<T>
+{
+}
+
+/// The preconditioner of a [`DeviceSolver`].
+enum DevicePrecond<T> {
+    Jacobi(DeviceBlockJacobi<T>),
+    Ilu0(DeviceBlockIlu0<T>),
+}
+
+impl<T: DeviceSolveElement> DeviceSolver<T> {
     /// Prepares `A x = b` on the device of `gpu`: the conversion on the host, then one
     /// upload of the matrix and the preconditioner. Errors: as [`Solver::new`], and the
     /// device's.
     pub fn upload(gpu: &Gpu, a: &Csr<T>, opts: &SolveOptions) -> Result<Self> {
-        if opts.precond == Preconditioner::Ilu0 {
-            return Err(invalid(
-                "DeviceSolver::upload",
-                "ILU(0) runs on the CPU only so far (Solver, or --device cpu); on the GPU use point or block Jacobi".into(),
-            ));
-        }
         let t = Instant::now();
         let p = prepare("DeviceSolver::upload", a, opts, Target::Gpu)?;
         let matrix = DeviceMatrix::from_matrix(gpu, &p.matrix)?;
         drop(p.matrix);
         let precond = match (&p.jacobi, opts.precond) {
-            (Some(j), Preconditioner::BlockJacobi) => Some(DeviceBlockJacobi::new(gpu, j)?),
-            (Some(j), _) => Some(DeviceBlockJacobi::point(gpu, j)?),
+            (Some(j), Preconditioner::BlockJacobi) => {
+                Some(DevicePrecond::Jacobi(DeviceBlockJacobi::new(gpu, j)?))
+            }
+            (Some(j), Preconditioner::Ilu0) => {
+                Some(DevicePrecond::Ilu0(DeviceBlockIlu0::new(gpu, j)?))
+            }
+            (Some(j), _) => Some(DevicePrecond::Jacobi(DeviceBlockJacobi::point(gpu, j)?)),
             (None, _) => None,
         };
         gpu.synchronize()?;
@@ -475,7 +491,10 @@ where
         let db = gpu.upload(&b)?;
         let mut dx = gpu.upload(&x)?;
         drop((b, x));
-        let m = self.precond.as_ref().map(|m| m as &dyn DeviceLinOp<T>);
+        let m = self.precond.as_ref().map(|m| match m {
+            DevicePrecond::Jacobi(j) => j as &dyn DeviceLinOp<T>,
+            DevicePrecond::Ilu0(f) => f as &dyn DeviceLinOp<T>,
+        });
         let report = super::gpu::gmres_with_progress(
             &self.matrix,
             m,

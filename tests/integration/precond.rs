@@ -493,3 +493,5 @@ fn results_do_not_depend_on_the_thread_count() {
 
 /// The GPU twins of these tests (poisoned outputs, compared with the CPU or a reference).
 mod gpu;
+/// ILU(0) on the GPU against the CPU oracle.
+mod ilu_gpu;

@@ -6,13 +6,13 @@ use ferrocuda::krylov::{GmresOptions, Preconditioner, SolveOptions, Solver};
 use ferrocuda::sparse::{Csr, mm};
 
 /// (name, Matrix Market text).
-const MATRICES: [(&str, &str); 3] = [
+pub const MATRICES: [(&str, &str); 3] = [
     ("sherman1", include_str!("../../data/matrices/sherman1.mtx")),
     ("cdde1", include_str!("../../data/matrices/cdde1.mtx")),
     ("utm1700a", include_str!("../../data/matrices/utm1700a.mtx")),
 ];
 
-fn read(name: &str, text: &str) -> Csr<f64> {
+pub fn read(name: &str, text: &str) -> Csr<f64> {
     mm::read_csr::<f64, _>(text.as_bytes()).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 

@@ -17,10 +17,29 @@
 //! Every sum is a chain of fused multiply-adds in storage order (increasing column, then
 //! increasing column inside a block), so the block functions with `b = 1` compute what
 //! the point functions compute.
+//!
+//! Kernels (host handles: [`IluFactorKernels`], [`IluKernels`]), one thread per (block)
+//! row of one level of a level schedule (`ferrocuda::krylov::ilu::LevelSchedule`), the
+//! rows of a level given by `rows`; the factors are stored as the CPU stores them (the
+//! pattern of `A` plus the diagonal, `row_ptr`/`col_idx`, the slot of each row's
+//! diagonal in `diag`, `b b` row-major values per slot, `U_ii^-1` in `inv_diag`):
+//! * `ilu0_factor_<t>` ([`ilu0_factor`]): [`factor_row`] for each row of a level of the
+//!   lower schedule, its outcome in `flags`;
+//! * `ilu0_forward_<a>[_<v>]` ([`ilu0_forward`]): the forward solve's rows of a level of
+//!   the lower schedule;
+//! * `ilu0_backward_<a>[_<v>]` ([`ilu0_backward`]): the back solve's rows of a level of
+//!   the upper schedule, in place.
+
+use num_complex::Complex;
 
 use super::BLOCK_JACOBI_MAX_B;
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::abi::Kernel;
+#[cfg(target_arch = "nvptx64")]
+use crate::device::for_each_index;
 use crate::scalar::{RealScalar, Scalar};
 use crate::sparse::MatrixScalar;
+use crate::{instances, kernel};
 
 /// Largest block size of block ILU(0) (that of the block inversion it shares with block
 /// Jacobi, [`super::invert_block_sized`]).
@@ -197,20 +216,22 @@ pub fn eliminate_block_row<T: Scalar>(
     }
 }
 
-/// `x_i - sum_t coeffs[t] y[cols[t]]`: a chain of fused multiply-adds
-/// (`s <- -coeffs[t] y[cols[t]] + s`) in the order of `cols`, starting from `x_i`. Row `i`
+/// `x_i - sum_t coeffs[t] y(cols[t])`: a chain of fused multiply-adds
+/// (`s <- -coeffs[t] y(cols[t]) + s`) in the order of `cols`, starting from `x_i`. Row `i`
 /// of both triangular solves: the strictly lower part for the forward solve, the strictly
-/// upper part for the back solve. `cols` must index `y`.
+/// upper part for the back solve. `y(c)` reads entry `c` of the solution so far (a
+/// closure, so that a kernel reads the entries of other rows without a slice over the
+/// vector its own row writes).
 #[inline(always)]
 pub fn row_residual<A: MatrixScalar<V>, V: Scalar>(
     x_i: V,
     cols: &[u32],
     coeffs: &[A],
-    y: &[V],
+    y: impl Fn(usize) -> V,
 ) -> V {
     let mut s = x_i;
     for (&c, &a) in cols.iter().zip(coeffs) {
-        s = (-a).mul_add_vec(y[c as usize], s);
+        s = (-a).mul_add_vec(y(c as usize), s);
     }
     s
 }
@@ -218,7 +239,12 @@ pub fn row_residual<A: MatrixScalar<V>, V: Scalar>(
 /// Row `i` of the forward solve with unit lower `L`: `y_i = x_i - sum_{k<i} l_ik y_k`
 /// ([`row_residual`] over the strictly lower part of row `i`).
 #[inline(always)]
-pub fn forward_row<A: MatrixScalar<V>, V: Scalar>(x_i: V, cols: &[u32], l: &[A], y: &[V]) -> V {
+pub fn forward_row<A: MatrixScalar<V>, V: Scalar>(
+    x_i: V,
+    cols: &[u32],
+    l: &[A],
+    y: impl Fn(usize) -> V,
+) -> V {
     row_residual(x_i, cols, l, y)
 }
 
@@ -231,38 +257,119 @@ pub fn backward_row<A: MatrixScalar<V>, V: Scalar>(
     cols: &[u32],
     u: &[A],
     inv_ii: A,
-    y: &[V],
+    y: impl Fn(usize) -> V,
 ) -> V {
     let s = row_residual(z_i, cols, u, y);
     inv_ii.mul_add_vec(s, V::ZERO)
 }
 
-/// `s <- s - sum_t B_t y[cols[t] b ..][..b]` for `b = s.len()` and `b x b` row-major
+/// `s <- s - sum_t B_t y(cols[t] b ..)[..b]` for `b = s.len()` and `b x b` row-major
 /// blocks `B_t` (`blocks`, `b b` values each): for each block in the order of `cols`,
-/// each row `r` takes `s_r <- -B_t[r][c] y_c + s_r` over `c` in increasing order. Block
-/// row `I` of the forward solve (`s = x_I` in, `y_I` out) and, before the product with
-/// `U_II^-1`, of the back solve. `cols[t] b + b` must not exceed `y.len()`.
+/// each row `r` takes `s_r <- -B_t[r][c] y(cols[t] b + c) + s_r` over `c` in increasing
+/// order. Block row `I` of the forward solve (`s = x_I` in, `y_I` out) and, before the
+/// product with `U_II^-1`, of the back solve.
 #[inline(always)]
 pub fn block_row_residual<A: MatrixScalar<V>, V: Scalar>(
     s: &mut [V],
     cols: &[u32],
     blocks: &[A],
-    y: &[V],
+    y: impl Fn(usize) -> V,
 ) {
     let b = s.len();
     if b == 0 {
         return;
     }
     for (&col, blk) in cols.iter().zip(blocks.chunks_exact(b * b)) {
-        let yj = &y[col as usize * b..col as usize * b + b];
+        let base = col as usize * b;
         for (r, sr) in s.iter_mut().enumerate() {
             let mut acc = *sr;
             for c in 0..b {
-                acc = (-blk[r * b + c]).mul_add_vec(yj[c], acc);
+                acc = (-blk[r * b + c]).mul_add_vec(y(base + c), acc);
             }
             *sr = acc;
         }
     }
+}
+
+/// Outcome of [`factor_row`] (the device's per-row flags): the row was factored.
+pub const ILU_OK: u32 = 0;
+/// The pivot (block) `U_ii` is singular: a zero pivot in its Gauss-Jordan inversion, or
+/// an inverse with a non-finite entry.
+pub const ILU_SINGULAR: u32 = 1;
+/// The pivot is tiny ([`pivot_is_tiny`]).
+pub const ILU_TINY: u32 = 2;
+/// A non-finite entry in the row's factors.
+pub const ILU_OVERFLOW: u32 = 3;
+/// Set before the factorisation (never by [`factor_row`]): a row that stores entries but
+/// no diagonal, without a shift, a zero pivot. The kernel leaves it alone.
+pub const ILU_MISSING_DIAGONAL: u32 = 4;
+/// Set before the factorisation: a row that stores nothing, the identity's row (its
+/// inverse pivot is set to the identity beforehand). The kernel leaves it alone.
+pub const ILU_IDENTITY_ROW: u32 = 5;
+
+/// The largest of the scales `row_max` of the `b` scalar rows of a (block) row, from zero
+/// (the `max_j |a_ij|` of the pivot test).
+#[inline(always)]
+pub fn block_row_max<R: RealScalar>(row_max: &[R]) -> R {
+    let mut m = R::ZERO;
+    for &v in row_max {
+        if v > m {
+            m = v;
+        }
+    }
+    m
+}
+
+/// Factors (block) row `i` in place, Saad's IKJ ILU(0) (module docs): `cols` are the
+/// row's (block) columns, `d` the position of its diagonal among them, `cur` its values
+/// (`b b` row-major per slot; `L` left of `d` and `U` from `d` on, on return). `upper(k)`
+/// gives, for each row `k = cols[s] < i` (`s < d`), already factored: the columns of row
+/// `k` right of its diagonal, their values, and `U_kk^-1`. Writes `U_ii^-1` into `inv`
+/// (`b b` values) and returns [`ILU_OK`], [`ILU_OVERFLOW`], [`ILU_SINGULAR`] or
+/// [`ILU_TINY`] (the test against `row_max`, the scales of the row's `b` scalar rows,
+/// with `tol` from [`pivot_tolerance`]). `point`: the point functions (`b = 1`).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub fn factor_row<'a, T: Scalar + 'a>(
+    b: usize,
+    point: bool,
+    cols: &[u32],
+    d: usize,
+    cur: &mut [T],
+    upper: impl Fn(usize) -> (&'a [u32], &'a [T], &'a [T]),
+    inv: &mut [T],
+    row_max: &[T::Real],
+    tol: T::Real,
+) -> u32 {
+    let bb = b * b;
+    for s in 0..d {
+        let (k_cols, k_vals, inv_k) = upper(cols[s] as usize);
+        let (left, right) = cur.split_at_mut((s + 1) * bb);
+        let l = &mut left[s * bb..];
+        let i_cols = &cols[s + 1..];
+        if point {
+            l[0] = scale(l[0], inv_k[0]);
+            eliminate_row(l[0], k_cols, k_vals, i_cols, right);
+        } else {
+            scale_block_sized(b, l, inv_k);
+            eliminate_block_row(b, l, k_cols, k_vals, i_cols, right);
+        }
+    }
+    let mut finite = true;
+    for &v in cur.iter() {
+        finite &= super::is_finite(v);
+    }
+    if !finite {
+        return ILU_OVERFLOW;
+    }
+    inv.copy_from_slice(&cur[d * bb..(d + 1) * bb]);
+    if super::invert_block_sized(b, inv) {
+        return ILU_SINGULAR;
+    }
+    if pivot_is_tiny(inv, block_row_max(row_max), tol) {
+        return ILU_TINY;
+    }
+    ILU_OK
 }
 
 /// `eps tol` in the real type of `T`: the threshold [`pivot_is_tiny`] takes, from a
@@ -271,6 +378,201 @@ pub fn block_row_residual<A: MatrixScalar<V>, V: Scalar>(
 pub fn pivot_tolerance<R: RealScalar>(tol_in_eps: f64) -> R {
     R::from_f64(tol_in_eps) * R::EPSILON
 }
+
+/// Threads per block of the ILU(0) kernels (a multiple of 32).
+pub const ILU_THREADS: usize = 128;
+
+/// Thread `t` factors row `i = rows[t]` ([`factor_row`]; `point`: the point functions,
+/// `b = 1`) unless `flags[i]` is already set (not [`ILU_OK`]: a row left alone), and
+/// writes its outcome to `flags[i]`. The rows that row `i` stores left of its diagonal
+/// must be factored (an earlier level); `row_max` holds the scale of every scalar row,
+/// `tol` the pivot tolerance ([`pivot_tolerance`]). `1 <= b <= ILU_MAX_B`.
+#[kernel(args = Ilu0Factor)]
+pub unsafe fn ilu0_factor<T: Scalar>(
+    n: usize,
+    rows: *const u32,
+    b: usize,
+    point: bool,
+    row_ptr: *const usize,
+    col_idx: *const u32,
+    diag: *const usize,
+    values: *mut T,
+    inv_diag: *mut T,
+    row_max: *const T::Real,
+    tol: T::Real,
+    flags: *mut u32,
+) {
+    use core::slice::{from_raw_parts, from_raw_parts_mut};
+    let bb = b * b;
+    for_each_index(n, |t| {
+        let i = unsafe { *rows.add(t) } as usize;
+        if unsafe { *flags.add(i) } != ILU_OK {
+            return;
+        }
+        // SAFETY: row i's slots and inverse are this thread's alone (one thread per row,
+        // rows distinct); the rows it reads are final (an earlier level).
+        let (start, end, d) = unsafe { (*row_ptr.add(i), *row_ptr.add(i + 1), *diag.add(i)) };
+        let cols = unsafe { from_raw_parts(col_idx.add(start), end - start) };
+        let cur = unsafe { from_raw_parts_mut(values.add(start * bb), (end - start) * bb) };
+        let inv = unsafe { from_raw_parts_mut(inv_diag.add(i * bb), bb) };
+        let scales = unsafe { from_raw_parts(row_max.add(i * b), b) };
+        let upper = |k: usize| unsafe {
+            let (ku, ke) = (*diag.add(k) + 1, *row_ptr.add(k + 1));
+            (
+                from_raw_parts(col_idx.add(ku), ke - ku),
+                from_raw_parts(values.add(ku * bb) as *const T, (ke - ku) * bb),
+                from_raw_parts(inv_diag.add(k * bb) as *const T, bb),
+            )
+        };
+        let flag = factor_row(b, point, cols, d - start, cur, upper, inv, scales, tol);
+        unsafe { *flags.add(i) = flag };
+    });
+}
+
+/// Thread `t` computes (block) row `i = rows[t]` of the forward solve `L y = x`
+/// ([`forward_row`], or [`block_row_residual`] from `x_I`); the rows it reads are final
+/// (an earlier level of the lower schedule). `point`: the point functions (`b = 1`).
+#[kernel(args = Ilu0Forward)]
+pub unsafe fn ilu0_forward<A: MatrixScalar<V>, V: Scalar>(
+    n: usize,
+    rows: *const u32,
+    b: usize,
+    point: bool,
+    row_ptr: *const usize,
+    col_idx: *const u32,
+    diag: *const usize,
+    values: *const A,
+    x: *const V,
+    y: *mut V,
+) {
+    use core::slice::from_raw_parts;
+    let bb = b * b;
+    for_each_index(n, |t| {
+        let i = unsafe { *rows.add(t) } as usize;
+        let (st, d) = unsafe { (*row_ptr.add(i), *diag.add(i)) };
+        let cols = unsafe { from_raw_parts(col_idx.add(st), d - st) };
+        let yv = |c: usize| unsafe { *y.add(c) };
+        if point {
+            let l = unsafe { from_raw_parts(values.add(st), d - st) };
+            let v = forward_row(unsafe { *x.add(i) }, cols, l, yv);
+            unsafe { *y.add(i) = v };
+            return;
+        }
+        let mut s = [V::ZERO; ILU_MAX_B];
+        let s = &mut s[..b];
+        for (r, sr) in s.iter_mut().enumerate() {
+            *sr = unsafe { *x.add(i * b + r) };
+        }
+        let l = unsafe { from_raw_parts(values.add(st * bb), (d - st) * bb) };
+        block_row_residual(s, cols, l, yv);
+        for (r, &sr) in s.iter().enumerate() {
+            unsafe { *y.add(i * b + r) = sr };
+        }
+    });
+}
+
+/// Thread `t` computes (block) row `i = rows[t]` of the back solve `U y = z` in place
+/// (`y` holds `z` on entry): [`backward_row`], or [`block_row_residual`] then
+/// [`super::apply_block`] with `U_II^-1`; the rows it reads are final (an earlier level
+/// of the upper schedule). `point`: the point functions (`b = 1`).
+#[kernel(args = Ilu0Backward)]
+pub unsafe fn ilu0_backward<A: MatrixScalar<V>, V: Scalar>(
+    n: usize,
+    rows: *const u32,
+    b: usize,
+    point: bool,
+    row_ptr: *const usize,
+    col_idx: *const u32,
+    diag: *const usize,
+    values: *const A,
+    inv_diag: *const A,
+    y: *mut V,
+) {
+    use core::slice::from_raw_parts;
+    let bb = b * b;
+    for_each_index(n, |t| {
+        let i = unsafe { *rows.add(t) } as usize;
+        let (d, e) = unsafe { (*diag.add(i) + 1, *row_ptr.add(i + 1)) };
+        let cols = unsafe { from_raw_parts(col_idx.add(d), e - d) };
+        let yv = |c: usize| unsafe { *y.add(c) };
+        if point {
+            let u = unsafe { from_raw_parts(values.add(d), e - d) };
+            let v = backward_row(
+                unsafe { *y.add(i) },
+                cols,
+                u,
+                unsafe { *inv_diag.add(i) },
+                yv,
+            );
+            unsafe { *y.add(i) = v };
+            return;
+        }
+        let mut s = [V::ZERO; ILU_MAX_B];
+        let mut o = [V::ZERO; ILU_MAX_B];
+        let (s, o) = (&mut s[..b], &mut o[..b]);
+        for (r, sr) in s.iter_mut().enumerate() {
+            *sr = unsafe { *y.add(i * b + r) };
+        }
+        let u = unsafe { from_raw_parts(values.add(d * bb), (e - d) * bb) };
+        block_row_residual(s, cols, u, yv);
+        let inv = unsafe { from_raw_parts(inv_diag.add(i * bb), bb) };
+        super::apply_block(o, inv, s);
+        for (r, &or) in o.iter().enumerate() {
+            unsafe { *y.add(i * b + r) = or };
+        }
+    });
+}
+
+/// The ILU(0) factorisation kernel of one matrix scalar type.
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait IluFactorKernels: Scalar {
+    /// `ilu0_factor_<a>`
+    const FACTOR: Kernel<Ilu0Factor<'static, Self>>;
+}
+
+/// Matrix scalars with ILU(0) solve kernels for vectors of `V` (a real matrix on complex
+/// vectors shares the factorisation of its real type).
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait IluKernels<V: Scalar>: MatrixScalar<V> + IluFactorKernels {
+    /// `ilu0_forward_<a>[_<v>]`
+    const FORWARD: Kernel<Ilu0Forward<'static, Self, V>>;
+    /// `ilu0_backward_<a>[_<v>]`
+    const BACKWARD: Kernel<Ilu0Backward<'static, Self, V>>;
+}
+
+instances! {
+    impl IluFactorKernels for f32 {
+        FACTOR = ilu0_factor::<f32>("ilu0_factor_f32");
+    }
+    impl IluFactorKernels for f64 {
+        FACTOR = ilu0_factor::<f64>("ilu0_factor_f64");
+    }
+    impl IluFactorKernels for Complex<f32> {
+        FACTOR = ilu0_factor::<Complex<f32>>("ilu0_factor_c32");
+    }
+    impl IluFactorKernels for Complex<f64> {
+        FACTOR = ilu0_factor::<Complex<f64>>("ilu0_factor_c64");
+    }
+}
+
+/// The solve entry points of one (matrix scalar, vector scalar) pair.
+macro_rules! solve_instances {
+    ($a:ty, $v:ty, $sfx:literal) => {
+        instances! {
+            impl IluKernels<$v> for $a {
+                FORWARD = ilu0_forward::<$a, $v>(concat!("ilu0_forward_", $sfx));
+                BACKWARD = ilu0_backward::<$a, $v>(concat!("ilu0_backward_", $sfx));
+            }
+        }
+    };
+}
+
+solve_instances!(f32, f32, "f32");
+solve_instances!(f64, f64, "f64");
+solve_instances!(Complex<f32>, Complex<f32>, "c32");
+solve_instances!(Complex<f64>, Complex<f64>, "c64");
+solve_instances!(f32, Complex<f32>, "f32_c32");
+solve_instances!(f64, Complex<f64>, "f64_c64");
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
@@ -288,10 +590,10 @@ mod tests {
         assert_eq!(aij[0], update(0.75, a, u));
         let y = [Complex::new(1.0, 2.0), Complex::new(-0.5, 0.25)];
         let mut s = [Complex::new(4.0, -1.0)];
-        block_row_residual(&mut s, &[1, 0], &[2.0f64, -3.0], &y);
+        block_row_residual(&mut s, &[1, 0], &[2.0f64, -3.0], |c| y[c]);
         assert_eq!(
             s[0],
-            row_residual(Complex::new(4.0, -1.0), &[1, 0], &[2.0, -3.0], &y)
+            row_residual(Complex::new(4.0, -1.0), &[1, 0], &[2.0, -3.0], |c| y[c])
         );
     }
 

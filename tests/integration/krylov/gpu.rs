@@ -422,7 +422,7 @@ fn gmres_gpu_on_singular_systems_matches_the_cpu_reason_and_keeps_the_best_itera
 /// the dense LU.
 fn device_solver_case<T>(gpu: &Gpu, name: &str, tol: f64)
 where
-    T: KrylovElement + MatrixScalar<T> + SpmvKernels<T> + PrecondKernels<T>,
+    T: ferrocuda::krylov::DeviceSolveElement,
 {
     use common::krylov::{solve_cases, solve_system};
     use ferrocuda::krylov::{DeviceSolver, Solver};

@@ -1,0 +1,378 @@
+//! ILU(0) on the GPU: [`DeviceIlu0`] (point, from a [`Csr`] matrix) and
+//! [`DeviceBlockIlu0`] (block, from a [`Bcsr`] matrix), the device twins of [`Ilu0`] and
+//! [`BlockIlu0`], with the same factors bit for bit and the same errors.
+//!
+//! * **Factorisation on the device, level-scheduled exact ILU(0).** The host copies `A`
+//!   into the factors' pattern (the diagonal added where missing, the shift applied: the
+//!   CPU's own preparation) and builds the [`LevelSchedule`]s; the device then factors
+//!   one level per launch, one thread per (block) row, each row by the per-row function
+//!   the CPU runs (`ferrocuda_kernels::precond::ilu::factor_row`). Rows that break down
+//!   are flagged; the error names the smallest such row, as the CPU's sequential walk
+//!   does (that row reads only earlier rows, which are the same on both).
+//! * **Solves on the device, level-scheduled**: `y = U^-1 L^-1 x` is one launch per level
+//!   of the lower schedule (forward) and one per level of the upper schedule (back, in
+//!   place), the same per-row functions as the CPU, so `apply` gives the CPU's bits.
+//!
+//! Why levels, not Chow-Patel sweeps or Jacobi-sweep solves: see [`LevelSchedule`]. The
+//! cost is one launch per level and pass: [`DeviceBlockIlu0::levels`] says how many.
+//!
+//! ```no_run
+//! use ferrocuda::krylov::{BlockIlu0, DeviceBlockIlu0, DeviceLinOp};
+//! use ferrocuda::sparse::{Bcsr, BlockFit, BlockLayout, generate::{self, TraceSpec}};
+//! let gpu = ferrocuda::gpu::open(0)?;
+//! let a = generate::trace_bcsr::<f64>(&TraceSpec::small())?;
+//! let m = DeviceBlockIlu0::new(&gpu, &a)?;
+//! // The device's factors are the CPU's, bit for bit.
+//! assert_eq!(m.blocks().download()?, BlockIlu0::new(&a)?.blocks());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use ferrocuda_host::{
+    DeviceBuffer, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, Gpu, LaunchConfig,
+};
+/// The bound of the device ILU(0): matrix scalars with ILU(0) kernels for vectors of `V`.
+pub use ferrocuda_kernels::precond::ilu::IluKernels;
+use ferrocuda_kernels::precond::ilu::{
+    self as ki, ILU_THREADS, Ilu0Backward, Ilu0Factor, Ilu0Forward, IluFactorKernels,
+};
+
+use super::{BlockIlu0, Breakdown, Factors, Ilu0, IluOptions, LevelSchedule, RowKind, Source};
+use crate::blas1::Element;
+use crate::error::Result;
+use crate::krylov::op::DeviceLinOp;
+use crate::sparse::{Bcsr, Csr, MatrixScalar};
+
+/// A level schedule with its rows on the device.
+struct DeviceLevels {
+    /// Offsets of the levels in `rows` (host).
+    level_ptr: Vec<usize>,
+    rows: DeviceBuffer<u32>,
+}
+
+impl DeviceLevels {
+    fn upload(gpu: &Gpu, s: &LevelSchedule) -> Result<Self> {
+        Ok(DeviceLevels {
+            level_ptr: s.level_ptr().to_vec(),
+            rows: gpu.upload(s.rows())?,
+        })
+    }
+
+    /// The levels as `(first, len)` ranges of `rows`, empty levels left out.
+    fn ranges(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.level_ptr
+            .windows(2)
+            .map(|w| (w[0], w[1] - w[0]))
+            .filter(|&(_, n)| n > 0)
+    }
+}
+
+/// The factors on the device, laid out as the CPU's ([`Factors`]), and the schedules.
+struct DeviceFactors<A> {
+    b: usize,
+    n: usize,
+    point: bool,
+    row_ptr: DeviceBuffer<usize>,
+    col_idx: DeviceBuffer<u32>,
+    diag: DeviceBuffer<usize>,
+    values: DeviceBuffer<A>,
+    inv_diag: DeviceBuffer<A>,
+    lower: DeviceLevels,
+    upper: DeviceLevels,
+}
+
+impl<A: Element + IluFactorKernels> DeviceFactors<A> {
+    /// Prepares `src` on the host, uploads it and factors it on the device, level after
+    /// level; a breakdown is the CPU's error for the smallest row that breaks down.
+    fn build(
+        gpu: &Gpu,
+        src: Source<'_, A>,
+        point: bool,
+        opts: &IluOptions,
+        op: &'static str,
+    ) -> Result<Self> {
+        let super::Unfactored {
+            mut f,
+            kinds,
+            row_max,
+            tol,
+            shifted,
+        } = Factors::unfactored(src, opts, op)?;
+        let (b, n) = (f.b, f.n);
+        let bb = b * b;
+        let lower = LevelSchedule::lower(&f.row_ptr, &f.col_idx, &f.diag)?;
+        let upper = LevelSchedule::upper(&f.row_ptr, &f.col_idx, &f.diag)?;
+        // Rows the kernel leaves alone, flagged beforehand as the CPU's `factor_row`
+        // treats them: the identity's rows (inverse pivot set here), and rows without a
+        // diagonal where nothing shifts it in (a zero pivot).
+        let mut flags = vec![ki::ILU_OK; n];
+        for (i, kind) in kinds.iter().enumerate() {
+            match kind {
+                RowKind::Empty => {
+                    flags[i] = ki::ILU_IDENTITY_ROW;
+                    for r in 0..b {
+                        f.inv_diag[i * bb + r * b + r] = A::ONE;
+                    }
+                }
+                RowKind::NoDiagonal if !shifted => flags[i] = ki::ILU_MISSING_DIAGONAL,
+                _ => {}
+            }
+        }
+        let mut d = DeviceFactors {
+            b,
+            n,
+            point,
+            row_ptr: gpu.upload(&f.row_ptr)?,
+            col_idx: gpu.upload(&f.col_idx)?,
+            diag: gpu.upload(&f.diag)?,
+            values: gpu.upload(&f.values)?,
+            inv_diag: gpu.upload(&f.inv_diag)?,
+            lower: DeviceLevels::upload(gpu, &lower)?,
+            upper: DeviceLevels::upload(gpu, &upper)?,
+        };
+        let row_max_d = gpu.upload(&row_max)?;
+        let mut flags_d = gpu.upload(&flags)?;
+        d.factor(&row_max_d, tol, &mut flags_d)?;
+        flags_d.copy_to_host(&mut flags)?;
+        let scales = |i: usize| &row_max[i * b..(i + 1) * b];
+        let failed = flags.iter().enumerate().find_map(|(i, &g)| {
+            Breakdown::from_flag(g, &f.inv_diag[i * bb..(i + 1) * bb], scales(i)).map(|_| i)
+        });
+        if let Some(i) = failed {
+            // The message quotes the pivot: bring the factors back.
+            d.values.copy_to_host(&mut f.values)?;
+            d.inv_diag.copy_to_host(&mut f.inv_diag)?;
+            let inv = &f.inv_diag[i * bb..(i + 1) * bb];
+            if let Some(why) = Breakdown::from_flag(flags[i], inv, scales(i)) {
+                return Err(f.breakdown_error(op, point, i, why, opts, &row_max));
+            }
+        }
+        Ok(d)
+    }
+
+    /// `ilu0_factor_<a>`, one launch per level of the lower schedule.
+    fn factor(
+        &mut self,
+        row_max: &DeviceBuffer<A::Real>,
+        tol: A::Real,
+        flags: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
+        let gpu = self.values.gpu().clone();
+        for (first, len) in self.lower.ranges() {
+            let rows = self.lower.rows.view(first..first + len)?;
+            let args = Ilu0Factor {
+                n: len,
+                rows: rows.as_in(),
+                b: self.b,
+                point: self.point,
+                row_ptr: self.row_ptr.as_in(),
+                col_idx: self.col_idx.as_in(),
+                diag: self.diag.as_in(),
+                values: DeviceSliceMut::as_out(&mut self.values),
+                inv_diag: DeviceSliceMut::as_out(&mut self.inv_diag),
+                row_max: row_max.as_in(),
+                tol,
+                flags: DeviceSliceMut::as_out(flags),
+            };
+            let cfg = LaunchConfig::for_elements(len, ILU_THREADS as u32);
+            // SAFETY: the buffers hold the pattern built by `Factors::unfactored` (n + 1
+            // row offsets, diagonal slots inside their rows, columns < n) with b b values
+            // per slot and per row, b scales per row and n flags; `rows` are distinct rows
+            // < n whose dependencies lie in earlier levels (LevelSchedule::lower), so no
+            // two threads write the same row and every row read is final; 1 <= b <=
+            // ILU_MAX_B (checked by the CPU's preparation).
+            unsafe { gpu.launch(&A::FACTOR, cfg, args) }?;
+        }
+        Ok(())
+    }
+
+    /// `y = U^-1 L^-1 x`: `ilu0_forward` per level of the lower schedule, then
+    /// `ilu0_backward` per level of the upper one, in place, on the stream of `y`.
+    fn solve<V: Element>(&self, x: &DeviceView<'_, V>, y: &mut DeviceViewMut<'_, V>) -> Result<()>
+    where
+        A: IluKernels<V> + MatrixScalar<V>,
+    {
+        let gpu = y.gpu().clone();
+        for (first, len) in self.lower.ranges() {
+            let rows = self.lower.rows.view(first..first + len)?;
+            let args = Ilu0Forward {
+                n: len,
+                rows: rows.as_in(),
+                b: self.b,
+                point: self.point,
+                row_ptr: self.row_ptr.as_in(),
+                col_idx: self.col_idx.as_in(),
+                diag: self.diag.as_in(),
+                values: self.values.as_in(),
+                x: x.as_in(),
+                y: DeviceSliceMut::as_out(y),
+            };
+            let cfg = LaunchConfig::for_elements(len, ILU_THREADS as u32);
+            // SAFETY: the factors as in `factor`; x and y hold n b entries (checked by
+            // DeviceLinOp::apply) and do not alias (`&mut y`); each thread writes its own
+            // row of y and reads rows of earlier levels.
+            unsafe { gpu.launch(&<A as IluKernels<V>>::FORWARD, cfg, args) }?;
+        }
+        for (first, len) in self.upper.ranges() {
+            let rows = self.upper.rows.view(first..first + len)?;
+            let args = Ilu0Backward {
+                n: len,
+                rows: rows.as_in(),
+                b: self.b,
+                point: self.point,
+                row_ptr: self.row_ptr.as_in(),
+                col_idx: self.col_idx.as_in(),
+                diag: self.diag.as_in(),
+                values: self.values.as_in(),
+                inv_diag: self.inv_diag.as_in(),
+                y: DeviceSliceMut::as_out(y),
+            };
+            let cfg = LaunchConfig::for_elements(len, ILU_THREADS as u32);
+            // SAFETY: as the forward pass, the levels of LevelSchedule::upper.
+            unsafe { gpu.launch(&<A as IluKernels<V>>::BACKWARD, cfg, args) }?;
+        }
+        Ok(())
+    }
+}
+
+/// The accessors shared by [`DeviceIlu0`] and [`DeviceBlockIlu0`].
+macro_rules! device_factor_accessors {
+    () => {
+        /// The device (and stream) holding the factors.
+        pub fn gpu(&self) -> &Gpu {
+            self.f.values.gpu()
+        }
+
+        /// Levels of the factorisation and forward solve, and of the back solve: the
+        /// launches per pass.
+        pub fn levels(&self) -> (usize, usize) {
+            (self.f.lower.ranges().count(), self.f.upper.ranges().count())
+        }
+    };
+}
+
+/// Point ILU(0) of a square [`Csr`] matrix, factored and applied on the GPU; the
+/// device twin of [`Ilu0`] ([module docs](self)).
+pub struct DeviceIlu0<A> {
+    f: DeviceFactors<A>,
+}
+
+impl<A: Element + IluFactorKernels> DeviceIlu0<A> {
+    /// ILU(0) of `a` on the device of `gpu`, default options. Errors: as [`Ilu0::new`]
+    /// (the same row named), and the device's.
+    pub fn new(gpu: &Gpu, a: &Csr<A>) -> Result<Self> {
+        Self::with_options(gpu, a, &IluOptions::default())
+    }
+
+    /// ILU(0) of `a + shift diag(r_i)` on the device; errors as
+    /// [`Ilu0::with_options`], and the device's.
+    pub fn with_options(gpu: &Gpu, a: &Csr<A>, opts: &IluOptions) -> Result<Self> {
+        let op = "DeviceIlu0::new";
+        let src = Ilu0::source(a, op)?;
+        Ok(DeviceIlu0 {
+            f: DeviceFactors::build(gpu, src, true, opts, op)?,
+        })
+    }
+
+    /// Rows (= columns) of the operator.
+    pub fn n_rows(&self) -> usize {
+        self.f.n
+    }
+
+    device_factor_accessors!();
+
+    /// The factors, laid out as [`Ilu0::values`].
+    pub fn values(&self) -> &DeviceBuffer<A> {
+        &self.f.values
+    }
+
+    /// The inverse pivots, as [`Ilu0::inverse_pivots`].
+    pub fn inverse_pivots(&self) -> &DeviceBuffer<A> {
+        &self.f.inv_diag
+    }
+}
+
+/// Block ILU(0) of a square [`Bcsr`] matrix with `b x b` blocks, factored and applied on
+/// the GPU; the device twin of [`BlockIlu0`] ([module docs](self)).
+pub struct DeviceBlockIlu0<A> {
+    f: DeviceFactors<A>,
+}
+
+impl<A: Element + IluFactorKernels> DeviceBlockIlu0<A> {
+    /// Block ILU(0) of `a` on the device of `gpu`, default options. Errors: as
+    /// [`BlockIlu0::new`] (the same block row named), and the device's.
+    pub fn new(gpu: &Gpu, a: &Bcsr<A>) -> Result<Self> {
+        Self::with_options(gpu, a, &IluOptions::default())
+    }
+
+    /// Block ILU(0) of `a + shift diag(r_i)` on the device; errors as
+    /// [`BlockIlu0::with_options`], and the device's.
+    pub fn with_options(gpu: &Gpu, a: &Bcsr<A>, opts: &IluOptions) -> Result<Self> {
+        let op = "DeviceBlockIlu0::new";
+        let src = BlockIlu0::source(a, op)?;
+        Ok(DeviceBlockIlu0 {
+            f: DeviceFactors::build(gpu, src, false, opts, op)?,
+        })
+    }
+
+    /// Block size `b`.
+    pub fn b(&self) -> usize {
+        self.f.b
+    }
+
+    /// Rows (= columns) of the operator, `n_block_rows b`.
+    pub fn n_rows(&self) -> usize {
+        self.f.n * self.f.b
+    }
+
+    device_factor_accessors!();
+
+    /// The factor blocks, laid out as [`BlockIlu0::blocks`].
+    pub fn blocks(&self) -> &DeviceBuffer<A> {
+        &self.f.values
+    }
+
+    /// The inverted diagonal blocks, as [`BlockIlu0::inverse_diagonal_blocks`].
+    pub fn inverse_diagonal_blocks(&self) -> &DeviceBuffer<A> {
+        &self.f.inv_diag
+    }
+}
+
+impl<A, V> DeviceLinOp<V> for DeviceIlu0<A>
+where
+    A: Element + MatrixScalar<V> + IluKernels<V>,
+    V: Element,
+{
+    fn nrows(&self) -> usize {
+        self.f.n
+    }
+    fn ncols(&self) -> usize {
+        self.f.n
+    }
+    fn gpu(&self) -> &Gpu {
+        self.f.values.gpu()
+    }
+    /// `y = U^-1 L^-1 x`: one launch per level of each triangular solve.
+    fn apply_unchecked(&self, x: &DeviceView<'_, V>, y: &mut DeviceViewMut<'_, V>) -> Result<()> {
+        self.f.solve(x, y)
+    }
+}
+
+impl<A, V> DeviceLinOp<V> for DeviceBlockIlu0<A>
+where
+    A: Element + MatrixScalar<V> + IluKernels<V>,
+    V: Element,
+{
+    fn nrows(&self) -> usize {
+        self.n_rows()
+    }
+    fn ncols(&self) -> usize {
+        self.n_rows()
+    }
+    fn gpu(&self) -> &Gpu {
+        self.f.values.gpu()
+    }
+    /// `y = U^-1 L^-1 x`: one launch per level of each triangular solve.
+    fn apply_unchecked(&self, x: &DeviceView<'_, V>, y: &mut DeviceViewMut<'_, V>) -> Result<()> {
+        self.f.solve(x, y)
+    }
+}
