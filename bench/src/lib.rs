@@ -19,6 +19,7 @@ pub mod redraw;
 pub mod rng;
 pub mod rock4;
 pub mod scaling;
+pub mod solve;
 pub mod spmv;
 pub mod spmv_thesis;
 

@@ -319,6 +319,25 @@ pub enum BenchCommand {
         #[arg(long, default_value = "docs/results")]
         results_dir: PathBuf,
     },
+    /// Time to solution, rtol 1e-8 on the true residual: GMRES(30) through DeviceSolver
+    /// with each preconditioner (none, block Jacobi, ILU(0) on the device) and matrix
+    /// storage (f64; f32 refined with the f64 residual) on a generated case (default 6)
+    /// and the real matrices of data/matrices; writes <results-dir>/solve.md, solve.json
+    /// and solve-chart.png. Needs a GPU.
+    Solve {
+        /// The generated case: 1..6, large, or NXxNTHETAxNRxBLOCKS.
+        #[arg(long, default_value = "6", value_parser = SpmvCase::parse)]
+        case: SpmvCase,
+        /// ILU(0) and block Jacobi on the case and one real matrix only (a smoke run).
+        #[arg(long)]
+        quick: bool,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Where the results go.
+        #[arg(long, default_value = "docs/results")]
+        results_dir: PathBuf,
+    },
     Redraw {
         /// Rebuild the charts' data from the results files first.
         #[arg(long)]
@@ -346,6 +365,7 @@ enum Plan {
     Mg(ferrocuda_bench::multigrid::MgBenchOptions),
     Blas1(ferrocuda_bench::blas1::Blas1BenchOptions),
     Latency(ferrocuda_bench::latency::LatencyOptions),
+    Solve(ferrocuda_bench::solve::SolveBenchOptions),
     Redraw,
 }
 
@@ -371,6 +391,7 @@ impl BenchCommand {
             | BenchCommand::Mg { json, .. }
             | BenchCommand::Blas1 { json, .. }
             | BenchCommand::Latency { json, .. }
+            | BenchCommand::Solve { json, .. }
             | BenchCommand::Redraw { json, .. } => *json,
         }
     }
@@ -388,6 +409,7 @@ impl BenchCommand {
             | BenchCommand::Lu { results_dir, .. }
             | BenchCommand::Mg { results_dir, .. }
             | BenchCommand::Latency { results_dir, .. }
+            | BenchCommand::Solve { results_dir, .. }
             | BenchCommand::Redraw { results_dir, .. } => Some(results_dir),
             BenchCommand::Blas1 { markdown, .. } => markdown.as_deref().map(|m| {
                 m.parent()
@@ -568,6 +590,10 @@ impl BenchCommand {
                 o.reps = *reps;
                 Plan::Blas1(o)
             }
+            B::Solve { case, quick, .. } => Plan::Solve(b::solve::SolveBenchOptions {
+                case: *case,
+                quick: *quick,
+            }),
             B::Redraw { .. } => Plan::Redraw,
         };
         match &plan {
@@ -583,6 +609,7 @@ impl BenchCommand {
             Plan::Mg(o) => o.validate(),
             Plan::Blas1(o) => o.validate(),
             Plan::Latency(o) => o.validate(),
+            Plan::Solve(o) => o.validate(),
             Plan::Redraw => Ok(()),
         }?;
         Ok(plan)
@@ -753,6 +780,17 @@ pub fn run(cmd: &BenchCommand, on: Where) -> Result<Box<dyn Report>> {
                 )?
             }
         },
+        Plan::Solve(o) => match g {
+            None => nothing("the solve benchmark times the GPU"),
+            Some(g) => {
+                let report = b::solve::run(g, &o)?;
+                out.save(
+                    report,
+                    b::solve::write_results,
+                    b::solve::SolveBenchReport::to_text,
+                )?
+            }
+        },
         Plan::Redraw => unreachable!("bench redraw returns above"),
     };
     Ok(Box::new(WithProvenance {
@@ -890,6 +928,7 @@ fn bench_name(cmd: &BenchCommand) -> &'static str {
         BenchCommand::Mg { .. } => "mg",
         BenchCommand::Blas1 { .. } => "blas1",
         BenchCommand::Latency { .. } => "latency",
+        BenchCommand::Solve { .. } => "solve",
         BenchCommand::Redraw { .. } => "redraw",
     }
 }

@@ -6,6 +6,7 @@
 //! ferrocuda solve --matrix A.mtx --rhs b.mtx --out x.mtx \
 //!     [--x0 x0.mtx] [--restart 30] [--tol 1e-8] [--atol 0] [--max-iter 1000] \
 //!     [--orth cgs2|mgs] [--precond none|jacobi|block-jacobi|ilu0] [--block-size 5] \
+//!     [--storage full|f32] \
 //!     [--device cpu|gpu|N] [--json] [--quiet] [--progress-interval 0.5]
 //!
 //! # e.g. block-Jacobi-preconditioned GMRES(50) on the GPU, JSON report on stdout:
@@ -56,11 +57,11 @@ use ferrocuda::krylov::DeviceSolveElement;
 use ferrocuda::krylov::gpu::KrylovElement;
 use ferrocuda::krylov::precond::MAX_BLOCK;
 use ferrocuda::krylov::{
-    DeviceSolver, GmresOptions, Orthogonalization, Preconditioner, Solution, SolveOptions, Solver,
-    StopReason,
+    DeviceSolver, GmresOptions, MatrixStorage, Orthogonalization, Preconditioner, Refinement,
+    Solution, SolveOptions, Solver, StopReason, StorageScalar,
 };
 use ferrocuda::sparse::mm::MmObject;
-use ferrocuda::sparse::{Coo, Csr, Format, MatrixScalar};
+use ferrocuda::sparse::{Coo, Csr, Format};
 use ferrocuda::{Error, Result};
 
 use crate::choices::{PrecondArg, choice};
@@ -79,6 +80,17 @@ pub enum SolveOrth {
     Cgs2,
     /// Modified Gram-Schmidt.
     Mgs,
+}
+
+/// How `ferrocuda solve` stores the matrix GMRES iterates with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SolveStorage {
+    /// In f64 (c64).
+    Full,
+    /// Values in f32 (c32), vectors and arithmetic in f64, refined with the f64
+    /// residual until the tolerance holds for A itself (a full-precision GMRES finishes
+    /// where the refinement stalls; reported).
+    F32,
 }
 
 /// Arguments of `ferrocuda solve`.
@@ -111,6 +123,9 @@ pub struct SolveArgs {
     /// Orthogonalisation.
     #[arg(long, value_enum, default_value_t = SolveOrth::Cgs2)]
     pub orth: SolveOrth,
+    /// Storage of the matrix values in the Krylov iteration.
+    #[arg(long, value_enum, default_value_t = SolveStorage::Full)]
+    pub storage: SolveStorage,
     /// Right preconditioner.
     #[arg(long, value_parser = choice::<PrecondArg, Preconditioner>(), default_value = "none")]
     pub precond: Preconditioner,
@@ -214,6 +229,11 @@ pub struct SolveReport {
     pub timing: SolveTiming,
     /// The estimated relative residual after every Arnoldi step.
     pub history: Vec<f64>,
+    /// `full` or `f32` (`--storage`).
+    pub storage: MatrixStorage,
+    /// With `--storage f32`: the steps of each refinement solve, the true relative
+    /// residuals, and the full-precision fallback where there was one.
+    pub refinement: Option<Refinement>,
 }
 
 impl Report for SolveReport {
@@ -262,10 +282,26 @@ impl SolveReport {
             String::new()
         };
         let t = &self.timing;
+        let storage = match &self.refinement {
+            Some(rf) => format!(
+                "\nstorage f32: refinement solves of {:?} steps, true relative residuals {}{}",
+                rf.steps,
+                rf.residuals
+                    .iter()
+                    .map(|r| format!("{r:.2e}"))
+                    .collect::<Vec<_>>()
+                    .join(" -> "),
+                rf.fallback.as_ref().map_or(String::new(), |w| format!(
+                    "; finished in full precision ({} steps): {w}",
+                    rf.fallback_steps
+                ))
+            ),
+            None => String::new(),
+        };
         format!(
             "{status}, relative residual {:.3e} (|b - A x| = {:.3e}, tol {:e}{atol})\n\
              wrote {} ({} x 1, {}); A {n} x {n}, {} stored entries; {} on the {}{}, GMRES({}) {}, precond {}\n\
-             time: solve {:.4} s (spmv {:.4}, orthogonalization {:.4}, rest {:.4}), set-up {:.4} s, reading {:.4} s",
+             time: solve {:.4} s (spmv {:.4}, orthogonalization {:.4}, rest {:.4}), set-up {:.4} s, reading {:.4} s{storage}",
             self.relative_residual,
             self.residual,
             self.tol,
@@ -471,7 +507,11 @@ where
     let opts = SolveOptions::default()
         .gmres(gmres)
         .precond(args.precond)
-        .block_size(bs);
+        .block_size(bs)
+        .storage(match args.storage {
+            SolveStorage::Full => MatrixStorage::Full,
+            SolveStorage::F32 => MatrixStorage::F32,
+        });
 
     // Check everything before any work, naming the files.
     let (a, la) = f.a;
@@ -609,6 +649,8 @@ where
             read,
         },
         history: r.history,
+        storage: s.storage,
+        refinement: s.refinement,
     })
 }
 
@@ -619,7 +661,7 @@ fn solve_cpu<T>(
     progress: Option<&mut dyn FnMut(usize, f64)>,
 ) -> Result<Solution<T>>
 where
-    T: KrylovElement + MatrixScalar<T>,
+    T: KrylovElement + StorageScalar,
 {
     let solver = Solver::new(&sys.a, &opts.clone().format(Format::Csr))?;
     solver.solve_with_progress(&sys.b, sys.x0.as_deref(), progress)

@@ -78,7 +78,10 @@ pub mod solve;
 pub use ilu::{BlockIlu0, DeviceBlockIlu0, DeviceIlu0, Ilu0, IluOptions};
 pub use op::{DeviceLinOp, Identity, LinOp, SbellRef};
 pub use precond::{BlockJacobi, DeviceBlockJacobi};
-pub use solve::{DeviceSolveElement, DeviceSolver, Solution, SolveOptions, SolveReport, Solver};
+pub use solve::{
+    DeviceSolveElement, DeviceSolver, MatrixStorage, Refinement, Solution, SolveOptions,
+    SolveReport, Solver, StorageScalar,
+};
 
 use serde::Serialize;
 

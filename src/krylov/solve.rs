@@ -17,6 +17,15 @@
 //!    [`super::DeviceBlockIlu0`], the same factors) with the given block size, else the
 //!    format's (at most [`MAX_BLOCK`]), else 1 (point ILU(0)).
 //!
+//! 5. with [`MatrixStorage::F32`] (a double-precision system), also a copy of the
+//!    matrix with its values rounded to `f32` ([`crate::sparse::narrow`]; an entry beyond
+//!    `f32::MAX` is an error naming it), which GMRES iterates with: vectors and arithmetic
+//!    stay in `f64`, each SpMV reads about half the bytes, and refinement with the `f64`
+//!    residual brings the true residual to the tolerance, with a full-precision GMRES to
+//!    finish where the refinement stalls ([`SolveReport::refinement`] says what happened;
+//!    the maths at [`MatrixStorage::F32`]). The preconditioner is built from the
+//!    full-precision matrix.
+//!
 //! `solve` checks `b` and `x0` (lengths, NaN and infinity, naming the entry), pads them
 //! with zeros, runs GMRES ([`super::cpu::gmres`], [`super::gpu::gmres`]) and trims the
 //! solution. Non-convergence is a report, not an error, as in GMRES. For vectors that
@@ -61,6 +70,8 @@ use std::time::Instant;
 use ferrocuda_host::Gpu;
 use serde::Serialize;
 
+mod refine;
+
 use super::cpu::check_finite;
 use super::gpu::KrylovElement;
 use super::ilu::IluKernels;
@@ -69,6 +80,7 @@ use super::{
     BlockIlu0, BlockJacobi, DeviceBlockIlu0, DeviceBlockJacobi, DeviceLinOp, GmresOptions,
     GmresReport, LinOp, Preconditioner,
 };
+use crate::RealScalar;
 use crate::blas1::Element;
 use crate::error::{Error, Result, check_len};
 use crate::sparse::gpu::{DeviceMatrix, SpmvKernels};
@@ -76,6 +88,104 @@ use crate::sparse::{
     Bcsr, BlockFit, BlockLayout, Csr, Format, FormatChoice, FormatOptions, Matrix, MatrixScalar,
     Target, padded_size,
 };
+
+/// How [`Solver`] and [`DeviceSolver`] store the matrix that GMRES iterates with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MatrixStorage {
+    /// In the system's scalar type.
+    #[default]
+    Full,
+    /// Values rounded to `f32` (`Complex<f32>`), vectors and arithmetic in `f64`, the
+    /// accuracy recovered by refinement with the full-precision residual:
+    ///
+    /// ```text
+    /// r = b - A x                                  (A in full precision)
+    /// while |r| > max(rtol |b|, atol):
+    ///     d = GMRES(A_32, r, rtol = target / |r|)  (A_32: A rounded to f32; from d = 0)
+    ///     x = x + d;  r = b - A x
+    /// ```
+    ///
+    /// Each pass solves the stored system to the target, so what is left is the rounding,
+    /// `|A - A_32| |d|` (about `6e-8 |A| |d|`): one or two passes where `A_32` is a good
+    /// model of `A`. A pass that leaves more than [`REFINEMENT_STALL`] of its starting
+    /// residual, or [`MAX_REFINEMENTS`] passes short of the target, hand the solve to
+    /// GMRES with `A` itself from the current `x` (reported, with the reason). All passes
+    /// share `max_iter`. A single-precision system is stored so already: the same as
+    /// [`MatrixStorage::Full`].
+    F32,
+}
+
+impl std::fmt::Display for MatrixStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            MatrixStorage::Full => "full",
+            MatrixStorage::F32 => "f32",
+        })
+    }
+}
+
+/// Scalars a [`Solver`] or [`DeviceSolver`] can store in single precision
+/// ([`MatrixStorage::F32`]): `Stored` is `f32` for `f64` and `Complex<f32>` for
+/// `Complex<f64>`; single-precision scalars store themselves.
+pub trait StorageScalar: Element + MatrixScalar<Self> {
+    /// The storage type of [`MatrixStorage::F32`].
+    type Stored: Element + MatrixScalar<Self>;
+    /// `a` with its values rounded to `Stored` ([`crate::sparse::narrow`]; an entry
+    /// beyond `f32::MAX` is an error naming it), `None` where `Self` is single already.
+    fn stored_csr(a: &Csr<Self>) -> Result<Option<Csr<Self::Stored>>>;
+}
+
+impl StorageScalar for f64 {
+    type Stored = f32;
+    fn stored_csr(a: &Csr<f64>) -> Result<Option<Csr<f32>>> {
+        Ok(Some(crate::sparse::narrow::csr_to_f32(a)?))
+    }
+}
+
+impl StorageScalar for crate::Complex<f64> {
+    type Stored = crate::Complex<f32>;
+    fn stored_csr(a: &Csr<Self>) -> Result<Option<Csr<crate::Complex<f32>>>> {
+        Ok(Some(crate::sparse::narrow::csr_to_f32(a)?))
+    }
+}
+
+impl StorageScalar for f32 {
+    type Stored = f32;
+    fn stored_csr(_: &Csr<f32>) -> Result<Option<Csr<f32>>> {
+        Ok(None)
+    }
+}
+
+impl StorageScalar for crate::Complex<f32> {
+    type Stored = crate::Complex<f32>;
+    fn stored_csr(_: &Csr<Self>) -> Result<Option<Csr<crate::Complex<f32>>>> {
+        Ok(None)
+    }
+}
+
+/// Most refinement solves of [`MatrixStorage::F32`] before the full-precision fallback.
+pub const MAX_REFINEMENTS: usize = 5;
+
+/// [`MatrixStorage::F32`]'s refinement stalls (and falls back to full precision) where a
+/// refinement solve leaves more than this fraction of the true residual it started from.
+pub const REFINEMENT_STALL: f64 = 0.5;
+
+/// What the refinement of [`MatrixStorage::F32`] did.
+#[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
+pub struct Refinement {
+    /// Arnoldi steps of each GMRES solve with the single-precision matrix.
+    pub steps: Vec<usize>,
+    /// The true relative residual `|b - A x| / |b|` (`A` in full precision) before the
+    /// first and after each of those solves.
+    pub residuals: Vec<f64>,
+    /// Why a full-precision GMRES finished the solve (the refinement stalled or used up
+    /// its solves); `None` where the refinement reached the tolerance itself.
+    pub fallback: Option<String>,
+    /// Arnoldi steps of that full-precision GMRES.
+    pub fallback_steps: usize,
+}
 
 /// Options of [`Solver`] and [`DeviceSolver`]; `Default`: GMRES's defaults, no
 /// preconditioner, [`Format::Auto`], block size detected.
@@ -92,6 +202,8 @@ pub struct SolveOptions {
     /// block Jacobi); where it does not divide `n` the system is padded (module docs).
     /// `None`: detected from the matrix (no padding).
     pub block_size: Option<usize>,
+    /// How the matrix GMRES iterates with is stored ([`MatrixStorage::F32`]: refinement).
+    pub storage: MatrixStorage,
 }
 
 impl SolveOptions {
@@ -102,6 +214,8 @@ impl SolveOptions {
         precond: Preconditioner;
         /// Sets [`SolveOptions::format`].
         format: Format;
+        /// Sets [`SolveOptions::storage`].
+        storage: MatrixStorage;
     }
     /// Sets [`SolveOptions::block_size`].
     pub fn block_size(mut self, b: usize) -> Self {
@@ -131,6 +245,11 @@ pub struct SolveReport {
     pub n_padded: usize,
     /// Seconds of the preparation (conversion, preconditioner, uploads).
     pub setup_seconds: f64,
+    /// How the matrix was stored (`full` for a single-precision system asked for `f32`:
+    /// it is stored so already).
+    pub storage: MatrixStorage,
+    /// What the refinement of [`MatrixStorage::F32`] did (`None` in full precision).
+    pub refinement: Option<Refinement>,
 }
 
 /// A solution and how it was found.
@@ -145,8 +264,10 @@ pub struct Solution<T> {
 
 /// What both devices prepare on the host: the matrix in its format, the BCSR copy the
 /// preconditioner is built from, and the sizes.
-struct Prepared<T> {
+struct Prepared<T: StorageScalar> {
     matrix: Matrix<T>,
+    /// The matrix in single precision ([`MatrixStorage::F32`] of a double system).
+    stored: Option<Matrix<T::Stored>>,
     jacobi: Option<Bcsr<T>>,
     info: Info,
 }
@@ -159,6 +280,7 @@ struct Info {
     n_padded: usize,
     precond_block_size: Option<usize>,
     setup_seconds: f64,
+    storage: MatrixStorage,
 }
 
 fn invalid(op: &'static str, reason: String) -> Error {
@@ -166,7 +288,7 @@ fn invalid(op: &'static str, reason: String) -> Error {
 }
 
 /// Steps 1 to 3 of the module docs, and the BCSR copy of step 4.
-fn prepare<T: Element>(
+fn prepare<T: StorageScalar>(
     op: &'static str,
     a: &Csr<T>,
     opts: &SolveOptions,
@@ -223,6 +345,18 @@ fn prepare<T: Element>(
         ..FormatOptions::default()
     };
     let matrix = Matrix::with_options(&a, opts.format, target, &fopts)?;
+    let stored = match opts.storage {
+        MatrixStorage::Full => None,
+        MatrixStorage::F32 => match T::stored_csr(&a)? {
+            Some(a32) => Some(Matrix::with_options(&a32, opts.format, target, &fopts)?),
+            None => None,
+        },
+    };
+    let storage = if stored.is_some() {
+        MatrixStorage::F32
+    } else {
+        MatrixStorage::Full
+    };
     let precond_block_size = match opts.precond {
         Preconditioner::None => None,
         Preconditioner::Jacobi => Some(1),
@@ -272,6 +406,7 @@ fn prepare<T: Element>(
     };
     Ok(Prepared {
         matrix,
+        stored,
         jacobi,
         info: Info {
             opts: opts.clone(),
@@ -279,6 +414,7 @@ fn prepare<T: Element>(
             n_padded,
             precond_block_size,
             setup_seconds: 0.0,
+            storage,
         },
     })
 }
@@ -313,7 +449,7 @@ impl Info {
     fn solution<T>(
         &self,
         mut x: Vec<T>,
-        gmres: GmresReport,
+        (gmres, refinement): (GmresReport, Option<Refinement>),
         device: Target,
         choice: &FormatChoice,
     ) -> Solution<T> {
@@ -329,6 +465,8 @@ impl Info {
                 n: self.n,
                 n_padded: self.n_padded,
                 setup_seconds: self.setup_seconds,
+                storage: self.storage,
+                refinement,
             },
         }
     }
@@ -338,11 +476,13 @@ impl Info {
 /// the preconditioner, built once; [`Solver::solve`] for each right-hand side.
 pub struct Solver<T> {
     matrix: Matrix<T>,
+    /// The matrix GMRES iterates with under [`MatrixStorage::F32`].
+    stored: Option<Box<dyn LinOp<T> + Send + Sync>>,
     precond: Option<Box<dyn LinOp<T> + Send + Sync>>,
     info: Info,
 }
 
-impl<T: Element + MatrixScalar<T>> Solver<T> {
+impl<T: StorageScalar> Solver<T> {
     /// Prepares `A x = b` for the CPU. Errors: `a` not square or not finite, invalid
     /// options, a format or block size the matrix cannot take, a singular diagonal
     /// (block) of a Jacobi preconditioner, a zero or tiny pivot of ILU(0) (naming the
@@ -360,6 +500,9 @@ impl<T: Element + MatrixScalar<T>> Solver<T> {
         info.setup_seconds = t.elapsed().as_secs_f64();
         Ok(Solver {
             matrix: p.matrix,
+            stored: p
+                .stored
+                .map(|m| Box::new(m) as Box<dyn LinOp<T> + Send + Sync>),
             precond,
             info,
         })
@@ -391,14 +534,28 @@ impl<T: Element + MatrixScalar<T>> Solver<T> {
     ) -> Result<Solution<T>> {
         let [b, mut x] = self.info.padded("Solver::solve", b, x0)?;
         let m = self.precond.as_deref().map(|m| m as &dyn LinOp<T>);
-        let report = super::cpu::gmres_with_progress(
-            &self.matrix,
-            m,
-            &b,
-            &mut x,
-            &self.info.opts.gmres,
-            progress,
-        )?;
+        let opts = &self.info.opts.gmres;
+        let report = match &self.stored {
+            None => (
+                super::cpu::gmres_with_progress(&self.matrix, m, &b, &mut x, opts, progress)?,
+                None,
+            ),
+            Some(stored) => {
+                let n = b.len();
+                let bnorm = crate::blas1::cpu::nrm2(&b).to_f64();
+                let mut steps = refine::Cpu {
+                    a: &self.matrix,
+                    stored: stored.as_ref(),
+                    m,
+                    b: &b,
+                    x: &mut x,
+                    r: crate::alloc::try_vec("Solver::solve", n, T::ZERO)?,
+                    d: crate::alloc::try_vec("Solver::solve", n, T::ZERO)?,
+                };
+                let (r, rf) = refine::refine(&mut steps, opts, bnorm, progress)?;
+                (r, Some(rf))
+            }
+        };
         Ok(self
             .info
             .solution(x, report, Target::Cpu, self.matrix.choice()))
@@ -408,8 +565,10 @@ impl<T: Element + MatrixScalar<T>> Solver<T> {
 /// A system prepared for GMRES on one GPU (module docs): the matrix in its format and the
 /// preconditioner, resident on the device; [`DeviceSolver::solve`] for each right-hand
 /// side.
-pub struct DeviceSolver<T> {
+pub struct DeviceSolver<T: DeviceSolveElement> {
     matrix: DeviceMatrix<T>,
+    /// The matrix GMRES iterates with under [`MatrixStorage::F32`].
+    stored: Option<DeviceMatrix<T::Stored>>,
     precond: Option<DevicePrecond<T>>,
     info: Info,
 }
@@ -417,12 +576,20 @@ pub struct DeviceSolver<T> {
 /// The scalars a [`DeviceSolver`] solves with (`f32`, `f64`, `Complex<f32>`,
 /// `Complex<f64>`): every kernel family it may launch, in one bound for generic code.
 pub trait DeviceSolveElement:
-    KrylovElement + MatrixScalar<Self> + SpmvKernels<Self> + PrecondKernels<Self> + IluKernels<Self>
+    KrylovElement
+    + StorageScalar<Stored: SpmvKernels<Self>>
+    + SpmvKernels<Self>
+    + PrecondKernels<Self>
+    + IluKernels<Self>
 {
 }
 
 impl<T> DeviceSolveElement for T where
-    T: KrylovElement + MatrixScalar<T> + SpmvKernels<T> + PrecondKernels<T> + IluKernels<T>
+    T: KrylovElement
+        + StorageScalar<Stored: SpmvKernels<T>>
+        + SpmvKernels<T>
+        + PrecondKernels<T>
+        + IluKernels<T>
 {
 }
 
@@ -441,6 +608,11 @@ impl<T: DeviceSolveElement> DeviceSolver<T> {
         let p = prepare("DeviceSolver::upload", a, opts, Target::Gpu)?;
         let matrix = DeviceMatrix::from_matrix(gpu, &p.matrix)?;
         drop(p.matrix);
+        let stored = match &p.stored {
+            Some(s) => Some(DeviceMatrix::from_matrix(gpu, s)?),
+            None => None,
+        };
+        drop(p.stored);
         let precond = match (&p.jacobi, opts.precond) {
             (Some(j), Preconditioner::BlockJacobi) => {
                 Some(DevicePrecond::Jacobi(DeviceBlockJacobi::new(gpu, j)?))
@@ -456,6 +628,7 @@ impl<T: DeviceSolveElement> DeviceSolver<T> {
         info.setup_seconds = t.elapsed().as_secs_f64();
         Ok(DeviceSolver {
             matrix,
+            stored,
             precond,
             info,
         })
@@ -495,14 +668,19 @@ impl<T: DeviceSolveElement> DeviceSolver<T> {
             DevicePrecond::Jacobi(j) => j as &dyn DeviceLinOp<T>,
             DevicePrecond::Ilu0(f) => f as &dyn DeviceLinOp<T>,
         });
-        let report = super::gpu::gmres_with_progress(
-            &self.matrix,
-            m,
-            &db,
-            &mut dx,
-            &self.info.opts.gmres,
-            progress,
-        )?;
+        let opts = &self.info.opts.gmres;
+        let report = match &self.stored {
+            None => (
+                super::gpu::gmres_with_progress(&self.matrix, m, &db, &mut dx, opts, progress)?,
+                None,
+            ),
+            Some(stored) => {
+                let bnorm = crate::blas1::gpu::nrm2(&db)?.to_f64();
+                let mut steps = refine::Device::new(&self.matrix, stored, m, &db, &mut dx)?;
+                let (r, rf) = refine::refine(&mut steps, opts, bnorm, progress)?;
+                (r, Some(rf))
+            }
+        };
         Ok(self
             .info
             .solution(dx.download()?, report, Target::Gpu, self.matrix.choice()))

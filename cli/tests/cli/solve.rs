@@ -162,6 +162,38 @@ fn solves_known_system<T: Element>(name: &str, dir: &Path, c: &Case<T>, device: 
             }
         }
     }
+    // The matrix stored in f32, refined with the f64 residual.
+    for precond in ["none", "ilu0"] {
+        let what = format!("{name} on {device}, --storage f32, precond {precond}");
+        let _ = std::fs::remove_file(&out);
+        let o = solve(
+            &c.a,
+            &c.b,
+            &out,
+            &[
+                "--storage",
+                "f32",
+                "--precond",
+                precond,
+                "--tol",
+                "1e-10",
+                "--device",
+                device,
+                "--json",
+                "--quiet",
+            ],
+        );
+        let v = json(&o, &what);
+        assert_eq!(v["converged"], true, "{what}: {v}");
+        assert_eq!(v["storage"], "f32", "{what}");
+        let passes = v["refinement"]["steps"]
+            .as_array()
+            .expect("refinement steps");
+        assert!(!passes.is_empty(), "{what}: {v}");
+        let x: Vec<T> = read_vec(&out);
+        let err = rel_err(&x, &want);
+        assert!(err < 1e-6, "{what}: relative error {err:e}");
+    }
 }
 
 /// n = 47: not a multiple of the block sizes 5 and 3, so the padded path runs.

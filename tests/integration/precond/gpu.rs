@@ -16,12 +16,7 @@ use ferrocuda::{Complex, Error, RealScalar};
 /// A random square BCSR matrix with ghost rows (about 20% of the scalar rows empty, so
 /// some block rows store nothing), a full diagonal block with a dominant diagonal in every
 /// other block row and random blocks elsewhere.
-pub(super) fn random_bcsr<A: Element>(
-    nbr: usize,
-    b: usize,
-    layout: BlockLayout,
-    seed: u64,
-) -> Bcsr<A> {
+fn random_bcsr<A: Element>(nbr: usize, b: usize, layout: BlockLayout, seed: u64) -> Bcsr<A> {
     let n = nbr * b;
     let mut coo = random_coo::<A>(n, n, (2.0 / n as f64).clamp(0.02, 1.0), seed);
     // Full diagonal blocks in the block rows random_coo put an entry in (the others stay
