@@ -88,8 +88,13 @@ pub struct SolveRow {
     pub true_residual: f64,
     /// Set-up, milliseconds.
     pub setup_ms: f64,
-    /// Time to solution, milliseconds (the fastest solve).
+    /// Time to solution, milliseconds (the fastest solve: `DeviceSolver::solve` from host
+    /// vectors to host vectors, uploads and download included).
     pub solve_ms: f64,
+    /// Of it, GMRES on the device (all passes), milliseconds.
+    pub gmres_ms: f64,
+    /// The operator's format (`sbell`, `bcsr`, `csr`, ...).
+    pub format: String,
     /// Where the configuration failed (e.g. a zero pivot), the error; the numbers are
     /// then zero.
     pub error: Option<String>,
@@ -149,6 +154,8 @@ fn row(
         true_residual: f64::NAN,
         setup_ms: 0.0,
         solve_ms: 0.0,
+        gmres_ms: 0.0,
+        format: String::new(),
         error: None,
     };
     let opts = SolveOptions::default()
@@ -169,6 +176,8 @@ fn row(
             if ms < best {
                 best = ms;
                 let g = &sol.report.gmres;
+                r.gmres_ms = g.timing.total * 1e3;
+                r.format = sol.report.format.format.name().to_string();
                 r.converged = g.converged;
                 r.steps = g.iterations;
                 r.true_residual = true_residual(a, b, &sol.x);
@@ -230,9 +239,10 @@ pub fn run(gpu: &Gpu, opts: &SolveBenchOptions) -> Result<SolveBenchReport> {
 }
 
 impl SolveBenchReport {
-    const HEADERS: [&'static str; 11] = [
+    const HEADERS: [&'static str; 13] = [
         "matrix",
         "rows",
+        "format",
         "precond",
         "storage",
         "converged",
@@ -241,6 +251,7 @@ impl SolveBenchReport {
         "true rel. residual",
         "set-up ms",
         "solve ms",
+        "GMRES ms",
         "vs full",
     ];
 
@@ -262,6 +273,7 @@ impl SolveBenchReport {
                     let mut c = vec![
                         r.matrix.clone(),
                         r.rows.to_string(),
+                        "-".into(),
                         r.precond.to_string(),
                         r.storage.to_string(),
                         format!("error: {e}"),
@@ -281,6 +293,7 @@ impl SolveBenchReport {
                 vec![
                     r.matrix.clone(),
                     r.rows.to_string(),
+                    r.format.clone(),
                     r.precond.to_string(),
                     r.storage.to_string(),
                     r.converged.to_string(),
@@ -289,6 +302,7 @@ impl SolveBenchReport {
                     format!("{:.2e}", r.true_residual),
                     format!("{:.1}", r.setup_ms),
                     format!("{:.2}", r.solve_ms),
+                    format!("{:.2}", r.gmres_ms),
                     self.full_of(r)
                         .filter(|f| f.solve_ms > 0.0 && r.solve_ms > 0.0)
                         .map_or("-".into(), |f| format!("{:.2}x", f.solve_ms / r.solve_ms)),
@@ -318,7 +332,7 @@ impl SolveBenchReport {
             })
             .collect();
         format!(
-            "# Time to solution\n\nWritten by `ferrocuda bench solve`; do not edit by hand.\n\n- device: {}\n- GMRES(30), CGS2, rtol 1e-8 on the true residual, at most 3000 steps, through `DeviceSolver` (SBELL or BCSR for the generated case, block size 5; CSR-derived formats for the real matrices, block size 1); the generated case has `b = A x_true`, the real matrices `b = 1`\n- set-up: conversion, preconditioner (ILU(0): factored on the device, level-scheduled) and uploads; solve: the fastest of {SOLVE_REPS}; true rel. residual: recomputed in f64 from the CSR arrays\n- storage f32: the matrix values in f32, vectors and arithmetic in f64, refined with the f64 residual (passes: the steps of each refinement solve; \"+ full\": a full-precision GMRES finished); vs full: the full-precision solve's time over this one's, same matrix and preconditioner\n- not yet here: CuPy's and SciPy's GMRES with their preconditioners\n\n{}\n{}![solve](solve-chart.png)\n",
+            "# Time to solution\n\nWritten by `ferrocuda bench solve`; do not edit by hand.\n\n- device: {}\n- GMRES(30), CGS2, rtol 1e-8 on the true residual, at most 3000 steps, through `DeviceSolver` (SBELL or BCSR for the generated case, block size 5; CSR-derived formats for the real matrices, block size 1); the generated case has `b = A x_true`, the real matrices `b = 1`\n- set-up: conversion, preconditioner (ILU(0): factored on the device, level-scheduled) and uploads; solve: the fastest of {SOLVE_REPS} `DeviceSolver::solve` calls, host vectors in and out (checks, padding, uploads and the download included), GMRES ms: the device solve within it (all passes); true rel. residual: recomputed in f64 from the CSR arrays\n- storage f32: the matrix values in f32, vectors and arithmetic in f64, refined with the f64 residual (passes: the steps of each refinement solve; \"+ full\": a full-precision GMRES finished); vs full: the full-precision solve's time over this one's, same matrix and preconditioner\n- not yet here: CuPy's and SciPy's GMRES with their preconditioners\n\n{}\n{}![solve](solve-chart.png)\n",
             self.device,
             markdown_table(&Self::HEADERS, &self.cells()),
             if fallbacks.is_empty() {
@@ -407,6 +421,8 @@ mod tests {
             true_residual: 9e-9,
             setup_ms: 1.0,
             solve_ms,
+            gmres_ms: solve_ms / 2.0,
+            format: "sbell".into(),
             error: None,
         }
     }
