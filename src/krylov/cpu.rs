@@ -107,6 +107,43 @@ pub fn gmres_with_progress<V: Element>(
     run_space(space, x, opts, progress, started)
 }
 
+/// GMRES whose Arnoldi steps apply `a`, a lower-precision copy of `a_true` (e.g. the
+/// matrix with its values in f32, [`crate::sparse::narrow`]), while every restart's true
+/// residual, and so the convergence test and the next cycle's start, is
+/// `b - a_true x`: each cycle is a step of iterative refinement, and the solve meets the
+/// tolerance for `a_true`. A copy too far from `a_true` ends in
+/// [`super::StopReason::Stagnation`] (the caller may then finish with `a_true` itself).
+/// Errors as [`gmres`], and `a_true` of another shape than `a`.
+pub fn gmres_refined<V: Element>(
+    a: &dyn LinOp<V>,
+    a_true: &dyn LinOp<V>,
+    m: Option<&dyn LinOp<V>>,
+    b: &[V],
+    x: &mut [V],
+    opts: &GmresOptions,
+    progress: Option<&mut dyn FnMut(usize, f64)>,
+) -> Result<GmresReport> {
+    let started = Instant::now();
+    let (mr, mc) = m.map_or((a.nrows(), a.ncols()), |m| (m.nrows(), m.ncols()));
+    let n = check_system(a.nrows(), a.ncols(), mr, mc, b.len(), x.len())?;
+    if (a_true.nrows(), a_true.ncols()) != (n, n) {
+        return Err(Error::InvalidArgument {
+            op: "gmres_refined",
+            reason: format!(
+                "the full-precision operator is {} x {}, the operator {n} x {n}",
+                a_true.nrows(),
+                a_true.ncols()
+            ),
+        });
+    }
+    check_finite("b", b)?;
+    check_finite("x0", x)?;
+    opts.validate()?;
+    let mut space = CpuSpace::new(a, m, None, b, x, n, opts)?;
+    space.true_op = a_true;
+    run_space(space, x, opts, progress, started)
+}
+
 /// GMRES on one rank of a distributed system: `a` maps this rank's part of `x` to its
 /// part of `y` (e.g. [`crate::distributed::DistributedBcsr`], which exchanges the halo
 /// itself), `m` is a rank-local preconditioner, `b` and `x` are this rank's parts. Dot
@@ -194,6 +231,9 @@ pub(crate) fn check_finite<V: Element>(what: &'static str, v: &[V]) -> Result<()
 
 struct CpuSpace<'a, V: Element> {
     a: &'a dyn LinOp<V>,
+    /// The operator of the true residual at restarts: `a`, or the full-precision matrix
+    /// of which `a` is a lower-precision copy ([`gmres_refined`]).
+    true_op: &'a dyn LinOp<V>,
     m: Option<&'a dyn LinOp<V>>,
     /// The ranks of a distributed solve (`None`: one process owns the whole vectors).
     comm: Option<&'a dyn Communicator>,
@@ -230,6 +270,7 @@ impl<'a, V: Element> CpuSpace<'a, V> {
         x.extend_from_slice(x0);
         Ok(CpuSpace {
             a,
+            true_op: a,
             m,
             comm,
             n,
@@ -303,7 +344,7 @@ impl<V: Element> Space for CpuSpace<'_, V> {
         let n = self.n;
         let t = Instant::now();
         let r = &mut self.basis[..n];
-        self.a.apply_unchecked(&self.x, r)?;
+        self.true_op.apply_unchecked(&self.x, r)?;
         self.t_spmv += t.elapsed().as_secs_f64();
         b1::axpby(V::ONE, self.b, -V::ONE, r)?;
         self.norm(&self.basis[..n])

@@ -97,6 +97,58 @@ pub fn gmres_with_progress<V: KrylovElement>(
     Ok(report)
 }
 
+/// [`gmres`] whose Arnoldi steps apply `a`, a lower-precision copy of `a_true` (e.g. the
+/// matrix with its values in f32 on f64 vectors), while every restart's true residual,
+/// and so the convergence test and the next cycle's start, is `b - a_true x`: each cycle
+/// is a step of iterative refinement, and the solve meets the tolerance for `a_true`. A
+/// copy too far from `a_true` ends in [`super::StopReason::Stagnation`] (the caller may
+/// then finish with `a_true` itself). Errors as [`gmres`], and `a_true` of another shape
+/// or on another device.
+pub fn gmres_refined<V: KrylovElement>(
+    a: &dyn DeviceLinOp<V>,
+    a_true: &dyn DeviceLinOp<V>,
+    m: Option<&dyn DeviceLinOp<V>>,
+    b: &DeviceBuffer<V>,
+    x: &mut DeviceBuffer<V>,
+    opts: &GmresOptions,
+    progress: Option<&mut dyn FnMut(usize, f64)>,
+) -> Result<GmresReport> {
+    let started = Instant::now();
+    let (mr, mc) = m.map_or((a.nrows(), a.ncols()), |m| (m.nrows(), m.ncols()));
+    let n = check_system(a.nrows(), a.ncols(), mr, mc, b.len(), x.len())?;
+    if (a_true.nrows(), a_true.ncols()) != (n, n) {
+        return Err(Error::InvalidArgument {
+            op: "gmres_refined",
+            reason: format!(
+                "the full-precision operator is {} x {}, the operator {n} x {n}",
+                a_true.nrows(),
+                a_true.ncols()
+            ),
+        });
+    }
+    opts.validate()?;
+    let gpu = x.gpu().clone();
+    for (what, other) in [
+        ("b", b.gpu()),
+        ("the operator", a.gpu()),
+        ("the full-precision operator", a_true.gpu()),
+    ]
+    .into_iter()
+    .chain(m.map(|m| ("the preconditioner", m.gpu())))
+    {
+        check_device("gmres", what, &gpu, other)?;
+    }
+    gpu.wait_for(a.gpu())?;
+    gpu.wait_for(a_true.gpu())?;
+    preload(&gpu, m.is_some())?;
+    let mut space = GpuSpace::new(&gpu, a, m, n, opts, b, x)?;
+    space.true_op = a_true;
+    space.begin_solve()?;
+    let report = arnoldi::run(&mut space, opts, progress, started)?;
+    x.copy_from_device(&space.x)?;
+    Ok(report)
+}
+
 /// GPU GMRES on one rank of a distributed system: `a` maps this rank's part of `x` to
 /// its part of `y` on this rank's GPU (e.g.
 /// [`crate::distributed::DeviceDistributedBcsr`]), `m` is rank-local, `b` and `x` are
@@ -210,6 +262,9 @@ struct GpuSpace<'a, V: KrylovElement> {
     /// The ranks of a distributed solve (`None`: one device owns the whole vectors).
     comm: Option<&'a dyn Communicator>,
     a: &'a dyn DeviceLinOp<V>,
+    /// The operator of the true residual at restarts: `a`, or the full-precision matrix
+    /// of which `a` is a lower-precision copy ([`gmres_refined`]).
+    true_op: &'a dyn DeviceLinOp<V>,
     m: Option<&'a dyn DeviceLinOp<V>>,
     n: usize,
     restart: usize,
@@ -298,6 +353,7 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
             gpu: gpu.clone(),
             comm: None,
             a,
+            true_op: a,
             m,
             n,
             restart,
@@ -351,7 +407,7 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
         self.start(SPMV)?;
         {
             let mut r = self.basis.view_mut(..n)?;
-            self.a.apply_unchecked(&self.x.view(..)?, &mut r)?;
+            self.true_op.apply_unchecked(&self.x.view(..)?, &mut r)?;
         }
         self.stop(SPMV)?;
         let mut r = self.basis.view_mut(..n)?;

@@ -80,7 +80,6 @@ use super::{
     BlockIlu0, BlockJacobi, DeviceBlockIlu0, DeviceBlockJacobi, DeviceLinOp, GmresOptions,
     GmresReport, LinOp, Preconditioner,
 };
-use crate::RealScalar;
 use crate::blas1::Element;
 use crate::error::{Error, Result, check_len};
 use crate::sparse::gpu::{DeviceMatrix, SpmvKernels};
@@ -99,19 +98,15 @@ pub enum MatrixStorage {
     /// Values rounded to `f32` (`Complex<f32>`), vectors and arithmetic in `f64`, the
     /// accuracy recovered by refinement with the full-precision residual:
     ///
-    /// ```text
-    /// r = b - A x                                  (A in full precision)
-    /// while |r| > max(rtol |b|, atol):
-    ///     d = GMRES(A_32, r, rtol = target / |r|)  (A_32: A rounded to f32; from d = 0)
-    ///     x = x + d;  r = b - A x
-    /// ```
-    ///
-    /// Each pass solves the stored system to the target, so what is left is the rounding,
-    /// `|A - A_32| |d|` (about `6e-8 |A| |d|`): one or two passes where `A_32` is a good
-    /// model of `A`. A pass that leaves more than [`REFINEMENT_STALL`] of its starting
-    /// residual, or [`MAX_REFINEMENTS`] passes short of the target, hand the solve to
-    /// GMRES with `A` itself from the current `x` (reported, with the reason). All passes
-    /// share `max_iter`. A single-precision system is stored so already: the same as
+    /// GMRES's Arnoldi steps apply `A_32` (`A` rounded to `f32`), each restart computes
+    /// the true residual `b - A x` with `A` itself, and the next cycle starts from it
+    /// ([`super::gpu::gmres_refined`]): every cycle is a step of iterative refinement,
+    /// and the convergence test is `A`'s. What a cycle leaves is about the rounding,
+    /// `|A - A_32| |d|` (`6e-8 |A| |d|`), so where `A_32` is a good model of `A` the steps
+    /// are those of the full-precision solve, give or take a cycle. Where it is not,
+    /// GMRES stagnates (or diverges, the best iterate kept) and GMRES with `A` itself
+    /// finishes from there with the steps left (reported, with the reason). A
+    /// single-precision system is stored so already: the same as
     /// [`MatrixStorage::Full`].
     F32,
 }
@@ -164,24 +159,17 @@ impl StorageScalar for crate::Complex<f32> {
     }
 }
 
-/// Most refinement solves of [`MatrixStorage::F32`] before the full-precision fallback.
-pub const MAX_REFINEMENTS: usize = 5;
-
-/// [`MatrixStorage::F32`]'s refinement stalls (and falls back to full precision) where a
-/// refinement solve leaves more than this fraction of the true residual it started from.
-pub const REFINEMENT_STALL: f64 = 0.5;
-
 /// What the refinement of [`MatrixStorage::F32`] did.
 #[derive(Debug, Clone, Default, Serialize)]
 #[non_exhaustive]
 pub struct Refinement {
-    /// Arnoldi steps of each GMRES solve with the single-precision matrix.
+    /// Arnoldi steps of the GMRES solve with the single-precision matrix (one entry).
     pub steps: Vec<usize>,
-    /// The true relative residual `|b - A x| / |b|` (`A` in full precision) before the
-    /// first and after each of those solves.
+    /// The true relative residual `|b - A x| / |b|` (`A` in full precision): at the
+    /// start, after the refined solve, and after the fallback where there was one.
     pub residuals: Vec<f64>,
-    /// Why a full-precision GMRES finished the solve (the refinement stalled or used up
-    /// its solves); `None` where the refinement reached the tolerance itself.
+    /// Why a full-precision GMRES finished the solve (the refined solve stagnated or
+    /// diverged with steps left); `None` where it was not needed.
     pub fallback: Option<String>,
     /// Arnoldi steps of that full-precision GMRES.
     pub fallback_steps: usize,
@@ -541,18 +529,14 @@ impl<T: StorageScalar> Solver<T> {
                 None,
             ),
             Some(stored) => {
-                let n = b.len();
-                let bnorm = crate::blas1::cpu::nrm2(&b).to_f64();
                 let mut steps = refine::Cpu {
                     a: &self.matrix,
                     stored: stored.as_ref(),
                     m,
                     b: &b,
                     x: &mut x,
-                    r: crate::alloc::try_vec("Solver::solve", n, T::ZERO)?,
-                    d: crate::alloc::try_vec("Solver::solve", n, T::ZERO)?,
                 };
-                let (r, rf) = refine::refine(&mut steps, opts, bnorm, progress)?;
+                let (r, rf) = refine::refine(&mut steps, opts, progress)?;
                 (r, Some(rf))
             }
         };
@@ -675,9 +659,14 @@ impl<T: DeviceSolveElement> DeviceSolver<T> {
                 None,
             ),
             Some(stored) => {
-                let bnorm = crate::blas1::gpu::nrm2(&db)?.to_f64();
-                let mut steps = refine::Device::new(&self.matrix, stored, m, &db, &mut dx)?;
-                let (r, rf) = refine::refine(&mut steps, opts, bnorm, progress)?;
+                let mut steps = refine::Device {
+                    a: &self.matrix,
+                    stored,
+                    m,
+                    b: &db,
+                    x: &mut dx,
+                };
+                let (r, rf) = refine::refine(&mut steps, opts, progress)?;
                 (r, Some(rf))
             }
         };
