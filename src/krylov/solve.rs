@@ -580,7 +580,7 @@ impl<T> DeviceSolveElement for T where
 /// The preconditioner of a [`DeviceSolver`].
 enum DevicePrecond<T> {
     Jacobi(DeviceBlockJacobi<T>),
-    Ilu0(DeviceBlockIlu0<T>),
+    Ilu0(Box<DeviceBlockIlu0<T>>),
 }
 
 impl<T: DeviceSolveElement> DeviceSolver<T> {
@@ -602,7 +602,7 @@ impl<T: DeviceSolveElement> DeviceSolver<T> {
                 Some(DevicePrecond::Jacobi(DeviceBlockJacobi::new(gpu, j)?))
             }
             (Some(j), Preconditioner::Ilu0) => {
-                Some(DevicePrecond::Ilu0(DeviceBlockIlu0::new(gpu, j)?))
+                Some(DevicePrecond::Ilu0(Box::new(DeviceBlockIlu0::new(gpu, j)?)))
             }
             (Some(j), _) => Some(DevicePrecond::Jacobi(DeviceBlockJacobi::point(gpu, j)?)),
             (None, _) => None,
@@ -650,7 +650,7 @@ impl<T: DeviceSolveElement> DeviceSolver<T> {
         drop((b, x));
         let m = self.precond.as_ref().map(|m| match m {
             DevicePrecond::Jacobi(j) => j as &dyn DeviceLinOp<T>,
-            DevicePrecond::Ilu0(f) => f as &dyn DeviceLinOp<T>,
+            DevicePrecond::Ilu0(f) => f.as_ref() as &dyn DeviceLinOp<T>,
         });
         let opts = &self.info.opts.gmres;
         let report = match &self.stored {

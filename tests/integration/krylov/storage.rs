@@ -66,14 +66,14 @@ fn edges(gpu: Option<&Gpu>, on: &str) {
     assert!(s.report.gmres.relative_residual <= 1e-10, "{on}");
     // Recomputed in f64.
     let mut r2 = 0.0;
-    for i in 0..n {
+    for (i, bi) in b.iter().enumerate() {
         let (cols, vals) = a.row(i);
         let ax: f64 = cols
             .iter()
             .zip(vals)
             .map(|(&c, &v)| v * s.x[c as usize])
             .sum();
-        r2 += (b[i] - ax) * (b[i] - ax);
+        r2 += (bi - ax) * (bi - ax);
     }
     let bn = b.iter().map(|v| v * v).sum::<f64>().sqrt();
     assert!(
