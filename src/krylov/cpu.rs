@@ -97,14 +97,7 @@ pub fn gmres_with_progress<V: Element>(
     opts: &GmresOptions,
     progress: Option<&mut dyn FnMut(usize, f64)>,
 ) -> Result<GmresReport> {
-    let started = Instant::now();
-    let (mr, mc) = m.map_or((a.nrows(), a.ncols()), |m| (m.nrows(), m.ncols()));
-    let n = check_system(a.nrows(), a.ncols(), mr, mc, b.len(), x.len())?;
-    check_finite("b", b)?;
-    check_finite("x0", x)?;
-    opts.validate()?;
-    let space = CpuSpace::new(a, m, None, b, x, n, opts)?;
-    run_space(space, x, opts, progress, started)
+    single(a, None, m, b, x, opts, progress)
 }
 
 /// GMRES whose Arnoldi steps apply `a`, a lower-precision copy of `a_true` (e.g. the
@@ -123,25 +116,44 @@ pub fn gmres_refined<V: Element>(
     opts: &GmresOptions,
     progress: Option<&mut dyn FnMut(usize, f64)>,
 ) -> Result<GmresReport> {
+    single(a, Some(a_true), m, b, x, opts, progress)
+}
+
+/// [`gmres_with_progress`] (`a_true` `None`: `a` itself) and [`gmres_refined`].
+fn single<V: Element>(
+    a: &dyn LinOp<V>,
+    a_true: Option<&dyn LinOp<V>>,
+    m: Option<&dyn LinOp<V>>,
+    b: &[V],
+    x: &mut [V],
+    opts: &GmresOptions,
+    progress: Option<&mut dyn FnMut(usize, f64)>,
+) -> Result<GmresReport> {
     let started = Instant::now();
     let (mr, mc) = m.map_or((a.nrows(), a.ncols()), |m| (m.nrows(), m.ncols()));
     let n = check_system(a.nrows(), a.ncols(), mr, mc, b.len(), x.len())?;
-    if (a_true.nrows(), a_true.ncols()) != (n, n) {
-        return Err(Error::InvalidArgument {
-            op: "gmres_refined",
-            reason: format!(
-                "the full-precision operator is {} x {}, the operator {n} x {n}",
-                a_true.nrows(),
-                a_true.ncols()
-            ),
-        });
+    if let Some(t) = a_true {
+        check_true_shape(t.nrows(), t.ncols(), n)?;
     }
     check_finite("b", b)?;
     check_finite("x0", x)?;
     opts.validate()?;
     let mut space = CpuSpace::new(a, m, None, b, x, n, opts)?;
-    space.true_op = a_true;
+    space.true_op = a_true.unwrap_or(a);
     run_space(space, x, opts, progress, started)
+}
+
+/// `gmres_refined`'s check: the full-precision operator is `n x n` like the operator.
+pub(crate) fn check_true_shape(rows: usize, cols: usize, n: usize) -> Result<()> {
+    if (rows, cols) != (n, n) {
+        return Err(Error::InvalidArgument {
+            op: "gmres_refined",
+            reason: format!(
+                "the full-precision operator is {rows} x {cols}, the operator {n} x {n}"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// GMRES on one rank of a distributed system: `a` maps this rank's part of `x` to its

@@ -76,25 +76,7 @@ pub fn gmres_with_progress<V: KrylovElement>(
     opts: &GmresOptions,
     progress: Option<&mut dyn FnMut(usize, f64)>,
 ) -> Result<GmresReport> {
-    let started = Instant::now();
-    let (mr, mc) = m.map_or((a.nrows(), a.ncols()), |m| (m.nrows(), m.ncols()));
-    let n = check_system(a.nrows(), a.ncols(), mr, mc, b.len(), x.len())?;
-    opts.validate()?;
-    let gpu = x.gpu().clone();
-    for (what, other) in [("b", b.gpu()), ("the operator", a.gpu())]
-        .into_iter()
-        .chain(m.map(|m| ("the preconditioner", m.gpu())))
-    {
-        check_device("gmres", what, &gpu, other)?;
-    }
-    // The operator may run on another stream of the device: order it after x and b.
-    gpu.wait_for(a.gpu())?;
-    preload(&gpu, m.is_some())?;
-    let mut space = GpuSpace::new(&gpu, a, m, n, opts, b, x)?;
-    space.begin_solve()?;
-    let report = arnoldi::run(&mut space, opts, progress, started)?;
-    x.copy_from_device(&space.x)?;
-    Ok(report)
+    single(a, None, m, b, x, opts, progress)
 }
 
 /// [`gmres`] whose Arnoldi steps apply `a`, a lower-precision copy of `a_true` (e.g. the
@@ -113,36 +95,42 @@ pub fn gmres_refined<V: KrylovElement>(
     opts: &GmresOptions,
     progress: Option<&mut dyn FnMut(usize, f64)>,
 ) -> Result<GmresReport> {
+    single(a, Some(a_true), m, b, x, opts, progress)
+}
+
+/// [`gmres_with_progress`] (`a_true` `None`: `a` itself) and [`gmres_refined`].
+fn single<V: KrylovElement>(
+    a: &dyn DeviceLinOp<V>,
+    a_true: Option<&dyn DeviceLinOp<V>>,
+    m: Option<&dyn DeviceLinOp<V>>,
+    b: &DeviceBuffer<V>,
+    x: &mut DeviceBuffer<V>,
+    opts: &GmresOptions,
+    progress: Option<&mut dyn FnMut(usize, f64)>,
+) -> Result<GmresReport> {
     let started = Instant::now();
     let (mr, mc) = m.map_or((a.nrows(), a.ncols()), |m| (m.nrows(), m.ncols()));
     let n = check_system(a.nrows(), a.ncols(), mr, mc, b.len(), x.len())?;
-    if (a_true.nrows(), a_true.ncols()) != (n, n) {
-        return Err(Error::InvalidArgument {
-            op: "gmres_refined",
-            reason: format!(
-                "the full-precision operator is {} x {}, the operator {n} x {n}",
-                a_true.nrows(),
-                a_true.ncols()
-            ),
-        });
+    if let Some(t) = a_true {
+        super::cpu::check_true_shape(t.nrows(), t.ncols(), n)?;
     }
     opts.validate()?;
     let gpu = x.gpu().clone();
-    for (what, other) in [
-        ("b", b.gpu()),
-        ("the operator", a.gpu()),
-        ("the full-precision operator", a_true.gpu()),
-    ]
-    .into_iter()
-    .chain(m.map(|m| ("the preconditioner", m.gpu())))
+    for (what, other) in [("b", b.gpu()), ("the operator", a.gpu())]
+        .into_iter()
+        .chain(a_true.map(|t| ("the full-precision operator", t.gpu())))
+        .chain(m.map(|m| ("the preconditioner", m.gpu())))
     {
         check_device("gmres", what, &gpu, other)?;
     }
+    // The operators may run on other streams of the device: order them after x and b.
     gpu.wait_for(a.gpu())?;
-    gpu.wait_for(a_true.gpu())?;
+    if let Some(t) = a_true {
+        gpu.wait_for(t.gpu())?;
+    }
     preload(&gpu, m.is_some())?;
     let mut space = GpuSpace::new(&gpu, a, m, n, opts, b, x)?;
-    space.true_op = a_true;
+    space.true_op = a_true.unwrap_or(a);
     space.begin_solve()?;
     let report = arnoldi::run(&mut space, opts, progress, started)?;
     x.copy_from_device(&space.x)?;

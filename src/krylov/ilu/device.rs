@@ -16,14 +16,33 @@
 //! Why levels, not Chow-Patel sweeps or Jacobi-sweep solves: see [`LevelSchedule`]. The
 //! cost is one launch per level and pass: [`DeviceBlockIlu0::levels`] says how many.
 //!
-//! ```no_run
-//! use ferrocuda::krylov::{BlockIlu0, DeviceBlockIlu0, DeviceLinOp};
-//! use ferrocuda::sparse::{Bcsr, BlockFit, BlockLayout, generate::{self, TraceSpec}};
-//! let gpu = ferrocuda::gpu::open(0)?;
-//! let a = generate::trace_bcsr::<f64>(&TraceSpec::small())?;
-//! let m = DeviceBlockIlu0::new(&gpu, &a)?;
-//! // The device's factors are the CPU's, bit for bit.
-//! assert_eq!(m.blocks().download()?, BlockIlu0::new(&a)?.blocks());
+//! ```
+//! use ferrocuda::krylov::{DeviceIlu0, DeviceLinOp, Ilu0, LinOp};
+//! use ferrocuda::sparse::{Coo, Csr};
+//! // A 1-D convection-diffusion matrix: no fill, so ILU(0) is its exact LU.
+//! let n = 50;
+//! let mut coo = Coo::<f64>::empty(n, n)?;
+//! for i in 0..n {
+//!     coo.push(i, i, 4.0)?;
+//!     if i > 0 { coo.push(i, i - 1, -1.5)?; }
+//!     if i + 1 < n { coo.push(i, i + 1, -0.5)?; }
+//! }
+//! let a = Csr::from(&coo);
+//! let gpu = match ferrocuda::gpu::open(0) {
+//!     Ok(g) => g,
+//!     Err(e) if e.is_no_device() => return Ok(()), // no GPU here
+//!     Err(e) => return Err(e.into()),
+//! };
+//! let (cpu, dev) = (Ilu0::new(&a)?, DeviceIlu0::new(&gpu, &a)?);
+//! // The device's factors are the CPU's, bit for bit; so is the apply.
+//! assert_eq!(dev.values().download()?, cpu.values());
+//! let x = vec![1.0; n];
+//! let mut want = vec![0.0; n];
+//! cpu.apply(&x, &mut want)?;
+//! let dx = gpu.upload(&x)?;
+//! let mut dy = gpu.alloc_zeroed::<f64>(n)?;
+//! dev.apply(&dx.view(..)?, &mut dy.view_mut(..)?)?;
+//! assert_eq!(dy.download()?, want);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
