@@ -657,3 +657,40 @@ fn gpu_falls_back_to_bcsr_for_large_blocks() {
         assert!(err < 1e-6, "block size {bs}: relative error {err:e}");
     }
 }
+
+/// `bench solve --quick` on a small generated case: every row converges to the true
+/// residual the benchmark recomputes, in f64 and with f32 storage, and the results files
+/// are written together.
+#[test]
+fn bench_solve_quick_writes_results() {
+    if !gpu_present("bench_solve_quick_writes_results") {
+        return;
+    }
+    let dir = common::cli::scratch("bench-solve");
+    let v = common::cli::json(
+        &["bench", "solve"],
+        &[
+            "--quick",
+            "--case",
+            "4x8x4x2",
+            "--results-dir",
+            dir.to_str().expect("UTF-8 path"),
+        ],
+    );
+    let rows = v["rows"].as_array().expect("rows");
+    // Block Jacobi and ILU(0) on the case, Jacobi and ILU(0) on sherman1, each in f64
+    // and with f32 storage.
+    assert_eq!(rows.len(), 8, "{v}");
+    for r in rows {
+        assert!(r["error"].is_null(), "{r}");
+        assert_eq!(r["converged"], true, "{r}");
+        let res = r["true_residual"].as_f64().expect("residual");
+        assert!(res <= 1.01e-8, "{r}");
+        if r["storage"] == "f32" {
+            assert!(!r["passes"].as_array().expect("passes").is_empty(), "{r}");
+        }
+    }
+    for f in ["solve.md", "solve.json", "solve-chart.png"] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+}

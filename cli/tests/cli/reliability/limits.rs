@@ -150,6 +150,10 @@ fn oversized_requests_name_the_request_and_the_limit() {
             bench_on_cpu(&["rock4", "--sizes", "100000"], &res),
             vec!["--sizes 100000", "bytes"],
         ),
+        (
+            bench_on_cpu(&["solve", "--case", "300x300x300x1"], &res),
+            vec!["bench solve --case 300x300x300x1", "bytes"],
+        ),
     ];
     for (args, needles) in cases {
         let r = run_limited(KIB_4G, &args);
