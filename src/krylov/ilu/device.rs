@@ -356,42 +356,32 @@ impl<A: Element + IluFactorKernels> DeviceBlockIlu0<A> {
     }
 }
 
-impl<A, V> DeviceLinOp<V> for DeviceIlu0<A>
-where
-    A: Element + MatrixScalar<V> + IluKernels<V>,
-    V: Element,
-{
-    fn nrows(&self) -> usize {
-        self.f.n
-    }
-    fn ncols(&self) -> usize {
-        self.f.n
-    }
-    fn gpu(&self) -> &Gpu {
-        self.f.values.gpu()
-    }
-    /// `y = U^-1 L^-1 x`: one launch per level of each triangular solve.
-    fn apply_unchecked(&self, x: &DeviceView<'_, V>, y: &mut DeviceViewMut<'_, V>) -> Result<()> {
-        self.f.solve(x, y)
-    }
+/// Both are `y = U^-1 L^-1 x` on `n b` rows (`b = 1` for points).
+macro_rules! device_ilu_op {
+    ($($ty:ident),*) => {$(
+        impl<A, V> DeviceLinOp<V> for $ty<A>
+        where
+            A: Element + MatrixScalar<V> + IluKernels<V>,
+            V: Element,
+        {
+            fn nrows(&self) -> usize {
+                self.f.n * self.f.b
+            }
+            fn ncols(&self) -> usize {
+                self.f.n * self.f.b
+            }
+            fn gpu(&self) -> &Gpu {
+                self.f.values.gpu()
+            }
+            /// `y = U^-1 L^-1 x`: one launch per level of each triangular solve.
+            fn apply_unchecked(
+                &self,
+                x: &DeviceView<'_, V>,
+                y: &mut DeviceViewMut<'_, V>,
+            ) -> Result<()> {
+                self.f.solve(x, y)
+            }
+        }
+    )*};
 }
-
-impl<A, V> DeviceLinOp<V> for DeviceBlockIlu0<A>
-where
-    A: Element + MatrixScalar<V> + IluKernels<V>,
-    V: Element,
-{
-    fn nrows(&self) -> usize {
-        self.n_rows()
-    }
-    fn ncols(&self) -> usize {
-        self.n_rows()
-    }
-    fn gpu(&self) -> &Gpu {
-        self.f.values.gpu()
-    }
-    /// `y = U^-1 L^-1 x`: one launch per level of each triangular solve.
-    fn apply_unchecked(&self, x: &DeviceView<'_, V>, y: &mut DeviceViewMut<'_, V>) -> Result<()> {
-        self.f.solve(x, y)
-    }
-}
+device_ilu_op!(DeviceIlu0, DeviceBlockIlu0);
