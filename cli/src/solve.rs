@@ -6,7 +6,7 @@
 //! ferrocuda solve --matrix A.mtx --rhs b.mtx --out x.mtx \
 //!     [--x0 x0.mtx] [--restart 30] [--tol 1e-8] [--atol 0] [--max-iter 1000] \
 //!     [--orth cgs2|mgs] [--precond none|jacobi|block-jacobi|ilu0] [--block-size 5] \
-//!     [--storage full|f32] \
+//!     [--storage full|f32] [--basis full|f32] \
 //!     [--device cpu|gpu|N] [--json] [--quiet] [--progress-interval 0.5]
 //!
 //! # e.g. block-Jacobi-preconditioned GMRES(50) on the GPU, JSON report on stdout:
@@ -35,6 +35,13 @@
 //!   a multiple of the block size, the system is padded with identity rows
 //!   (`A_pad = diag(A, I)`, `b_pad = (b, 0)`, so `x_pad = (x, 0)` and the
 //!   preconditioners stay nonsingular) and the solution trimmed back.
+//! * **Reduced precision**: `--storage f32` keeps the matrix values in f32 (half the
+//!   bytes of every SpMV), `--basis f32` the Krylov basis (CB-GMRES: half the bytes of
+//!   the orthogonalisation; needs `--orth cgs2`); vectors and arithmetic stay in f64, and
+//!   every restart's residual is the true f64 one, so `--tol` holds for A itself. Where
+//!   the reduced precision stalls, a full-precision GMRES finishes with the steps left;
+//!   the JSON's `refinement` says what happened ([`ferrocuda::krylov::MatrixStorage`],
+//!   [`ferrocuda::krylov::BasisStorage`]).
 //! * **Output**: `x` goes to a temporary file that is renamed to `--out` only on success,
 //!   so a failed run leaves an existing `--out` untouched. Without `--quiet`, progress
 //!   (iteration and estimated relative residual) goes to stderr at most every
@@ -57,8 +64,8 @@ use ferrocuda::krylov::DeviceSolveElement;
 use ferrocuda::krylov::gpu::KrylovElement;
 use ferrocuda::krylov::precond::MAX_BLOCK;
 use ferrocuda::krylov::{
-    DeviceSolver, GmresOptions, MatrixStorage, Orthogonalization, Preconditioner, Refinement,
-    Solution, SolveOptions, Solver, StopReason, StorageScalar,
+    BasisStorage, DeviceSolver, GmresOptions, MatrixStorage, Orthogonalization, Preconditioner,
+    Refinement, Solution, SolveOptions, Solver, StopReason, StorageScalar,
 };
 use ferrocuda::sparse::mm::MmObject;
 use ferrocuda::sparse::{Coo, Csr, Format};
@@ -82,14 +89,15 @@ pub enum SolveOrth {
     Mgs,
 }
 
-/// How `ferrocuda solve` stores the matrix GMRES iterates with.
+/// How `ferrocuda solve` stores the matrix GMRES iterates with (`--storage`) and the
+/// Krylov basis (`--basis`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SolveStorage {
     /// In f64 (c64).
     Full,
-    /// Values in f32 (c32), vectors and arithmetic in f64, refined with the f64
-    /// residual until the tolerance holds for A itself (a full-precision GMRES finishes
-    /// where the refinement stalls; reported).
+    /// In f32 (c32), vectors and arithmetic in f64; each restart's residual is the true
+    /// f64 one, so the tolerance holds for A itself (a full-precision GMRES finishes
+    /// where the reduced precision stalls; reported).
     F32,
 }
 
@@ -126,6 +134,9 @@ pub struct SolveArgs {
     /// Storage of the matrix values in the Krylov iteration.
     #[arg(long, value_enum, default_value_t = SolveStorage::Full)]
     pub storage: SolveStorage,
+    /// Storage of the Krylov basis (f32: CB-GMRES; needs --orth cgs2).
+    #[arg(long, value_enum, default_value_t = SolveStorage::Full)]
+    pub basis: SolveStorage,
     /// Right preconditioner.
     #[arg(long, value_parser = choice::<PrecondArg, Preconditioner>(), default_value = "none")]
     pub precond: Preconditioner,
@@ -231,8 +242,10 @@ pub struct SolveReport {
     pub history: Vec<f64>,
     /// `full` or `f32` (`--storage`).
     pub storage: MatrixStorage,
-    /// With `--storage f32`: the steps of each refinement solve, the true relative
-    /// residuals, and the full-precision fallback where there was one.
+    /// `full` or `f32` (`--basis`).
+    pub basis: BasisStorage,
+    /// With `--storage f32` or `--basis f32`: the steps of each refinement solve, the
+    /// true relative residuals, and the full-precision fallback where there was one.
     pub refinement: Option<Refinement>,
 }
 
@@ -284,7 +297,9 @@ impl SolveReport {
         let t = &self.timing;
         let storage = match &self.refinement {
             Some(rf) => format!(
-                "\nstorage f32: refinement solves of {:?} steps, true relative residuals {}{}",
+                "\nmatrix {}, basis {}: refinement solves of {:?} steps, true relative residuals {}{}",
+                self.storage,
+                self.basis,
                 rf.steps,
                 rf.residuals
                     .iter()
@@ -503,6 +518,10 @@ where
         .orthogonalization(match args.orth {
             SolveOrth::Cgs2 => Orthogonalization::Cgs2,
             SolveOrth::Mgs => Orthogonalization::Mgs,
+        })
+        .basis(match args.basis {
+            SolveStorage::Full => BasisStorage::Full,
+            SolveStorage::F32 => BasisStorage::F32,
         });
     let opts = SolveOptions::default()
         .gmres(gmres)
@@ -650,6 +669,7 @@ where
         },
         history: r.history,
         storage: s.storage,
+        basis: s.basis,
         refinement: s.refinement,
     })
 }

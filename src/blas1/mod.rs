@@ -35,11 +35,12 @@ use bytemuck::Pod;
 
 use crate::error::{Error, Result, check_len};
 use ferrocuda_kernels::blas1::Blas1Kernels;
+use ferrocuda_kernels::krylov::CompressedBasis;
 pub use ferrocuda_kernels::{Complex, RealScalar, Scalar};
 
 /// A scalar type with CPU and GPU BLAS-1 paths: `f32`, `f64`, `Complex<f32>`, `Complex<f64>`.
-pub trait Element: Scalar<Real: Pod> + Blas1Kernels + Pod {}
-impl<T: Scalar<Real: Pod> + Blas1Kernels + Pod> Element for T {}
+pub trait Element: Scalar<Real: Pod> + Blas1Kernels + Pod + CompressedBasis {}
+impl<T: Scalar<Real: Pod> + Blas1Kernels + Pod + CompressedBasis> Element for T {}
 
 /// `k * n`, the length `ys` must have, or an error where it overflows.
 fn multi_dot_len(k: usize, n: usize) -> Result<usize> {

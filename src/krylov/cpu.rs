@@ -255,6 +255,10 @@ struct CpuSpace<'a, V: Element> {
     /// The iterate with the smallest true residual so far.
     best: Vec<V>,
     basis: Vec<V>,
+    /// CB-GMRES ([`super::BasisStorage::F32`], a double-precision `V`): every basis
+    /// entry written is rounded to `V::Low` ([`k::basis_round`]): the values the GPU's
+    /// compressed basis holds, kept in `V` here (the same arithmetic, not the memory).
+    compressed: bool,
     w: Vec<V>,
     z: Vec<V>,
     t_spmv: f64,
@@ -290,6 +294,8 @@ impl<'a, V: Element> CpuSpace<'a, V> {
             x,
             best: alloc::try_vec(&what, n, V::ZERO)?,
             basis: alloc::try_vec(&what, opts.basis_vectors() * n, V::ZERO)?,
+            compressed: opts.basis == super::BasisStorage::F32
+                && size_of::<V::Low>() < size_of::<V>(),
             w: alloc::try_vec(&what, n, V::ZERO)?,
             z: alloc::try_vec(&what, n, V::ZERO)?,
             t_spmv: 0.0,
@@ -359,7 +365,11 @@ impl<V: Element> Space for CpuSpace<'_, V> {
         self.true_op.apply_unchecked(&self.x, r)?;
         self.t_spmv += t.elapsed().as_secs_f64();
         b1::axpby(V::ONE, self.b, -V::ONE, r)?;
-        self.norm(&self.basis[..n])
+        let norm = self.norm(&self.basis[..n])?;
+        if self.compressed {
+            round_basis(&mut self.basis[..n]);
+        }
+        Ok(norm)
     }
 
     fn scale_first(&mut self, beta: f64) -> Result<()> {
@@ -423,6 +433,9 @@ impl<V: Element> Space for CpuSpace<'_, V> {
             .for_each(|(ci, (uc, nc))| {
                 update_chunk(ci * CHUNK, n, head, &a, &b, c, inv, w, uc, nc)
             });
+        if self.compressed {
+            round_basis(&mut self.basis[kk * n..(kk + 2) * n]);
+        }
         self.t_orth += t.elapsed().as_secs_f64();
         Ok(())
     }
@@ -501,6 +514,17 @@ impl<V: Element> Space for CpuSpace<'_, V> {
     }
 
     fn epsilon(&self) -> f64 {
-        V::Real::EPSILON.to_f64()
+        if self.compressed {
+            // Breakdown at the precision the basis is kept in (as on the GPU).
+            <V::Low as ferrocuda_kernels::Scalar>::Real::EPSILON.to_f64()
+        } else {
+            V::Real::EPSILON.to_f64()
+        }
     }
+}
+
+/// Rounds basis entries to the compressed basis type ([`k::basis_round`]).
+fn round_basis<V: Element>(v: &mut [V]) {
+    v.par_chunks_mut(CHUNK)
+        .for_each(|c| c.iter_mut().for_each(|x| *x = k::basis_round(*x)));
 }

@@ -17,7 +17,6 @@ use std::time::Instant;
 use ferrocuda_host::{
     DeviceBuffer, DeviceSlice, DeviceSliceMut, EventTimer, Gpu, LaunchConfig, NcclScalar, Snapshots,
 };
-use ferrocuda_kernels::RealScalar;
 use ferrocuda_kernels::blas1::reduction_blocks;
 use ferrocuda_kernels::krylov::cycle::{self as cyc, Header};
 use ferrocuda_kernels::krylov::fused::{
@@ -25,18 +24,20 @@ use ferrocuda_kernels::krylov::fused::{
     cycle_shared_bytes,
 };
 use ferrocuda_kernels::krylov::{
-    BLOCK, BasisCombine, DOTS_CHUNK, GmresDcgs2Step, GmresMgsStep, GmresSolutionCoefficients,
-    GmresSolutionUpdate, GsDotsPartial, GsUpdate, GsUpdateDevice, GsUpdateDeviceScalars,
-    GsUpdateScalars, KrylovKernels, MgsEliminate, MgsNormalize, dcgs2_scratch_len, device_coef_len,
-    solution_scratch_len,
+    BLOCK, BasisCombine, BasisCombineCb, BasisNarrow, BasisWiden, CompressedBasis,
+    CompressedBasisKernels, DOTS_CHUNK, GmresDcgs2Step, GmresMgsStep, GmresSolutionCoefficients,
+    GmresSolutionUpdate, GsDotsPartial, GsDotsPartialCb, GsUpdate, GsUpdateCb, GsUpdateDevice,
+    GsUpdateDeviceScalars, GsUpdateScalars, KrylovKernels, MgsEliminate, MgsNormalize,
+    dcgs2_scratch_len, device_coef_len, solution_scratch_len,
 };
 use ferrocuda_kernels::spmv::sbell_row_threads;
+use ferrocuda_kernels::{RealScalar, Scalar};
 
 use super::arnoldi::{self, C, Space, from_c, to_c};
 use super::cpu::{agree, check_system};
 use super::{
-    CycleControl, CyclePhases, DeviceLinOp, FUSED_AUTO_MAX_ROWS, FUSED_FALLBACK_CHECK_EVERY,
-    GmresOptions, GmresReport, Orthogonalization, SbellRef,
+    BasisStorage, CycleControl, CyclePhases, DeviceLinOp, FUSED_AUTO_MAX_ROWS,
+    FUSED_FALLBACK_CHECK_EVERY, GmresOptions, GmresReport, Orthogonalization, SbellRef,
 };
 use crate::blas1::{Element, gpu as b1};
 use crate::comm::Communicator;
@@ -45,11 +46,17 @@ use crate::sparse::gpu::DeviceSbell;
 
 /// Scalar types GMRES runs on the GPU for: `f32`, `f64`, `Complex<f32>`, `Complex<f64>`.
 pub trait KrylovElement:
-    Element<Real: Element + NcclScalar + CycleKernels<Self>> + KrylovKernels + CycleKernels<Self>
+    Element<Real: Element + NcclScalar + CycleKernels<Self>>
+    + KrylovKernels
+    + CycleKernels<Self>
+    + CompressedBasis<Low: Element + CompressedBasisKernels<Self>>
 {
 }
 impl<T> KrylovElement for T where
-    T: Element<Real: Element + NcclScalar + CycleKernels<T>> + KrylovKernels + CycleKernels<T>
+    T: Element<Real: Element + NcclScalar + CycleKernels<T>>
+        + KrylovKernels
+        + CycleKernels<T>
+        + CompressedBasis<Low: Element + CompressedBasisKernels<T>>
 {
 }
 
@@ -161,6 +168,12 @@ pub fn gmres_distributed<V: KrylovElement>(
                 reason: "distributed GPU GMRES orthogonalises by CGS2 (MGS needs an all-reduce per basis vector)".into(),
             });
         }
+        if opts.basis == BasisStorage::F32 {
+            return Err(Error::InvalidArgument {
+                op: "gmres",
+                reason: "distributed GPU GMRES keeps its basis in full precision (a basis stored in f32 runs on one device)".into(),
+            });
+        }
         let (mr, mc) = m.map_or((a.nrows(), a.ncols()), |m| (m.nrows(), m.ncols()));
         let n = check_system(a.nrows(), a.ncols(), mr, mc, b.len(), x.len())?;
         opts.validate()?;
@@ -260,7 +273,10 @@ struct GpuSpace<'a, V: KrylovElement> {
     x: DeviceBuffer<V>,
     /// The iterate with the smallest true residual so far.
     best: DeviceBuffer<V>,
+    /// The basis, `restart + 1` columns of `n` (empty where `low` holds it).
     basis: DeviceBuffer<V>,
+    /// The basis stored in `V::Low` ([`BasisStorage::F32`], a double-precision `V`).
+    low: Option<DeviceBuffer<V::Low>>,
     w: DeviceBuffer<V>,
     z: DeviceBuffer<V>,
     partials: DeviceBuffer<V>,
@@ -327,11 +343,21 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
     ) -> Result<Self> {
         let eb = reduction_blocks(n);
         let basis = opts.basis_vectors();
-        let elems = (basis as u128 + 4) * n as u128 + 2 * basis as u128 * eb as u128;
+        // A compressed basis only where it is smaller (a double-precision V).
+        let compressed = opts.basis == BasisStorage::F32 && size_of::<V::Low>() < size_of::<V>();
+        let basis_bytes = crate::alloc::bytes_of(
+            basis as u128 * n as u128,
+            if compressed {
+                size_of::<V::Low>()
+            } else {
+                size_of::<V>()
+            },
+        );
+        let elems = 4 * n as u128 + 2 * basis as u128 * eb as u128;
         crate::alloc::check_device_bytes(
             gpu,
             &opts.workspace_name(n),
-            crate::alloc::bytes_of(elems, size_of::<V>()),
+            crate::alloc::bytes_of(elems, size_of::<V>()).saturating_add(basis_bytes),
         )?;
         // The check bounds every size below by the device's memory.
         let restart = basis - 1;
@@ -348,7 +374,12 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
             b,
             x,
             best: gpu.alloc(n)?,
-            basis: gpu.alloc(basis * n)?,
+            basis: gpu.alloc(if compressed { 0 } else { basis * n })?,
+            low: if compressed {
+                Some(gpu.alloc(basis * n)?)
+            } else {
+                None
+            },
             w: gpu.alloc(n)?,
             z: gpu.alloc(n)?,
             partials: gpu.alloc(2 * (restart + 1) * eb)?,
@@ -381,7 +412,7 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
         b1::nrm2_into(self.b, &mut norms.view_mut(0..1)?)?;
         b1::nrm2_into(&self.x, &mut norms.view_mut(1..2)?)?;
         self.queue_residual()?;
-        b1::nrm2_into(&self.basis.view(..self.n)?, &mut norms.view_mut(2..3)?)?;
+        b1::nrm2_into(&self.residual_vector()?, &mut norms.view_mut(2..3)?)?;
         let v: Vec<f64> = norms.download()?.into_iter().map(|v| v.to_f64()).collect();
         check_norms(v[0], v[1])?;
         self.known_rhs_norm = Some(v[0]);
@@ -389,17 +420,46 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
         Ok(())
     }
 
-    /// `V_0 <- b - A x`, queued.
+    /// `V_0 <- b - A x`, queued. With a compressed basis the residual is computed in
+    /// `w` (its norm is taken there, in full precision) and `V_0` is its rounding.
     fn queue_residual(&mut self) -> Result<()> {
         let n = self.n;
+        let op = self.true_op;
         self.start(SPMV)?;
         {
-            let mut r = self.basis.view_mut(..n)?;
-            self.true_op.apply_unchecked(&self.x.view(..)?, &mut r)?;
+            let mut r = match self.low {
+                Some(_) => self.w.view_mut(..)?,
+                None => self.basis.view_mut(..n)?,
+            };
+            op.apply_unchecked(&self.x.view(..)?, &mut r)?;
         }
         self.stop(SPMV)?;
-        let mut r = self.basis.view_mut(..n)?;
-        b1::axpby(V::ONE, self.b, -V::ONE, &mut r)
+        let mut r = match self.low {
+            Some(_) => self.w.view_mut(..)?,
+            None => self.basis.view_mut(..n)?,
+        };
+        b1::axpby(V::ONE, self.b, -V::ONE, &mut r)?;
+        let grid = self.grid();
+        if let Some(low) = &mut self.low {
+            let mut first = low.view_mut(..n)?;
+            let args = BasisNarrow {
+                n,
+                x: self.w.as_in(),
+                y: first.as_out(),
+            };
+            // SAFETY: the kernel reads w and writes column 0 of the basis (n elements
+            // each, the view checked it).
+            unsafe { self.gpu.launch(&V::Low::BASIS_NARROW, grid, args)? };
+        }
+        Ok(())
+    }
+
+    /// Where [`queue_residual`](Self::queue_residual) left the full-precision residual.
+    fn residual_vector(&self) -> Result<ferrocuda_host::DeviceView<'_, V>> {
+        Ok(match self.low {
+            Some(_) => self.w.view(..)?,
+            None => self.basis.view(..self.n)?,
+        })
     }
 
     fn start(&mut self, t: usize) -> Result<()> {
@@ -430,6 +490,32 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
     /// `w <- A M^{-1} V_k`.
     fn apply(&mut self, k: usize) -> Result<()> {
         let column = k * self.n..(k + 1) * self.n;
+        if let Some(low) = &self.low {
+            // V_k widened into the operator's (or the preconditioner's) input.
+            let grid = self.grid();
+            let input = match self.m {
+                Some(_) => &mut self.w,
+                None => &mut self.z,
+            };
+            let vk = low.view(column)?;
+            let args = BasisWiden {
+                n: self.n,
+                x: vk.as_in(),
+                y: input.as_out(),
+            };
+            // SAFETY: the kernel reads column k of the basis and writes w or z (n elements
+            // each; the view checked the column).
+            unsafe { self.gpu.launch(&V::Low::BASIS_WIDEN, grid, args)? };
+            if let Some(m) = self.m {
+                self.start(PRECOND)?;
+                m.apply_unchecked(&self.w.view(..)?, &mut self.z.view_mut(..)?)?;
+                self.stop(PRECOND)?;
+            }
+            self.start(SPMV)?;
+            self.a
+                .apply_unchecked(&self.z.view(..)?, &mut self.w.view_mut(..)?)?;
+            return self.stop(SPMV);
+        }
         if let Some(m) = self.m {
             self.start(PRECOND)?;
             m.apply_unchecked(&self.basis.view(column.clone())?, &mut self.z.view_mut(..)?)?;
@@ -457,12 +543,37 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
         let k1 = k + 1;
         let eb = reduction_blocks(n);
         let groups = k1.div_ceil(DOTS_CHUNK);
+        let grid = self.grid();
         self.start(DOTS)?;
         let shared = (2 * DOTS_CHUNK * BLOCK / 32 * size_of::<V>()) as u32;
         let cfg =
             LaunchConfig::blocks((eb * groups) as u32, BLOCK as u32).with_shared_bytes(shared);
         let sets = 2 * k1;
-        {
+        if let Some(low) = &self.low {
+            let u = low.view(k * n..(k + 1) * n)?;
+            if !apply {
+                // The second set is V^H u again: u widened into w (free at a cycle's end).
+                let args = BasisWiden {
+                    n,
+                    x: u.as_in(),
+                    y: self.w.as_out(),
+                };
+                // SAFETY: column k of the basis in, w out (n elements each).
+                unsafe { self.gpu.launch(&V::Low::BASIS_WIDEN, grid, args)? };
+            }
+            let args = GsDotsPartialCb {
+                n,
+                k1,
+                u: u.as_in(),
+                w: self.w.as_in(),
+                basis: low.as_in(),
+                ld: n,
+                partials: self.partials.as_out(),
+            };
+            // SAFETY: as the full-precision launch below, over the compressed basis
+            // ((restart + 1) n elements).
+            unsafe { self.gpu.launch(&V::Low::GS_DOTS_PARTIAL_CB, cfg, args)? };
+        } else {
             let u = self.basis.view(k * n..(k + 1) * n)?;
             let args = GsDotsPartial {
                 n,
@@ -924,7 +1035,19 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         };
         let cfg = self.grid();
         self.start(UPDATE)?;
-        {
+        if let Some(low) = &mut self.low {
+            let (a, b) = (self.coef.view(..m)?, self.coef.view(m..)?);
+            let args = GsUpdateCb {
+                p,
+                a: a.as_in(),
+                b: b.as_in(),
+                w: self.w.as_in(),
+                basis: low.as_out(),
+            };
+            // SAFETY: as the full-precision launch below, over the compressed basis
+            // ((restart + 1) n elements).
+            unsafe { self.gpu.launch(&V::Low::GS_UPDATE_CB, cfg, args)? };
+        } else {
             let (a, b) = (self.coef.view(..m)?, self.coef.view(m..)?);
             let args = GsUpdate {
                 p,
@@ -967,17 +1090,30 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         // SAFETY: coef_host is a Vec (pageable): the driver stages it before returning.
         unsafe { self.coef.copy_from_host_staged(&self.coef_host)? };
         let cfg = self.grid();
-        let args = BasisCombine {
-            n,
-            k,
-            basis: self.basis.as_in(),
-            ld: n,
-            coef: self.coef.as_in(),
-            z: self.w.as_out(),
-        };
-        // SAFETY: the kernel reads columns 0..k of the basis (k <= restart) and coef[0..k]
-        // (k <= 2 restart), and writes w[0..n] (sizes from `GpuSpace::new`).
-        unsafe { self.gpu.launch(&V::BASIS_COMBINE, cfg, args)? };
+        if let Some(low) = &self.low {
+            let args = BasisCombineCb {
+                n,
+                k,
+                basis: low.as_in(),
+                ld: n,
+                coef: self.coef.as_in(),
+                z: self.w.as_out(),
+            };
+            // SAFETY: as the full-precision launch below, over the compressed basis.
+            unsafe { self.gpu.launch(&V::Low::BASIS_COMBINE_CB, cfg, args)? };
+        } else {
+            let args = BasisCombine {
+                n,
+                k,
+                basis: self.basis.as_in(),
+                ld: n,
+                coef: self.coef.as_in(),
+                z: self.w.as_out(),
+            };
+            // SAFETY: the kernel reads columns 0..k of the basis (k <= restart) and
+            // coef[0..k] (k <= 2 restart), and writes w[0..n] (sizes from `GpuSpace::new`).
+            unsafe { self.gpu.launch(&V::BASIS_COMBINE, cfg, args)? };
+        }
         match self.m {
             Some(m) => {
                 self.start(PRECOND)?;
@@ -1008,7 +1144,11 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
     }
 
     fn epsilon(&self) -> f64 {
-        V::Real::EPSILON.to_f64()
+        match self.low {
+            // Breakdown at the precision the basis is kept in.
+            Some(_) => <V::Low as Scalar>::Real::EPSILON.to_f64(),
+            None => V::Real::EPSILON.to_f64(),
+        }
     }
 
     fn take_cycle_phases(&mut self) -> CyclePhases {
@@ -1023,7 +1163,8 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         target: f64,
         eps: f64,
     ) -> Result<Option<Vec<f64>>> {
-        if self.comm.is_some() {
+        // Distributed and compressed-basis cycles are stepped from the host.
+        if self.comm.is_some() || self.low.is_some() {
             return Ok(None);
         }
         let fusable = orthogonalization == Orthogonalization::Cgs2 && self.m.is_none();

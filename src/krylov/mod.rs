@@ -122,6 +122,36 @@ pub enum Orthogonalization {
     Cgs2,
 }
 
+/// How the Krylov basis is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BasisStorage {
+    /// In the vectors' own type.
+    #[default]
+    Full,
+    /// CB-GMRES ("compressed basis"): a double-precision solve keeps its basis vectors
+    /// rounded to `f32` (`Complex<f32>`), so the orthogonalisation and the solution
+    /// update read half the bytes; every dot product, sum, Hessenberg entry and the
+    /// vectors `w`, `x` stay in full precision, and each restart's residual is the true
+    /// `b - A x`. The rounding (`6e-8` of each vector) perturbs the Arnoldi relation, so
+    /// a cycle's estimate can run ahead of the true residual near the tolerance; the
+    /// restart then sees the true residual and goes on (a few more steps at most, in the
+    /// measured cases). Breakdown is judged at `f32`'s epsilon. CGS2, and on the GPU
+    /// host-stepped cycles ([`CycleControl::Auto`] or [`CycleControl::Host`]); one
+    /// device (not distributed). A single-precision solve stores its basis so already:
+    /// the same as [`BasisStorage::Full`].
+    F32,
+}
+
+impl std::fmt::Display for BasisStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BasisStorage::Full => "full",
+            BasisStorage::F32 => "f32",
+        })
+    }
+}
+
 /// Who takes the small dense algebra of each Arnoldi step on the GPU (one device; the
 /// CPU path and a distributed solve always step from the host). Every choice takes the
 /// same steps; `Fused` and `Device` give the same bits.
@@ -184,6 +214,8 @@ pub struct GmresOptions {
     pub orthogonalization: Orthogonalization,
     /// Who takes each step's small algebra on the GPU.
     pub cycle_control: CycleControl,
+    /// How the Krylov basis is stored ([`BasisStorage::F32`]: CB-GMRES).
+    pub basis: BasisStorage,
 }
 
 impl Default for GmresOptions {
@@ -195,6 +227,7 @@ impl Default for GmresOptions {
             max_iter: 1000,
             orthogonalization: Orthogonalization::Cgs2,
             cycle_control: CycleControl::Auto,
+            basis: BasisStorage::Full,
         }
     }
 }
@@ -213,6 +246,8 @@ impl GmresOptions {
         orthogonalization: Orthogonalization;
         /// Sets who takes each step's small algebra on the GPU.
         cycle_control: CycleControl;
+        /// Sets how the Krylov basis is stored.
+        basis: BasisStorage;
     }
 
     /// Basis vectors one cycle can use: `min(restart, max_iter) + 1` (a cycle takes at
@@ -253,6 +288,19 @@ impl GmresOptions {
         }
         if !(self.atol >= 0.0 && self.atol.is_finite()) {
             return bad(format!("atol must be finite and >= 0, got {}", self.atol));
+        }
+        if self.basis == BasisStorage::F32 {
+            if self.orthogonalization != Orthogonalization::Cgs2 {
+                return bad(
+                    "a basis stored in f32 (CB-GMRES) needs CGS2 orthogonalisation, not MGS".into(),
+                );
+            }
+            if !matches!(self.cycle_control, CycleControl::Auto | CycleControl::Host) {
+                return bad(format!(
+                    "a basis stored in f32 (CB-GMRES) runs host-stepped cycles: cycle control {:?} needs the full-precision basis",
+                    self.cycle_control
+                ));
+            }
         }
         Ok(())
     }

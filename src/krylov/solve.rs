@@ -67,7 +67,7 @@
 use std::borrow::Cow;
 use std::time::Instant;
 
-use ferrocuda_host::Gpu;
+use ferrocuda_host::{DeviceBuffer, Gpu, copy_host_to_window, copy_window_to_host};
 use serde::Serialize;
 
 mod refine;
@@ -77,8 +77,8 @@ use super::gpu::KrylovElement;
 use super::ilu::IluKernels;
 use super::precond::{MAX_BLOCK, PrecondKernels};
 use super::{
-    BlockIlu0, BlockJacobi, DeviceBlockIlu0, DeviceBlockJacobi, DeviceLinOp, GmresOptions,
-    GmresReport, LinOp, Preconditioner,
+    BasisStorage, BlockIlu0, BlockJacobi, DeviceBlockIlu0, DeviceBlockJacobi, DeviceLinOp,
+    GmresOptions, GmresReport, LinOp, Preconditioner,
 };
 use crate::blas1::Element;
 use crate::error::{Error, Result, check_len};
@@ -159,11 +159,12 @@ impl StorageScalar for crate::Complex<f32> {
     }
 }
 
-/// What the refinement of [`MatrixStorage::F32`] did.
+/// What the refinement of [`MatrixStorage::F32`] or [`BasisStorage::F32`] did.
 #[derive(Debug, Clone, Default, Serialize)]
 #[non_exhaustive]
 pub struct Refinement {
-    /// Arnoldi steps of the GMRES solve with the single-precision matrix (one entry).
+    /// Arnoldi steps of the GMRES solve in reduced precision (the single-precision
+    /// matrix and/or basis; one entry).
     pub steps: Vec<usize>,
     /// The true relative residual `|b - A x| / |b|` (`A` in full precision): at the
     /// start, after the refined solve, and after the fallback where there was one.
@@ -236,7 +237,11 @@ pub struct SolveReport {
     /// How the matrix was stored (`full` for a single-precision system asked for `f32`:
     /// it is stored so already).
     pub storage: MatrixStorage,
-    /// What the refinement of [`MatrixStorage::F32`] did (`None` in full precision).
+    /// How the Krylov basis was stored (`full` for a single-precision system asked for
+    /// `f32`: it is stored so already).
+    pub basis: BasisStorage,
+    /// What the refinement of [`MatrixStorage::F32`] or [`BasisStorage::F32`] did
+    /// (`None` in full precision).
     pub refinement: Option<Refinement>,
 }
 
@@ -269,6 +274,7 @@ struct Info {
     precond_block_size: Option<usize>,
     setup_seconds: f64,
     storage: MatrixStorage,
+    basis: BasisStorage,
 }
 
 fn invalid(op: &'static str, reason: String) -> Error {
@@ -403,24 +409,46 @@ fn prepare<T: StorageScalar>(
             precond_block_size,
             setup_seconds: 0.0,
             storage,
+            // A compressed basis only where it is smaller (a double-precision system).
+            basis: if size_of::<T::Stored>() < size_of::<T>() {
+                opts.gmres.basis
+            } else {
+                BasisStorage::Full
+            },
         },
     })
 }
 
 impl Info {
-    /// `b` and `x0` checked (lengths `n`, finite) and padded with zeros to `n_padded`.
-    fn padded<T: Element>(
-        &self,
-        op: &'static str,
-        b: &[T],
-        x0: Option<&[T]>,
-    ) -> Result<[Vec<T>; 2]> {
+    /// What runs in single precision, for the report of a fallback; `None`: nothing.
+    fn reduced(&self) -> Option<&'static str> {
+        match (self.storage, self.basis) {
+            (MatrixStorage::Full, BasisStorage::Full) => None,
+            (MatrixStorage::F32, BasisStorage::Full) => Some("the matrix in f32"),
+            (MatrixStorage::Full, BasisStorage::F32) => Some("the basis in f32"),
+            (MatrixStorage::F32, BasisStorage::F32) => Some("the matrix and the basis in f32"),
+        }
+    }
+
+    /// Checks `b` and `x0`: lengths `n`, every entry finite (the first bad one named).
+    fn check_inputs<T: Element>(&self, op: &'static str, b: &[T], x0: Option<&[T]>) -> Result<()> {
         check_len(op, "b", self.n, b.len())?;
         check_finite("b", b)?;
         if let Some(x0) = x0 {
             check_len(op, "x0", self.n, x0.len())?;
             check_finite("x0", x0)?;
         }
+        Ok(())
+    }
+
+    /// `b` and `x0` checked ([`Info::check_inputs`]) and padded with zeros to `n_padded`.
+    fn padded<T: Element>(
+        &self,
+        op: &'static str,
+        b: &[T],
+        x0: Option<&[T]>,
+    ) -> Result<[Vec<T>; 2]> {
+        self.check_inputs(op, b, x0)?;
         let pad = |v: Option<&[T]>| -> Result<Vec<T>> {
             let mut p = crate::alloc::try_with_capacity(op, self.n_padded)?;
             match v {
@@ -431,6 +459,18 @@ impl Info {
             Ok(p)
         };
         Ok([pad(Some(b))?, pad(x0)?])
+    }
+
+    /// `v` (`n` entries, `None`: zeros) on the device, padded with zeros to `n_padded`:
+    /// copied straight from the caller's slice, with no padded copy on the host.
+    fn upload_padded<T: Element>(&self, gpu: &Gpu, v: Option<&[T]>) -> Result<DeviceBuffer<T>> {
+        let Some(v) = v else {
+            return Ok(gpu.alloc_zeroed(self.n_padded)?);
+        };
+        let mut d = gpu.alloc::<T>(self.n_padded)?;
+        copy_host_to_window(v, &mut d, 0)?;
+        Gpu::memset_zero(&mut d.view_mut(self.n..)?)?;
+        Ok(d)
     }
 
     /// The solution trimmed to `n`, with the report.
@@ -454,6 +494,7 @@ impl Info {
                 n_padded: self.n_padded,
                 setup_seconds: self.setup_seconds,
                 storage: self.storage,
+                basis: self.basis,
                 refinement,
             },
         }
@@ -523,20 +564,23 @@ impl<T: StorageScalar> Solver<T> {
         let [b, mut x] = self.info.padded("Solver::solve", b, x0)?;
         let m = self.precond.as_deref().map(|m| m as &dyn LinOp<T>);
         let opts = &self.info.opts.gmres;
-        let report = match &self.stored {
+        let report = match self.info.reduced() {
             None => (
                 super::cpu::gmres_with_progress(&self.matrix, m, &b, &mut x, opts, progress)?,
                 None,
             ),
-            Some(stored) => {
+            Some(what) => {
                 let mut steps = refine::Cpu {
                     a: &self.matrix,
-                    stored: stored.as_ref(),
+                    stored: match &self.stored {
+                        Some(s) => s.as_ref(),
+                        None => &self.matrix,
+                    },
                     m,
                     b: &b,
                     x: &mut x,
                 };
-                let (r, rf) = refine::refine(&mut steps, opts, progress)?;
+                let (r, rf) = refine::refine(&mut steps, opts, what, progress)?;
                 (r, Some(rf))
             }
         };
@@ -643,35 +687,41 @@ impl<T: DeviceSolveElement> DeviceSolver<T> {
         x0: Option<&[T]>,
         progress: Option<&mut dyn FnMut(usize, f64)>,
     ) -> Result<Solution<T>> {
-        let [b, x] = self.info.padded("DeviceSolver::solve", b, x0)?;
+        self.info.check_inputs("DeviceSolver::solve", b, x0)?;
         let gpu = self.matrix.gpu();
-        let db = gpu.upload(&b)?;
-        let mut dx = gpu.upload(&x)?;
-        drop((b, x));
+        let db = self.info.upload_padded(gpu, Some(b))?;
+        let mut dx = self.info.upload_padded(gpu, x0)?;
         let m = self.precond.as_ref().map(|m| match m {
             DevicePrecond::Jacobi(j) => j as &dyn DeviceLinOp<T>,
             DevicePrecond::Ilu0(f) => f.as_ref() as &dyn DeviceLinOp<T>,
         });
         let opts = &self.info.opts.gmres;
-        let report = match &self.stored {
+        let report = match self.info.reduced() {
             None => (
                 super::gpu::gmres_with_progress(&self.matrix, m, &db, &mut dx, opts, progress)?,
                 None,
             ),
-            Some(stored) => {
+            Some(what) => {
                 let mut steps = refine::Device {
                     a: &self.matrix,
-                    stored,
+                    stored: match &self.stored {
+                        Some(s) => s,
+                        None => &self.matrix,
+                    },
                     m,
                     b: &db,
                     x: &mut dx,
                 };
-                let (r, rf) = refine::refine(&mut steps, opts, progress)?;
+                let (r, rf) = refine::refine(&mut steps, opts, what, progress)?;
                 (r, Some(rf))
             }
         };
+        // Only the first n entries come back: no padded copy to trim on the host.
+        let mut x = crate::alloc::try_with_capacity("DeviceSolver::solve", self.info.n)?;
+        x.resize(self.info.n, T::ZERO);
+        copy_window_to_host(&dx, 0, &mut x)?;
         Ok(self
             .info
-            .solution(dx.download()?, report, Target::Gpu, self.matrix.choice()))
+            .solution(x, report, Target::Gpu, self.matrix.choice()))
     }
 }

@@ -295,7 +295,7 @@ pub fn check_finite<T: Element>(
     what: &'static str,
     v: &[T],
 ) -> Result<(), SparseError> {
-    match v.iter().position(|&e| !is_finite(e)) {
+    match first_non_finite(v) {
         None => Ok(()),
         Some(i) => Err(SparseError::NonFinite {
             op,
@@ -307,6 +307,18 @@ pub fn check_finite<T: Element>(
     }
 }
 
+/// The index of the first NaN or infinity in `v`; long slices on all cores (a solve's
+/// right-hand side of millions of entries is checked on every call).
+fn first_non_finite<T: Element>(v: &[T]) -> Option<usize> {
+    use rayon::prelude::*;
+    const SERIAL: usize = 1 << 16;
+    if v.len() <= SERIAL {
+        v.iter().position(|&e| !is_finite(e))
+    } else {
+        v.par_iter().position_first(|&e| !is_finite(e))
+    }
+}
+
 /// The first NaN or infinity among `values`, as the error naming entry `(rows[k],
 /// cols[k])` (the matrix checks of [`Csr::check_finite`] and [`Coo::check_finite`]).
 pub(crate) fn check_finite_entries<T: Element>(
@@ -314,7 +326,7 @@ pub(crate) fn check_finite_entries<T: Element>(
     values: &[T],
     entry: impl Fn(usize) -> (usize, usize),
 ) -> Result<(), SparseError> {
-    match values.iter().position(|&e| !is_finite(e)) {
+    match first_non_finite(values) {
         None => Ok(()),
         Some(k) => {
             let (row, col) = entry(k);

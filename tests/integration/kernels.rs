@@ -10,7 +10,7 @@ use crate::common::register_all_modules;
 
 use ferrocuda::kernels::{MODULES, Module, PTX_ARCH, entries, has_entry};
 use ferrocuda_kernels::blas1::{Blas1Kernels, RealBlas1Kernels};
-use ferrocuda_kernels::krylov::KrylovKernels;
+use ferrocuda_kernels::krylov::{CompressedBasisKernels, KrylovKernels};
 use ferrocuda_kernels::precond::PrecondKernels;
 
 /// The Rust module whose kernels load from the reproduction PTX module.
@@ -339,6 +339,26 @@ fn kernel_names_carry_their_type_suffix() {
         );
         assert_eq!(A::APPLY.name(), format!("block_jacobi_apply_{pair}"));
     }
+    fn compressed<B: CompressedBasisKernels<V>, V: ferrocuda::Scalar>(pair: &str) {
+        let names = [
+            B::GS_DOTS_PARTIAL_CB.name(),
+            B::GS_UPDATE_CB.name(),
+            B::BASIS_COMBINE_CB.name(),
+            B::BASIS_WIDEN.name(),
+            B::BASIS_NARROW.name(),
+        ];
+        for (name, stem) in names.into_iter().zip([
+            "gs_dots_partial",
+            "gs_update",
+            "basis_combine",
+            "basis_widen",
+            "basis_narrow",
+        ]) {
+            assert_eq!(name, format!("{stem}_{pair}"));
+        }
+    }
+    compressed::<f32, f64>("f32_f64");
+    compressed::<ferrocuda::Complex<f32>, ferrocuda::Complex<f64>>("c32_c64");
     krylov::<f32>();
     krylov::<f64>();
     krylov::<ferrocuda::Complex<f32>>();

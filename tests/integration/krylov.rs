@@ -496,6 +496,8 @@ fn gmres_restart_beyond_memory_is_an_error_not_a_panic() {
     }
 }
 
+/// `BasisStorage::F32` (CB-GMRES), CPU and GPU.
+mod basis;
 /// The GPU twins of these tests (poisoned outputs, compared with the CPU or a reference).
 mod gpu;
 /// `MatrixStorage::F32`'s edges, CPU and GPU.

@@ -162,9 +162,15 @@ fn solves_known_system<T: Element>(name: &str, dir: &Path, c: &Case<T>, device: 
             }
         }
     }
-    // The matrix stored in f32, refined with the f64 residual.
-    for precond in ["none", "ilu0"] {
-        let what = format!("{name} on {device}, --storage f32, precond {precond}");
+    // The matrix and/or the basis stored in f32, refined with the f64 residual.
+    for (precond, storage, basis) in [
+        ("none", "f32", "full"),
+        ("ilu0", "f32", "full"),
+        ("none", "full", "f32"),
+        ("block-jacobi", "f32", "f32"),
+    ] {
+        let what =
+            format!("{name} on {device}, --storage {storage} --basis {basis}, precond {precond}");
         let _ = std::fs::remove_file(&out);
         let o = solve(
             &c.a,
@@ -172,7 +178,9 @@ fn solves_known_system<T: Element>(name: &str, dir: &Path, c: &Case<T>, device: 
             &out,
             &[
                 "--storage",
-                "f32",
+                storage,
+                "--basis",
+                basis,
                 "--precond",
                 precond,
                 "--tol",
@@ -185,7 +193,8 @@ fn solves_known_system<T: Element>(name: &str, dir: &Path, c: &Case<T>, device: 
         );
         let v = json(&o, &what);
         assert_eq!(v["converged"], true, "{what}: {v}");
-        assert_eq!(v["storage"], "f32", "{what}");
+        assert_eq!(v["storage"], storage, "{what}");
+        assert_eq!(v["basis"], basis, "{what}");
         let passes = v["refinement"]["steps"]
             .as_array()
             .expect("refinement steps");

@@ -186,9 +186,13 @@ pub unsafe fn gmres_cycle_sbell<A: MatrixScalar<V>, V: Scalar, const B: usize, c
             // Two elements per load step, except for c64: the second element's registers
             // made the general-`B` kernel spill on sm_80 (same sums either way).
             if size_of::<V>() <= 8 {
-                unsafe { gs_dots_block::<V, true>(vb, blocks, n, k1, u, wv, basis, n, partials) };
+                unsafe {
+                    gs_dots_block::<V, V, true>(vb, blocks, n, k1, u, wv, basis, n, partials)
+                };
             } else {
-                unsafe { gs_dots_block::<V, false>(vb, blocks, n, k1, u, wv, basis, n, partials) };
+                unsafe {
+                    gs_dots_block::<V, V, false>(vb, blocks, n, k1, u, wv, basis, n, partials)
+                };
             }
             vb += grid_dim();
         }

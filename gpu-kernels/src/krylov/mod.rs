@@ -52,6 +52,76 @@ pub fn normalize<T: Scalar>(x: T, norm: T::Real) -> T {
     }
 }
 
+/// How a basis vector's entries are stored (CB-GMRES, "compressed basis"): in the
+/// vectors' own type `V` (identity), or rounded to single precision for a
+/// double-precision solve (`f32` for `f64`, `Complex<f32>` for `Complex<f64>`): the
+/// orthogonalisation reads half the bytes, and every sum is still taken in `V`.
+pub trait BasisScalar<V: Scalar>: Scalar {
+    /// The stored entry as `V` (exact).
+    fn widen(self) -> V;
+    /// `v` rounded to the storage type (to nearest).
+    fn narrow(v: V) -> Self;
+}
+
+impl<T: Scalar> BasisScalar<T> for T {
+    #[inline(always)]
+    fn widen(self) -> T {
+        self
+    }
+    #[inline(always)]
+    fn narrow(v: T) -> T {
+        v
+    }
+}
+
+impl BasisScalar<f64> for f32 {
+    #[inline(always)]
+    fn widen(self) -> f64 {
+        self as f64
+    }
+    #[inline(always)]
+    fn narrow(v: f64) -> f32 {
+        v as f32
+    }
+}
+
+impl BasisScalar<num_complex::Complex<f64>> for num_complex::Complex<f32> {
+    #[inline(always)]
+    fn widen(self) -> num_complex::Complex<f64> {
+        num_complex::Complex::new(self.re as f64, self.im as f64)
+    }
+    #[inline(always)]
+    fn narrow(v: num_complex::Complex<f64>) -> Self {
+        num_complex::Complex::new(v.re as f32, v.im as f32)
+    }
+}
+
+/// The compressed basis type of each vector type: `f32` for `f64`, `Complex<f32>` for
+/// `Complex<f64>`; single-precision vectors store themselves.
+pub trait CompressedBasis: Scalar {
+    /// The type a compressed basis stores.
+    type Low: BasisScalar<Self>;
+}
+impl CompressedBasis for f64 {
+    type Low = f32;
+}
+impl CompressedBasis for f32 {
+    type Low = f32;
+}
+impl CompressedBasis for num_complex::Complex<f64> {
+    type Low = num_complex::Complex<f32>;
+}
+impl CompressedBasis for num_complex::Complex<f32> {
+    type Low = num_complex::Complex<f32>;
+}
+
+/// `v` rounded to its compressed basis type and back (exact widening): the value a
+/// compressed basis holds, in `T` (the CPU's CB-GMRES keeps its basis so).
+#[inline(always)]
+pub fn basis_round<T: CompressedBasis>(v: T) -> T {
+    T::Low::narrow(v).widen()
+}
+
 #[cfg(not(target_arch = "nvptx64"))]
 use crate::abi::Kernel;
 #[cfg(target_arch = "nvptx64")]
@@ -79,7 +149,26 @@ pub unsafe fn gs_dots_partial<T: Scalar>(
     ld: usize,
     partials: *mut T,
 ) {
-    unsafe { gs_dots_block::<T, false>(block_idx(), grid_dim(), n, k1, u, w, basis, ld, partials) };
+    unsafe {
+        gs_dots_block::<T, T, false>(block_idx(), grid_dim(), n, k1, u, w, basis, ld, partials)
+    };
+}
+
+/// [`gs_dots_partial`] over a compressed basis ([`BasisScalar`]): `u` (column `k`) and
+/// the columns in `B`, `w` and the sums in `T`.
+#[kernel(args = GsDotsPartialCb)]
+pub unsafe fn gs_dots_partial_cb<B: BasisScalar<T>, T: Scalar>(
+    n: usize,
+    k1: usize,
+    u: *const B,
+    w: *const T,
+    basis: *const B,
+    ld: usize,
+    partials: *mut T,
+) {
+    unsafe {
+        gs_dots_block::<T, B, false>(block_idx(), grid_dim(), n, k1, u, w, basis, ld, partials)
+    };
 }
 
 /// Block `vb` of a [`gs_dots_partial`] grid of `blocks` blocks, run by this block (the
@@ -89,14 +178,14 @@ pub unsafe fn gs_dots_partial<T: Scalar>(
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn gs_dots_block<T: Scalar, const PAIRED: bool>(
+unsafe fn gs_dots_block<T: Scalar, B: BasisScalar<T>, const PAIRED: bool>(
     vb: usize,
     blocks: usize,
     n: usize,
     k1: usize,
-    u: *const T,
+    u: *const B,
     w: *const T,
-    basis: *const T,
+    basis: *const B,
     ld: usize,
     partials: *mut T,
 ) {
@@ -121,12 +210,19 @@ unsafe fn gs_dots_block<T: Scalar, const PAIRED: bool>(
         // few elements per thread, and each would otherwise wait its own round trip.
         while i + stride < n {
             let i2 = i + stride;
-            let (u1, w1, u2, w2) = unsafe { (*u.add(i), *w.add(i), *u.add(i2), *w.add(i2)) };
+            let (u1, w1, u2, w2) = unsafe {
+                (
+                    (*u.add(i)).widen(),
+                    *w.add(i),
+                    (*u.add(i2)).widen(),
+                    *w.add(i2),
+                )
+            };
             let (mut v1, mut v2) = ([T::ZERO; DOTS_CHUNK], [T::ZERO; DOTS_CHUNK]);
             for j in 0..DOTS_CHUNK {
                 if j < count {
                     let col = unsafe { basis.add((first + j) * ld) };
-                    (v1[j], v2[j]) = unsafe { (*col.add(i), *col.add(i2)) };
+                    (v1[j], v2[j]) = unsafe { ((*col.add(i)).widen(), (*col.add(i2)).widen()) };
                 }
             }
             for j in 0..DOTS_CHUNK {
@@ -139,10 +235,10 @@ unsafe fn gs_dots_block<T: Scalar, const PAIRED: bool>(
         }
     }
     while i < n {
-        let (ui, wi) = unsafe { (*u.add(i), *w.add(i)) };
+        let (ui, wi) = unsafe { ((*u.add(i)).widen(), *w.add(i)) };
         for j in 0..DOTS_CHUNK {
             if j < count {
-                let v = unsafe { *basis.add((first + j) * ld + i) };
+                let v = unsafe { (*basis.add((first + j) * ld + i)).widen() };
                 au[j] = dot_step(au[j], v, ui);
                 aw[j] = dot_step(aw[j], v, wi);
             }
@@ -225,11 +321,31 @@ pub unsafe fn gs_update_kernel<T: Scalar>(
     unsafe { gs_update_columns(n, k, ld, c, inv_alpha, a, b, w, basis) };
 }
 
-/// The body of both update kernels.
+/// [`gs_update_kernel`] over a compressed basis ([`BasisScalar`]): columns read in `B`
+/// and widened, the sums in `T`, the two new columns rounded to `B`.
+#[kernel(args = GsUpdateCb)]
+pub unsafe fn gs_update_cb<B: BasisScalar<T>, T: Scalar>(
+    p: GsUpdateScalars<T>,
+    a: *const T,
+    b: *const T,
+    w: *const T,
+    basis: *mut B,
+) {
+    let GsUpdateScalars {
+        n,
+        k,
+        ld,
+        c,
+        inv_alpha,
+    } = p;
+    unsafe { gs_update_columns(n, k, ld, c, inv_alpha, a, b, w, basis) };
+}
+
+/// The body of the update kernels.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn gs_update_columns<T: Scalar>(
+unsafe fn gs_update_columns<T: Scalar, B: BasisScalar<T>>(
     n: usize,
     k: usize,
     ld: usize,
@@ -238,20 +354,20 @@ unsafe fn gs_update_columns<T: Scalar>(
     a: *const T,
     b: *const T,
     w: *const T,
-    basis: *mut T,
+    basis: *mut B,
 ) {
     for_each_index(n, |i| {
         let (mut sa, mut sb) = (T::ZERO, T::ZERO);
         for j in 0..k {
-            let v = unsafe { *basis.add(j * ld + i) };
+            let v = unsafe { (*basis.add(j * ld + i)).widen() };
             sa = basis_term(sa, unsafe { *a.add(j) }, v);
             sb = basis_term(sb, unsafe { *b.add(j) }, v);
         }
-        let u = unsafe { *basis.add(k * ld + i) };
+        let u = unsafe { (*basis.add(k * ld + i)).widen() };
         let (q, next) = gs_update(u, unsafe { *w.add(i) }, sa, sb, c, inv_alpha);
         unsafe {
-            *basis.add(k * ld + i) = q;
-            *basis.add((k + 1) * ld + i) = next;
+            *basis.add(k * ld + i) = B::narrow(q);
+            *basis.add((k + 1) * ld + i) = B::narrow(next);
         }
     });
 }
@@ -568,6 +684,41 @@ pub unsafe fn basis_combine<T: Scalar>(
     });
 }
 
+/// [`basis_combine`] over a compressed basis ([`BasisScalar`]): columns widened, sums
+/// in `T`.
+#[kernel(args = BasisCombineCb)]
+pub unsafe fn basis_combine_cb<B: BasisScalar<T>, T: Scalar>(
+    n: usize,
+    k: usize,
+    basis: *const B,
+    ld: usize,
+    coef: *const T,
+    z: *mut T,
+) {
+    for_each_index(n, |i| {
+        let mut s = T::ZERO;
+        for j in 0..k {
+            s = basis_term(s, unsafe { *coef.add(j) }, unsafe {
+                (*basis.add(j * ld + i)).widen()
+            });
+        }
+        unsafe { *z.add(i) = s };
+    });
+}
+
+/// `y <- x` widened: a compressed basis vector as the operator's input.
+#[kernel(args = BasisWiden)]
+pub unsafe fn basis_widen<B: BasisScalar<T>, T: Scalar>(n: usize, x: *const B, y: *mut T) {
+    for_each_index(n, |i| unsafe { *y.add(i) = (*x.add(i)).widen() });
+}
+
+/// `y <- x` rounded to the basis type: the residual as the compressed basis's first
+/// column.
+#[kernel(args = BasisNarrow)]
+pub unsafe fn basis_narrow<B: BasisScalar<T>, T: Scalar>(n: usize, x: *const T, y: *mut B) {
+    for_each_index(n, |i| unsafe { *y.add(i) = B::narrow(*x.add(i)) });
+}
+
 /// Dynamic shared memory (in `f64`) of [`gmres_solution_coefficients`] for restart
 /// length `m`: `y` as `f64` pairs (`2 m`), then room to stage the state.
 pub const fn solution_scratch_len(m: usize) -> usize {
@@ -725,6 +876,51 @@ macro_rules! krylov_instances {
         }
     };
 }
+
+/// The GMRES kernels over a compressed basis of `Self` for vectors of `V` (CB-GMRES).
+#[cfg(not(target_arch = "nvptx64"))]
+pub trait CompressedBasisKernels<V: Scalar>: BasisScalar<V> {
+    /// `gs_dots_partial_<b>_<v>`
+    const GS_DOTS_PARTIAL_CB: Kernel<GsDotsPartialCb<'static, Self, V>>;
+    /// `gs_update_<b>_<v>`
+    const GS_UPDATE_CB: Kernel<GsUpdateCb<'static, Self, V>>;
+    /// `basis_combine_<b>_<v>`
+    const BASIS_COMBINE_CB: Kernel<BasisCombineCb<'static, Self, V>>;
+    /// `basis_widen_<b>_<v>`
+    const BASIS_WIDEN: Kernel<BasisWiden<'static, Self, V>>;
+    /// `basis_narrow_<b>_<v>`
+    const BASIS_NARROW: Kernel<BasisNarrow<'static, Self, V>>;
+}
+
+/// The compressed-basis entry points of one (basis, vector) pair.
+macro_rules! compressed_basis_instances {
+    ($b:ty, $v:ty, $sfx:literal) => {
+        instances! {
+            impl CompressedBasisKernels<$v> for $b {
+                GS_DOTS_PARTIAL_CB = gs_dots_partial_cb::<$b, $v>(concat!("gs_dots_partial_", $sfx));
+                GS_UPDATE_CB = gs_update_cb::<$b, $v>(concat!("gs_update_", $sfx));
+                BASIS_COMBINE_CB = basis_combine_cb::<$b, $v>(concat!("basis_combine_", $sfx));
+                BASIS_WIDEN = basis_widen::<$b, $v>(concat!("basis_widen_", $sfx));
+                BASIS_NARROW = basis_narrow::<$b, $v>(concat!("basis_narrow_", $sfx));
+            }
+        }
+    };
+}
+
+// f32 and c32 store themselves: their pairs exist for generic code, and a solve in
+// single precision uses the plain kernels.
+compressed_basis_instances!(f32, f64, "f32_f64");
+compressed_basis_instances!(
+    num_complex::Complex<f32>,
+    num_complex::Complex<f64>,
+    "c32_c64"
+);
+compressed_basis_instances!(f32, f32, "f32_f32");
+compressed_basis_instances!(
+    num_complex::Complex<f32>,
+    num_complex::Complex<f32>,
+    "c32_c32"
+);
 
 krylov_instances!(f32, "f32");
 krylov_instances!(f64, "f64");

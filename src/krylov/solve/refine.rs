@@ -6,7 +6,10 @@
 //! refinement, and convergence is that of `A` itself. Where the stored matrix is too far
 //! from `A` for the refinement to progress, GMRES reports stagnation (or divergence, the
 //! best iterate kept) and a full-precision GMRES finishes from there with the steps left
-//! (the fallback, reported with its reason).
+//! (the fallback, reported with its reason). [`BasisStorage::F32`] (CB-GMRES, the
+//! Krylov basis in single precision) runs the same way, alone or with the f32 matrix:
+//! its restarts see the true residual, and the fallback is full precision throughout
+//! (the full matrix and the full basis).
 
 use std::time::Instant;
 
@@ -16,7 +19,7 @@ use super::Refinement;
 use crate::blas1::Element;
 use crate::error::Result;
 use crate::krylov::gpu::KrylovElement;
-use crate::krylov::{DeviceLinOp, GmresOptions, GmresReport, LinOp, StopReason};
+use crate::krylov::{BasisStorage, DeviceLinOp, GmresOptions, GmresReport, LinOp, StopReason};
 use crate::sparse::Matrix;
 use crate::sparse::gpu::{DeviceMatrix, SpmvKernels};
 
@@ -41,6 +44,7 @@ pub(super) trait Steps {
 pub(super) fn refine(
     steps: &mut impl Steps,
     opts: &GmresOptions,
+    what: &str,
     mut progress: Option<&mut dyn FnMut(usize, f64)>,
 ) -> Result<(GmresReport, Refinement)> {
     let started = Instant::now();
@@ -73,9 +77,11 @@ pub(super) fn refine(
             p(done + i, est);
         }
     };
-    let last = steps.finish(&opts.clone().max_iter(left), Some(&mut relay))?;
+    // Full precision throughout: the full matrix (in `finish`) and the full basis.
+    let full = opts.clone().max_iter(left).basis(BasisStorage::Full);
+    let last = steps.finish(&full, Some(&mut relay))?;
     rf.fallback = Some(format!(
-        "GMRES with the matrix in f32 ended in {:?} at a true relative residual of {:.2e} after {} steps: the f32 matrix is too far from A for this system",
+        "GMRES with {what} ended in {:?} at a true relative residual of {:.2e} after {} steps: single precision is too coarse for this system",
         first.reason, first.relative_residual, first.iterations
     ));
     rf.fallback_steps = last.iterations;
