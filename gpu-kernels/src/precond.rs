@@ -298,6 +298,9 @@ apply_instances!(Complex<f32>, Complex<f32>, "c32");
 apply_instances!(Complex<f64>, Complex<f64>, "c64");
 apply_instances!(f32, Complex<f32>, "f32_c32");
 apply_instances!(f64, Complex<f64>, "f64_c64");
+// Single-precision inverse blocks on double-precision vectors (`MatrixStorage::F32`).
+apply_instances!(f32, f64, "f32_f64");
+apply_instances!(Complex<f32>, Complex<f64>, "c32_c64");
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {

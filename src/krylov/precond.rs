@@ -61,6 +61,7 @@
 use ferrocuda_host::{
     DeviceBuffer, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, Gpu, LaunchConfig,
 };
+use ferrocuda_kernels::krylov::{BasisNarrow, BasisScalar, CompressedBasisKernels};
 /// The bound of the device block Jacobi: matrix scalars with block-Jacobi kernels for
 /// vectors of `V`.
 pub use ferrocuda_kernels::precond::PrecondKernels;
@@ -314,6 +315,18 @@ impl<A: Element> BlockJacobi<A> {
     pub fn inverse_blocks(&self) -> &[A] {
         &self.inv
     }
+
+    /// The same preconditioner with its inverse blocks rounded to single precision
+    /// (`f32` for `f64`, `Complex<f32>` for `Complex<f64>`; a single-precision one is
+    /// copied): half the bytes per application on double-precision vectors
+    /// ([`super::MatrixStorage::F32`]). The inverse is taken in full precision first.
+    pub fn narrowed(&self) -> BlockJacobi<A::Low> {
+        BlockJacobi {
+            b: self.b,
+            n_block_rows: self.n_block_rows,
+            inv: self.inv.par_iter().map(|&v| A::Low::narrow(v)).collect(),
+        }
+    }
 }
 
 impl<A: Element + MatrixScalar<V>, V: Element> LinOp<V> for BlockJacobi<A> {
@@ -405,6 +418,31 @@ impl<A: Element> DeviceBlockJacobi<A> {
     /// The inverse blocks on the device, laid out as [`BlockJacobi::inverse_blocks`].
     pub fn inverse_blocks(&self) -> &DeviceBuffer<A> {
         &self.inv
+    }
+
+    /// [`BlockJacobi::narrowed`] on the device (the same rounding, one kernel).
+    pub fn narrowed(&self) -> Result<DeviceBlockJacobi<A::Low>>
+    where
+        A::Low: CompressedBasisKernels<A> + Element,
+    {
+        let gpu = self.inv.gpu();
+        let len = self.inv.len();
+        let mut low = gpu.alloc::<A::Low>(len)?;
+        if len > 0 {
+            let args = BasisNarrow {
+                n: len,
+                x: self.inv.as_in(),
+                y: low.as_out(),
+            };
+            let cfg = LaunchConfig::for_elements(len, 256);
+            // SAFETY: the kernel reads `len` inverse entries and writes `len` into `low`.
+            unsafe { gpu.launch(&A::Low::BASIS_NARROW, cfg, args)? };
+        }
+        Ok(DeviceBlockJacobi {
+            b: self.b,
+            n_block_rows: self.n_block_rows,
+            inv: low,
+        })
     }
 }
 

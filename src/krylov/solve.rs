@@ -24,7 +24,10 @@
 //!    residual brings the true residual to the tolerance, with a full-precision GMRES to
 //!    finish where the refinement stalls ([`SolveReport::refinement`] says what happened;
 //!    the maths at [`MatrixStorage::F32`]). The preconditioner is built from the
-//!    full-precision matrix.
+//!    full-precision matrix; point and block-Jacobi factors are then rounded to `f32`
+//!    too ([`BlockJacobi::narrowed`]), ILU(0)'s stay in full precision.
+//!    [`super::BasisStorage::F32`] in the GMRES options (CB-GMRES) keeps the Krylov
+//!    basis in `f32` the same way, alone or with the matrix.
 //!
 //! `solve` checks `b` and `x0` (lengths, NaN and infinity, naming the entry), pads them
 //! with zeros, runs GMRES ([`super::cpu::gmres`], [`super::gpu::gmres`]) and trims the
@@ -123,7 +126,7 @@ impl std::fmt::Display for MatrixStorage {
 /// Scalars a [`Solver`] or [`DeviceSolver`] can store in single precision
 /// ([`MatrixStorage::F32`]): `Stored` is `f32` for `f64` and `Complex<f32>` for
 /// `Complex<f64>`; single-precision scalars store themselves.
-pub trait StorageScalar: Element + MatrixScalar<Self> {
+pub trait StorageScalar: Element<Low: Element + MatrixScalar<Self>> + MatrixScalar<Self> {
     /// The storage type of [`MatrixStorage::F32`].
     type Stored: Element + MatrixScalar<Self>;
     /// `a` with its values rounded to `Stored` ([`crate::sparse::narrow`]; an entry
@@ -519,7 +522,15 @@ impl<T: StorageScalar> Solver<T> {
     pub fn new(a: &Csr<T>, opts: &SolveOptions) -> Result<Self> {
         let t = Instant::now();
         let p = prepare("Solver::new", a, opts, Target::Cpu)?;
+        let narrow = p.info.storage == MatrixStorage::F32;
         let precond: Option<Box<dyn LinOp<T> + Send + Sync>> = match (&p.jacobi, opts.precond) {
+            // The factors in single precision with the matrix (module docs).
+            (Some(j), Preconditioner::BlockJacobi) if narrow => {
+                Some(Box::new(BlockJacobi::new(j)?.narrowed()))
+            }
+            (Some(j), Preconditioner::Jacobi) if narrow => {
+                Some(Box::new(BlockJacobi::point(j)?.narrowed()))
+            }
             (Some(j), Preconditioner::BlockJacobi) => Some(Box::new(BlockJacobi::new(j)?)),
             (Some(j), Preconditioner::Ilu0) => Some(Box::new(BlockIlu0::new(j)?)),
             (Some(j), _) => Some(Box::new(BlockJacobi::point(j)?)),
@@ -605,7 +616,7 @@ pub struct DeviceSolver<T: DeviceSolveElement> {
 /// `Complex<f64>`): every kernel family it may launch, in one bound for generic code.
 pub trait DeviceSolveElement:
     KrylovElement
-    + StorageScalar<Stored: SpmvKernels<Self>>
+    + StorageScalar<Stored: SpmvKernels<Self>, Low: PrecondKernels<Self>>
     + SpmvKernels<Self>
     + PrecondKernels<Self>
     + IluKernels<Self>
@@ -614,7 +625,7 @@ pub trait DeviceSolveElement:
 
 impl<T> DeviceSolveElement for T where
     T: KrylovElement
-        + StorageScalar<Stored: SpmvKernels<T>>
+        + StorageScalar<Stored: SpmvKernels<T>, Low: PrecondKernels<T>>
         + SpmvKernels<T>
         + PrecondKernels<T>
         + IluKernels<T>
@@ -622,8 +633,10 @@ impl<T> DeviceSolveElement for T where
 }
 
 /// The preconditioner of a [`DeviceSolver`].
-enum DevicePrecond<T> {
+enum DevicePrecond<T: DeviceSolveElement> {
     Jacobi(DeviceBlockJacobi<T>),
+    /// The factors in single precision ([`MatrixStorage::F32`]).
+    Jacobi32(DeviceBlockJacobi<T::Low>),
     Ilu0(Box<DeviceBlockIlu0<T>>),
 }
 
@@ -641,7 +654,15 @@ impl<T: DeviceSolveElement> DeviceSolver<T> {
             None => None,
         };
         drop(p.stored);
+        let narrow = p.info.storage == MatrixStorage::F32;
         let precond = match (&p.jacobi, opts.precond) {
+            // The factors in single precision with the matrix (module docs).
+            (Some(j), Preconditioner::BlockJacobi) if narrow => Some(DevicePrecond::Jacobi32(
+                DeviceBlockJacobi::new(gpu, j)?.narrowed()?,
+            )),
+            (Some(j), Preconditioner::Jacobi) if narrow => Some(DevicePrecond::Jacobi32(
+                DeviceBlockJacobi::point(gpu, j)?.narrowed()?,
+            )),
             (Some(j), Preconditioner::BlockJacobi) => {
                 Some(DevicePrecond::Jacobi(DeviceBlockJacobi::new(gpu, j)?))
             }
@@ -693,6 +714,7 @@ impl<T: DeviceSolveElement> DeviceSolver<T> {
         let mut dx = self.info.upload_padded(gpu, x0)?;
         let m = self.precond.as_ref().map(|m| match m {
             DevicePrecond::Jacobi(j) => j as &dyn DeviceLinOp<T>,
+            DevicePrecond::Jacobi32(j) => j as &dyn DeviceLinOp<T>,
             DevicePrecond::Ilu0(f) => f.as_ref() as &dyn DeviceLinOp<T>,
         });
         let opts = &self.info.opts.gmres;

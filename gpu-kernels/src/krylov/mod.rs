@@ -712,8 +712,8 @@ pub unsafe fn basis_widen<B: BasisScalar<T>, T: Scalar>(n: usize, x: *const B, y
     for_each_index(n, |i| unsafe { *y.add(i) = (*x.add(i)).widen() });
 }
 
-/// `y <- x` rounded to the basis type: the residual as the compressed basis's first
-/// column.
+/// `y <- x` rounded to the single-precision type: the residual as a compressed basis's
+/// first column, and the single-precision copy of block-Jacobi factors.
 #[kernel(args = BasisNarrow)]
 pub unsafe fn basis_narrow<B: BasisScalar<T>, T: Scalar>(n: usize, x: *const T, y: *mut B) {
     for_each_index(n, |i| unsafe { *y.add(i) = B::narrow(*x.add(i)) });

@@ -11,8 +11,8 @@ use common::random_vec;
 use ferrocuda::Complex;
 use ferrocuda::gpu::Gpu;
 use ferrocuda::krylov::{
-    BasisStorage, CycleControl, DeviceSolveElement, DeviceSolver, GmresOptions, Orthogonalization,
-    Solution, SolveOptions, Solver, StorageScalar,
+    BasisStorage, CycleControl, DeviceSolveElement, DeviceSolver, GmresOptions, MatrixStorage,
+    Orthogonalization, Preconditioner, Solution, SolveOptions, Solver, StorageScalar,
 };
 use ferrocuda::sparse::{Coo, Csr};
 
@@ -88,6 +88,48 @@ fn reaches_the_tolerance<T: DeviceSolveElement + StorageScalar>(
     (rc.gmres.iterations, sc.x)
 }
 
+/// Everything reduced: the matrix, the (block-)Jacobi factors and the basis in f32;
+/// returns each preconditioner's solution.
+fn all_reduced<T: DeviceSolveElement + StorageScalar>(gpu: Option<&Gpu>, on: &str) -> Vec<Vec<T>> {
+    let n = 2000;
+    let coo = nonsymmetric::<T>(n, 47);
+    let a = Csr::from(&coo);
+    let b: Vec<T> = random_vec(n, 53);
+    let mut out = Vec::new();
+    for (precond, bs) in [
+        (Preconditioner::Jacobi, 1),
+        (Preconditioner::BlockJacobi, 4),
+    ] {
+        let opts = SolveOptions::default()
+            .precond(precond)
+            .block_size(bs)
+            .storage(MatrixStorage::F32)
+            .gmres(
+                GmresOptions::default()
+                    .rtol(1e-10)
+                    .max_iter(2000)
+                    .basis(BasisStorage::F32),
+            );
+        let s = solve(gpu, &a, &b, &opts).unwrap_or_else(|e| panic!("{on} {precond}: {e}"));
+        let r = &s.report;
+        let rel = rel_true(&coo, &b, &s.x);
+        eprintln!(
+            "{on} {precond} (f32 matrix, factors, basis): {} steps, true residual {rel:.2e}",
+            r.gmres.iterations
+        );
+        assert!(
+            r.gmres.converged && rel <= 1.01e-10,
+            "{on} {precond}: {rel}"
+        );
+        assert_eq!(
+            (r.storage, r.basis),
+            (MatrixStorage::F32, BasisStorage::F32)
+        );
+        out.push(s.x);
+    }
+    out
+}
+
 /// What an f32 basis refuses, on either device: MGS, cycles on the device.
 fn refusals(gpu: Option<&Gpu>, on: &str) {
     let coo = nonsymmetric::<f64>(50, 3);
@@ -131,6 +173,8 @@ fn single_precision(gpu: Option<&Gpu>, on: &str) {
 fn f32_basis_on_the_cpu() {
     reaches_the_tolerance::<f64>(None, "cpu f64");
     reaches_the_tolerance::<Complex<f64>>(None, "cpu c64");
+    all_reduced::<f64>(None, "cpu f64");
+    all_reduced::<Complex<f64>>(None, "cpu c64");
     refusals(None, "cpu");
     single_precision(None, "cpu");
 }
@@ -163,6 +207,26 @@ fn f32_basis_on_the_gpu_against_the_cpu_twin() {
     }
     twin::<f64>(&gpu, "f64");
     twin::<Complex<f64>>(&gpu, "c64");
+    fn reduced_twin<T: DeviceSolveElement + StorageScalar>(gpu: &Gpu, on: &str) {
+        let cpu = all_reduced::<T>(None, &format!("cpu {on}"));
+        let dev = all_reduced::<T>(Some(gpu), &format!("gpu {on}"));
+        let to = common::krylov::to_c64::<T>;
+        for (c, g) in cpu.iter().zip(&dev) {
+            let num: f64 = g
+                .iter()
+                .zip(c)
+                .map(|(&g, &c)| (to(g) - to(c)).norm_sqr())
+                .sum();
+            let den: f64 = c.iter().map(|&c| to(c).norm_sqr()).sum();
+            assert!(
+                (num / den).sqrt() < 1e-8,
+                "{on}: solutions differ by {}",
+                (num / den).sqrt()
+            );
+        }
+    }
+    reduced_twin::<f64>(&gpu, "f64");
+    reduced_twin::<Complex<f64>>(&gpu, "c64");
     refusals(Some(&gpu), "gpu");
     single_precision(Some(&gpu), "gpu");
 }
