@@ -985,7 +985,7 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
             Some(norm) => norm,
             None => {
                 self.queue_residual()?;
-                b1::nrm2(&self.basis.view(..self.n)?)?.to_f64()
+                b1::nrm2(&self.residual_vector()?)?.to_f64()
             }
         };
         self.collect(SPMV)?;
