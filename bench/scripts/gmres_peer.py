@@ -40,7 +40,7 @@ Preconditioners (--precond), M ~ inverse of A, passed as `M=`:
   the factors capped at about A's entries. Not ILU(0): SuperLU chooses which entries to
   keep (and may drop some of A's), so its steps can differ from ILU(0)'s.
 - ilu: spilu with the library's defaults (SuperLU's threshold ILU: drop_tol 1e-4,
-  fill_factor 10, COLAMD ordering, partial pivoting), what a SciPy user gets; CuPy's
+  fill_factor 10, COLAMD ordering, threshold pivoting), what a SciPy user gets; CuPy's
   spilu without fill_factor=1 factors on the host through SciPy and solves on the GPU.
 The entries of L and U (the unit diagonal of L not counted) are reported (precond_nnz).
 How M is applied (read from the libraries' sources, reported as `side`):

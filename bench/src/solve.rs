@@ -443,7 +443,13 @@ impl Run<'_> {
             }
             if !exported {
                 progress(&format!("{label}: exporting the system for the peers"));
-                peer::export_csr(&self.export_dir, a, b)?;
+                if let Err(e) = peer::export_csr(&self.export_dir, a, b) {
+                    // The rows measured so far stay: the peers of this system are noted.
+                    let _ = peer::remove_export(&self.export_dir);
+                    self.skipped
+                        .push(format!("every peer on {label}: the export failed: {e}"));
+                    return Ok(());
+                }
                 exported = true;
             }
             progress(&format!("{who} (peer script)"));
@@ -767,7 +773,7 @@ impl SolveBenchReport {
              - ferrocuda: `DeviceSolver` (CGS2; SBELL or BCSR for the generated case, block size 5; CSR-derived formats for the real matrices, block size 1), right-preconditioned; set-up: conversion, preconditioner (ILU(0): factored on the device, level-scheduled) and uploads; solve: the fastest of {SOLVE_REPS} `DeviceSolver::solve` calls, host vectors in and out (checks, padding, uploads and the download included), GMRES ms: the device solve within it (all passes); true rel. residual: recomputed in f64 (complex f64 for c64) from the CSR arrays\n\
              - storage f32: the matrix values in f32 (c32 for c64), vectors and arithmetic in full precision, refined with the full-precision residual (passes: the steps of each refinement solve; \"+ full\": a full-precision GMRES finished); vs full: the full-precision solve's time over this one's, same solver, matrix, scalar and preconditioner\n\
              - peers (the script `bench/scripts/gmres_peer.py`, run once per row): CuPy's `cupyx.scipy.sparse.linalg.gmres` on the GPU, right-preconditioned, the residual tested only between cycles of {RESTART} steps (its steps are whole cycles); SciPy's `scipy.sparse.linalg.gmres` on the CPU, left-preconditioned (it minimises the preconditioned residual within a cycle and tests the true residual at each restart); both from `x0 = 0` with `atol = 0`; set-up: from the CSR arrays in host memory to the matrix on the device (CuPy) and the preconditioner built, after a warm-up on a tiny system (CuPy compiles its kernels on first use); solve: CuPy the fastest of up to 5 within 2 s, each uploading `b` and downloading `x` as `DeviceSolver::solve` does; SciPy one solve; true rel. residual: recomputed by the script in the system's precision; converged: the library's `info == 0`\n\
-             - peer preconditioners: `jacobi` the reciprocals of the diagonal; `ilu0` the nearest to ILU(0): CuPy `spilu(A, fill_factor=1)` = cuSPARSE's ILU(0) factored on the GPU, its triangular solves on the GPU; SciPy `spilu(drop_tol=0, fill_factor=1, permc_spec='NATURAL', diag_pivot_thresh=0)`, SuperLU's threshold ILU capped at about A's entries without reordering or pivoting, which chooses its own pattern (not ILU(0)'s factors); `ilu`: `spilu` with the library's defaults (drop_tol 1e-4, fill_factor 10, COLAMD, partial pivoting; CuPy's factors on the host through SciPy, solves on the GPU), a stronger and denser preconditioner than ILU(0)\n\
+             - peer preconditioners: `jacobi` the reciprocals of the diagonal; `ilu0` the nearest to ILU(0): CuPy `spilu(A, fill_factor=1)` = cuSPARSE's ILU(0) factored on the GPU, its triangular solves on the GPU; SciPy `spilu(drop_tol=0, fill_factor=1, permc_spec='NATURAL', diag_pivot_thresh=0)`, SuperLU's threshold ILU capped at about A's entries without reordering or pivoting, which chooses its own pattern (not ILU(0)'s factors); `ilu`: `spilu` with the library's defaults (drop_tol 1e-4, fill_factor 10, COLAMD ordering, threshold pivoting; CuPy's factors on the host through SciPy, solves on the GPU), a stronger and denser preconditioner than ILU(0)\n\
              - vs CuPy: the solve ms of the fastest converged CuPy row (any preconditioner) of the same matrix and scalar over this row's; vs CuPy with set-up: the same with set-up + solve on both sides (the fastest CuPy row by that sum); above 1: ferrocuda is faster\n\
              - the peers' limits: systems above {PEER_HOST_NNZ} entries get SciPy's ILU(0)-like spilu only, on the f64 system only (none with `--quick`), and no `ilu` (fill up to 10x on the host); every peer run is stopped at the time limit of `--peer-timeout` (a row with the error)\n\n\
              {table}\n{fallbacks}{unavailable}{skipped}{details}![solve](solve-chart.png)\n",
@@ -784,7 +790,7 @@ impl SolveBenchReport {
     }
 
     /// The chart: the solve time of each configuration, one group per matrix, scalar
-    /// and preconditioner, a bar per solver (ferrocuda per storage).
+    /// and preconditioner, a bar per solver (ferrocuda per storage), on a log axis.
     pub fn chart(&self) -> BarChart {
         const SERIES: [&str; 4] = [
             "ferrocuda, full storage",
@@ -814,16 +820,19 @@ impl SolveBenchReport {
                     groups.len() - 1
                 }
             };
-            if r.error.is_none() && r.solve_ms.is_finite() {
+            if r.error.is_none() && r.solve_ms.is_finite() && r.solve_ms > 0.0 {
                 groups[i].1.values[series] = Some(r.solve_ms);
             }
         }
         BarChart {
             title: format!("Time to solution, rtol 1e-8, {}", self.device),
-            value_label: "ms".into(),
+            value_label: "ms (log scale)".into(),
             groups: groups.into_iter().map(|g| g.1).collect(),
             series: SERIES.iter().map(|s| s.to_string()).collect(),
             reference_lines: Vec::new(),
+            // Peers on the CPU and unpreconditioned solves run orders of magnitude
+            // longer than the fastest rows.
+            log_x: true,
         }
     }
 }
