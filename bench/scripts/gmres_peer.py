@@ -29,8 +29,12 @@ The reported relative_residual is ||b - A x|| / ||b||, recomputed after the solv
 system's precision.
 
 Preconditioners (--precond), M ~ inverse of A, passed as `M=`:
+- Rows of A that store no entry (the ghost rows of ferrocuda's generated cases, where
+  b is 0 too) are taken as the identity's rows in the preconditioner, as ferrocuda's
+  Jacobi and ILU(0) take them; GMRES still iterates with A. Without this neither
+  library's ILU factors such a matrix (CuPy: "a(i,i) is missing", SuperLU: singular).
 - jacobi: the reciprocals of A's diagonal (an elementwise product; a zero diagonal entry
-  is an error naming the row).
+  in a row that stores entries is an error naming the row).
 - ilu0: the nearest to ILU(0) each library has.
   CuPy: cupyx.scipy.sparse.linalg.spilu(A, fill_factor=1), which CuPy documents as the
   incomplete LU computed on the GPU without fill-in or pivoting (cuSPARSE csrilu02:
@@ -134,13 +138,52 @@ def cpu_name():
     return platform.processor() or platform.machine()
 
 
-def inverse_diagonal(xp, a):
-    """1 / diag(a); a zero diagonal entry is an error naming the first such row."""
-    d = a.diagonal()
+def identity_rows(xp, indptr, indices, data):
+    """The CSR arrays with 1 on the diagonal of every row that stores no entry (the
+    generated case's ghost rows), and how many such rows: the matrix a preconditioner is
+    built from, as ferrocuda's preconditioners take such rows as the identity's. GMRES
+    still iterates with A itself. xp: numpy or cupy (the arrays' module)."""
+    n, nnz = len(indptr) - 1, len(indices)
+    counts = xp.diff(indptr)
+    empty = xp.flatnonzero(counts == 0)
+    k = int(empty.size)
+    if k == 0:
+        return indptr, indices, data, 0
+    grow = xp.zeros(n, dtype=indptr.dtype)
+    grow[empty] = 1
+    new_ptr = xp.zeros(n + 1, dtype=indptr.dtype)
+    new_ptr[1:] = xp.cumsum(counts + grow)
+    # Entry e of row r moves by the empty rows above r: new_ptr[r] - indptr[r]. Its row
+    # is the last row starting at or before e (empty rows start where the next does).
+    entry = xp.arange(nnz, dtype=indptr.dtype)
+    row = xp.searchsorted(indptr, entry, side="right") - 1
+    pos = entry + (new_ptr[row] - indptr[row])
+    new_idx = xp.empty(nnz + k, dtype=indices.dtype)
+    new_val = xp.empty(nnz + k, dtype=data.dtype)
+    new_idx[pos] = indices
+    new_val[pos] = data
+    new_idx[new_ptr[empty]] = empty.astype(indices.dtype)
+    new_val[new_ptr[empty]] = 1
+    return new_ptr, new_idx, new_val, k
+
+
+def inverse_diagonal(xp, indptr, a):
+    """1 / diag(a), 1 on the rows that store no entry; a zero diagonal entry in another
+    row is an error naming the first such row."""
+    d = a.diagonal().copy()
+    d[xp.diff(indptr) == 0] = 1
     zero = xp.flatnonzero(d == 0)
     if zero.size:
         raise ValueError(f"jacobi: zero diagonal entry in row {int(zero[0])}")
     return 1 / d
+
+
+def ghost_note(k):
+    return (
+        f"; the rows storing no entry ({k}) taken as the identity's rows, as ferrocuda does"
+        if k
+        else ""
+    )
 
 
 def import_cupy():
@@ -173,30 +216,32 @@ def cupy_setup(cupy, precond, indptr, indices, data):
     import cupyx.scipy.sparse.linalg as sla
 
     n = len(indptr) - 1
-    a = sp.csr_matrix(
-        (cupy.asarray(data), cupy.asarray(indices), cupy.asarray(indptr)), shape=(n, n)
-    )
+    di, dj, dd = cupy.asarray(indptr), cupy.asarray(indices), cupy.asarray(data)
+    a = sp.csr_matrix((dd, dj, di), shape=(n, n))
     m, detail, nnz = None, "none", None
     if precond == "jacobi":
-        dinv = inverse_diagonal(cupy, a)
+        dinv = inverse_diagonal(cupy, di, a)
         m = sla.LinearOperator((n, n), matvec=lambda v: dinv * v, dtype=a.dtype)
-        detail = "jacobi: reciprocals of the diagonal, elementwise on the GPU"
+        k = int((cupy.diff(di) == 0).sum())
+        detail = "jacobi: reciprocals of the diagonal, elementwise on the GPU" + ghost_note(k)
     elif precond in ("ilu0", "ilu"):
         if not hasattr(sla, "spilu"):
             raise ValueError(
                 f"ILU is not available in CuPy {cupy.__version__}: "
                 "no cupyx.scipy.sparse.linalg.spilu"
             )
+        pi, pj, pd, k = identity_rows(cupy, di, dj, dd)
+        p = a if k == 0 else sp.csr_matrix((pd, pj, pi), shape=(n, n))
         if precond == "ilu0":
-            lu = sla.spilu(a, fill_factor=1)
+            lu = sla.spilu(p, fill_factor=1)
             how = "ILU(0) factored on the GPU (cuSPARSE csrilu02)"
         else:
-            lu = sla.spilu(a)
+            lu = sla.spilu(p)
             how = "SciPy's spilu with its defaults, factored on the host"
         m = sla.LinearOperator((n, n), matvec=lu.solve, dtype=a.dtype)
         detail = (
             f"{precond}: cupyx spilu({'fill_factor=1' if precond == 'ilu0' else ''}) -> "
-            f"{type(lu).__name__}: {how}, L and U solves on the GPU"
+            f"{type(lu).__name__}: {how}, L and U solves on the GPU" + ghost_note(k)
         )
         nnz = factor_entries(lu, n)
     cupy.cuda.Device().synchronize()
@@ -294,18 +339,22 @@ def scipy_setup(args, indptr, indices, data):
     a = sp.csr_matrix((data, indices, indptr), shape=(n, n))
     m, detail, nnz = None, "none", None
     if args.precond == "jacobi":
-        dinv = inverse_diagonal(np, a)
+        dinv = inverse_diagonal(np, indptr, a)
         m = sla.LinearOperator((n, n), matvec=lambda v: dinv * v, dtype=a.dtype)
-        detail = "jacobi: reciprocals of the diagonal"
+        k = int((np.diff(indptr) == 0).sum())
+        detail = "jacobi: reciprocals of the diagonal" + ghost_note(k)
     elif args.precond in ("ilu0", "ilu"):
         kw = SPILU_ILU0 if args.precond == "ilu0" else {}
-        lu = sla.spilu(a.tocsc(), **kw)
+        pi, pj, pd, k = identity_rows(np, indptr, indices, data)
+        p = a if k == 0 else sp.csr_matrix((pd, pj, pi), shape=(n, n))
+        lu = sla.spilu(p.tocsc(), **kw)
         m = sla.LinearOperator((n, n), matvec=lu.solve, dtype=a.dtype)
         nnz = factor_entries(lu, n)
         given = ", ".join(f"{k}={v!r}" for k, v in kw.items())
         detail = (
             f"{args.precond}: scipy spilu({given}), SuperLU's threshold ILU"
             + ("" if kw else " with SciPy's defaults")
+            + ghost_note(k)
         )
     return a, m, detail, nnz
 

@@ -476,6 +476,20 @@ impl Run<'_> {
     }
 }
 
+/// `text` on one line (a library's message may span several), at most 300 characters.
+fn one_line(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(300) {
+        Some((i, _)) => format!("{}...", &line[..i]),
+        None => line,
+    }
+}
+
+/// A table cell: one line, no `|` (which would end the cell in Markdown).
+fn cell(text: &str) -> String {
+    one_line(text).replace('|', "/")
+}
+
 /// A peer's result as a row.
 fn peer_row(cfg: PeerConfig, matrix: &str, scalar: &str, r: &PeerResult) -> SolveRow {
     let mut row = SolveRow::empty(cfg.solver, matrix, scalar, r.n, r.nnz);
@@ -505,7 +519,7 @@ fn peer_error_row<T: Element>(
     let mut row = SolveRow::empty(cfg.solver, matrix, scalar, a.n_rows(), a.nnz());
     row.precond = cfg.precond.into();
     row.format = "csr".into();
-    row.error = Some(e.to_string());
+    row.error = Some(one_line(&e.to_string()));
     row
 }
 
@@ -648,7 +662,7 @@ impl SolveBenchReport {
                         "-".into(),
                         r.precond.clone(),
                         r.storage.to_string(),
-                        format!("error: {e}"),
+                        format!("error: {}", cell(e)),
                     ]);
                     c.resize(Self::HEADERS.len(), "-".into());
                     return c;
@@ -773,7 +787,7 @@ impl SolveBenchReport {
              - ferrocuda: `DeviceSolver` (CGS2; SBELL or BCSR for the generated case, block size 5; CSR-derived formats for the real matrices, block size 1), right-preconditioned; set-up: conversion, preconditioner (ILU(0): factored on the device, level-scheduled) and uploads; solve: the fastest of {SOLVE_REPS} `DeviceSolver::solve` calls, host vectors in and out (checks, padding, uploads and the download included), GMRES ms: the device solve within it (all passes); true rel. residual: recomputed in f64 (complex f64 for c64) from the CSR arrays\n\
              - storage f32: the matrix values in f32 (c32 for c64), vectors and arithmetic in full precision, refined with the full-precision residual (passes: the steps of each refinement solve; \"+ full\": a full-precision GMRES finished); vs full: the full-precision solve's time over this one's, same solver, matrix, scalar and preconditioner\n\
              - peers (the script `bench/scripts/gmres_peer.py`, run once per row): CuPy's `cupyx.scipy.sparse.linalg.gmres` on the GPU, right-preconditioned, the residual tested only between cycles of {RESTART} steps (its steps are whole cycles); SciPy's `scipy.sparse.linalg.gmres` on the CPU, left-preconditioned (it minimises the preconditioned residual within a cycle and tests the true residual at each restart); both from `x0 = 0` with `atol = 0`; set-up: from the CSR arrays in host memory to the matrix on the device (CuPy) and the preconditioner built, after a warm-up on a tiny system (CuPy compiles its kernels on first use); solve: CuPy the fastest of up to 5 within 2 s, each uploading `b` and downloading `x` as `DeviceSolver::solve` does; SciPy one solve; true rel. residual: recomputed by the script in the system's precision; converged: the library's `info == 0`\n\
-             - peer preconditioners: `jacobi` the reciprocals of the diagonal; `ilu0` the nearest to ILU(0): CuPy `spilu(A, fill_factor=1)` = cuSPARSE's ILU(0) factored on the GPU, its triangular solves on the GPU; SciPy `spilu(drop_tol=0, fill_factor=1, permc_spec='NATURAL', diag_pivot_thresh=0)`, SuperLU's threshold ILU capped at about A's entries without reordering or pivoting, which chooses its own pattern (not ILU(0)'s factors); `ilu`: `spilu` with the library's defaults (drop_tol 1e-4, fill_factor 10, COLAMD ordering, threshold pivoting; CuPy's factors on the host through SciPy, solves on the GPU), a stronger and denser preconditioner than ILU(0)\n\
+             - peer preconditioners: `jacobi` the reciprocals of the diagonal; `ilu0` the nearest to ILU(0): CuPy `spilu(A, fill_factor=1)` = cuSPARSE's ILU(0) factored on the GPU, its triangular solves on the GPU; SciPy `spilu(drop_tol=0, fill_factor=1, permc_spec='NATURAL', diag_pivot_thresh=0)`, SuperLU's threshold ILU capped at about A's entries without reordering or pivoting, which chooses its own pattern (not ILU(0)'s factors); `ilu`: `spilu` with the library's defaults (drop_tol 1e-4, fill_factor 10, COLAMD ordering, threshold pivoting; CuPy's factors on the host through SciPy, solves on the GPU), a stronger and denser preconditioner than ILU(0); rows of A that store no entry (the generated case's ghost rows, `b` zero there) are the identity's rows in every peer preconditioner, as in ferrocuda's (GMRES iterates with A itself)\n\
              - vs CuPy: the solve ms of the fastest converged CuPy row (any preconditioner) of the same matrix and scalar over this row's; vs CuPy with set-up: the same with set-up + solve on both sides (the fastest CuPy row by that sum); above 1: ferrocuda is faster\n\
              - the peers' limits: systems above {PEER_HOST_NNZ} entries get SciPy's ILU(0)-like spilu only, on the f64 system only (none with `--quick`), and no `ilu` (fill up to 10x on the host); every peer run is stopped at the time limit of `--peer-timeout` (a row with the error)\n\n\
              {table}\n{fallbacks}{unavailable}{skipped}{details}![solve](solve-chart.png)\n",
@@ -1126,6 +1140,33 @@ mod tests {
         // x = [1, 0]: r = b - [1 + i, 0] = [-2, 3i], |r| = sqrt(13), |b| = sqrt(11).
         let got = true_residual(&a, &b, &[c(1.0, 0.0), c(0.0, 0.0)]);
         assert!((got - (13.0f64 / 11.0).sqrt()).abs() < 1e-15, "{got}");
+    }
+
+    /// An error of several lines (SuperLU's) stays on its row of the table.
+    #[test]
+    fn errors_stay_on_one_table_line() {
+        let mut failed = peer(Solver::Scipy, "ilu0", 0.0, 0.0);
+        failed.error = Some("RuntimeError: [0]: singular\n at line 149 | file x.c\n".into());
+        let r = SolveBenchReport::new("GPU".into(), vec![failed], Vec::new(), Vec::new());
+        let md = r.to_markdown();
+        let line = md
+            .lines()
+            .find(|l| l.contains("error:"))
+            .expect("the error's row");
+        assert!(
+            line.contains("error: RuntimeError: [0]: singular at line 149 / file x.c |"),
+            "{md}"
+        );
+        assert_eq!(
+            line.matches('|').count(),
+            SolveBenchReport::HEADERS.len() + 1,
+            "{line}"
+        );
+        let long = one_line(&"word ".repeat(100));
+        assert!(
+            long.ends_with("...") && long.chars().count() == 303,
+            "{long}"
+        );
     }
 
     /// The chart: one group per matrix, scalar and preconditioner, ferrocuda's storages

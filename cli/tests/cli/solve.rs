@@ -719,6 +719,12 @@ fn bench_solve_quick_writes_results() {
     assert_eq!(count("cupy"), if cupy_missing { 0 } else { 6 }, "{v}");
     assert_eq!(count("scipy"), if scipy_missing { 0 } else { 3 }, "{v}");
     for r in &peers {
+        // The ILU(0) peers factor these small systems, the generated case's ghost rows
+        // (rows storing no entry) taken as the identity's rows, and converge.
+        if r["precond"] == "ilu0" {
+            assert!(r["error"].is_null(), "{r}");
+            assert_eq!(r["converged"], true, "{r}");
+        }
         if !r["error"].is_null() {
             continue; // reported in the table (a zero pivot, the time limit)
         }
