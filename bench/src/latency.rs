@@ -322,6 +322,7 @@ impl LatencyReport {
                 .collect(),
             series: vec!["ferrocuda".into(), "bandwidth floor".into(), "peer".into()],
             reference_lines: Vec::new(),
+            log_x: false,
         }
     }
 }

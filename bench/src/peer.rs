@@ -18,7 +18,7 @@
 //! The matrix is square with `len(indptr) - 1` rows.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -265,6 +265,67 @@ pub struct PeerResult {
     pub relative_residual: Option<f64>,
     /// The library's `info` (0: converged; > 0: not converged).
     pub info: i64,
+    /// The preconditioner asked for (`none`, `jacobi`, `ilu0`, `ilu`; the script's
+    /// docstring says what each is in each library).
+    #[serde(default = "no_precond")]
+    pub precond: String,
+    /// What the preconditioner was exactly (the call and its parameters).
+    #[serde(default)]
+    pub precond_detail: Option<String>,
+    /// How the library applies it: `"right"` (CuPy) or `"left"` (SciPy); `None` without.
+    #[serde(default)]
+    pub side: Option<String>,
+    /// Entries of the incomplete factors L and U (L's unit diagonal not counted).
+    #[serde(default)]
+    pub precond_nnz: Option<usize>,
+    /// Seconds of the set-up: from the arrays in host memory to the matrix on the device
+    /// (CuPy) and the preconditioner built.
+    #[serde(default)]
+    pub setup_seconds: Option<f64>,
+    /// Whether each timed solve included uploading `b` and downloading `x` (CuPy with
+    /// [`PeerOptions::host_io`]).
+    #[serde(default)]
+    pub host_io: bool,
+}
+
+fn no_precond() -> String {
+    "none".into()
+}
+
+/// How to run a peer: [`run_peer_with`].
+#[derive(Debug, Clone)]
+pub struct PeerOptions {
+    /// `"cupy"` or `"scipy"`.
+    pub backend: String,
+    /// GMRES restart length.
+    pub restart: usize,
+    /// `|b - A x| <= rtol |b|`.
+    pub rtol: f64,
+    /// Arnoldi steps in total (CuPy: whole cycles, see [`run_peer`]).
+    pub max_steps: usize,
+    /// The script's `--precond`: `none`, `jacobi`, `ilu0` or `ilu`.
+    pub precond: String,
+    /// Time the upload of `b` and the download of `x` with each solve (CuPy), as
+    /// `DeviceSolver::solve` does.
+    pub host_io: bool,
+    /// Stop the script after this long ([`PeerError::TimedOut`]); `None`: no limit.
+    pub timeout: Option<std::time::Duration>,
+}
+
+impl PeerOptions {
+    /// `backend`'s GMRES(`restart`) to `rtol` in at most `max_steps` steps, no
+    /// preconditioner, no host transfers timed, no time limit.
+    pub fn new(backend: &str, restart: usize, rtol: f64, max_steps: usize) -> Self {
+        PeerOptions {
+            backend: backend.into(),
+            restart,
+            rtol,
+            max_steps,
+            precond: "none".into(),
+            host_io: false,
+            timeout: None,
+        }
+    }
 }
 
 /// Why a peer solve gave no result (printed as `"CuPy: not available (<this>)"`).
@@ -290,8 +351,16 @@ pub enum PeerError {
         /// The OS error.
         reason: String,
     },
-    /// The script ran and reported an error (a missing module, no GPU, out of memory).
+    /// The script ran and reported an error (out of memory, a zero pivot, ...).
     Reported(String),
+    /// The script reported that the library cannot run here at all (not installed, no
+    /// GPU): every other configuration of that backend would fail the same way.
+    Unavailable(String),
+    /// The script ran longer than [`PeerOptions::timeout`] and was stopped.
+    TimedOut {
+        /// The limit, seconds.
+        seconds: f64,
+    },
     /// The script exited with a failure status.
     Failed {
         /// The exit status.
@@ -326,7 +395,10 @@ impl std::fmt::Display for PeerError {
             PeerError::WriteScript { path, reason } => {
                 write!(f, "cannot write {}: {reason}", path.display())
             }
-            PeerError::Reported(e) => write!(f, "{e}"),
+            PeerError::Reported(e) | PeerError::Unavailable(e) => write!(f, "{e}"),
+            PeerError::TimedOut { seconds } => {
+                write!(f, "{SCRIPT} stopped after the time limit of {seconds} s")
+            }
             PeerError::Failed { status, stderr } => {
                 write!(f, "{SCRIPT} failed ({status}): {stderr}")
             }
@@ -338,6 +410,20 @@ impl std::fmt::Display for PeerError {
 }
 
 impl std::error::Error for PeerError {}
+
+impl PeerError {
+    /// Whether the backend cannot run here at all (no Python, no script, the library
+    /// missing, no GPU), as opposed to one configuration failing.
+    pub fn backend_unavailable(&self) -> bool {
+        matches!(
+            self,
+            PeerError::NoPython { .. }
+                | PeerError::NoScript { .. }
+                | PeerError::WriteScript { .. }
+                | PeerError::Unavailable(_)
+        )
+    }
+}
 
 /// The script to run for a system exported into `dir`: `override_dir/gmres_peer.py` where
 /// an override directory is given (`$FERROCUDA_SCRIPTS`), else the embedded
@@ -387,39 +473,49 @@ pub fn run_peer(
     rtol: f64,
     max_steps: usize,
 ) -> std::result::Result<PeerResult, PeerError> {
+    run_peer_with(dir, &PeerOptions::new(backend, restart, rtol, max_steps))
+}
+
+/// [`run_peer`] with a preconditioner, host transfers timed and a time limit.
+pub fn run_peer_with(dir: &Path, opts: &PeerOptions) -> std::result::Result<PeerResult, PeerError> {
     run_script(
         &python(),
         &script_for(dir, scripts_override().as_deref())?,
-        backend,
         dir,
-        restart,
-        rtol,
-        max_steps,
+        opts,
     )
 }
 
 fn run_script(
     python: &str,
     script: &Path,
-    backend: &str,
     dir: &Path,
-    restart: usize,
-    rtol: f64,
-    max_steps: usize,
+    opts: &PeerOptions,
 ) -> std::result::Result<PeerResult, PeerError> {
-    let out = Command::new(python)
-        .arg(script)
+    let mut cmd = Command::new(python);
+    cmd.arg(script)
         .arg(dir)
-        .args(["--backend", backend])
-        .args(["--restart", &restart.to_string()])
-        .args(["--rtol", &format!("{rtol:e}")])
-        .args(["--maxiter", &max_steps.to_string()])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| PeerError::NoPython {
+        .args(["--backend", &opts.backend])
+        .args(["--restart", &opts.restart.to_string()])
+        .args(["--rtol", &format!("{:e}", opts.rtol)])
+        .args(["--maxiter", &opts.max_steps.to_string()]);
+    // Only where asked, so that an older edited script (FERROCUDA_SCRIPTS) still runs
+    // the plain solves.
+    if opts.precond != "none" {
+        cmd.args(["--precond", &opts.precond]);
+    }
+    if opts.host_io {
+        cmd.arg("--host-io");
+    }
+    let out = output_within(&mut cmd, opts.timeout).map_err(|e| match e {
+        Waited::Spawn(e) => PeerError::NoPython {
             python: python.into(),
             reason: e.to_string(),
-        })?;
+        },
+        Waited::TimedOut(t) => PeerError::TimedOut {
+            seconds: t.as_secs_f64(),
+        },
+    })?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let tail: Vec<&str> = stderr.trim_end().lines().rev().take(3).collect();
@@ -429,6 +525,61 @@ fn run_script(
         });
     }
     parse_report(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// Why [`output_within`] gave no output.
+enum Waited {
+    Spawn(io::Error),
+    TimedOut(std::time::Duration),
+}
+
+/// `cmd.output()`, but the child is killed (and reaped) once `timeout` has passed. Its
+/// stdout and stderr are read by two threads meanwhile, so a chatty child cannot block
+/// on a full pipe.
+fn output_within(
+    cmd: &mut Command,
+    timeout: Option<std::time::Duration>,
+) -> std::result::Result<std::process::Output, Waited> {
+    let Some(limit) = timeout else {
+        return cmd.stdin(Stdio::null()).output().map_err(Waited::Spawn);
+    };
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(Waited::Spawn)?;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = Read::read_to_end(&mut p, &mut buf);
+            }
+            buf
+        })
+    };
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let started = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() >= limit => {
+                // Our own child, by its handle. The readers are left to end at EOF,
+                // not joined: a grandchild may hold the pipes open longer.
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(Waited::TimedOut(limit));
+            }
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            Err(e) => return Err(Waited::Spawn(e)),
+        }
+    };
+    Ok(std::process::Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    })
 }
 
 /// Parses the script's report: the last non-empty line of its standard output.
@@ -444,9 +595,14 @@ fn parse_report(stdout: &str) -> std::result::Result<PeerResult, PeerError> {
     };
     let v: serde_json::Value = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
     if let Some(e) = v.get("error") {
-        return Err(PeerError::Reported(
-            e.as_str().map_or_else(|| e.to_string(), str::to_string),
-        ));
+        let e = e.as_str().map_or_else(|| e.to_string(), str::to_string);
+        return Err(
+            if v.get("unavailable") == Some(&serde_json::Value::Bool(true)) {
+                PeerError::Unavailable(e)
+            } else {
+                PeerError::Reported(e)
+            },
+        );
     }
     serde_json::from_value(v).map_err(|e| bad(e.to_string()))
 }
@@ -597,6 +753,20 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.to_string(), "cupy not available: No module named 'cupy'");
+        let e = parse_report(
+            r#"{"backend": "cupy", "error": "cupy sees no GPU", "unavailable": true}"#,
+        )
+        .unwrap_err();
+        assert!(matches!(e, PeerError::Unavailable(_)), "{e:?}");
+        assert!(e.backend_unavailable());
+        let ok = r#"{"backend": "cupy", "n": 4, "nnz": 12, "dtype": "complex128", "rtol": 1e-08, "version": "14.2.0", "device": "GPU", "restart": 4, "maxiter_arg": 8, "steps": 4, "seconds": 0.01, "relative_residual": 1e-12, "info": 0, "ms_per_step": 2.5, "precond": "ilu0", "precond_detail": "ilu0: cupyx spilu(fill_factor=1)", "side": "right", "precond_nnz": 12, "setup_seconds": 0.5, "host_io": true}"#;
+        let r = parse_report(ok).unwrap();
+        assert_eq!(r.precond, "ilu0");
+        assert_eq!(
+            (r.side.as_deref(), r.precond_nnz),
+            (Some("right"), Some(12))
+        );
+        assert_eq!((r.setup_seconds, r.host_io), (Some(0.5), true));
         assert!(matches!(parse_report(""), Err(PeerError::BadOutput { .. })));
         assert!(matches!(
             parse_report(r#"{"backend": "scipy"}"#),
@@ -653,6 +823,67 @@ mod tests {
         assert!(r.info > 0, "{r:?}");
     }
 
+    /// Each preconditioner of the script on the same system: converged to the true
+    /// residual, with its set-up time, side and (ILU) factor entries reported, and the
+    /// host transfers timed where asked (CuPy). The last row and column store nothing (a
+    /// ghost row of the generated cases, `b` zero there): the preconditioners take it as
+    /// the identity's row and say so.
+    fn check_preconditioned_peer(backend: &str) {
+        let n = 41;
+        let mut coo =
+            ferrocuda::sparse::Coo::<Complex<f64>>::try_new(n, n, vec![], vec![], vec![]).unwrap();
+        for i in 0..n - 1 {
+            coo.push(i, i, Complex::new(3.0 + i as f64, 1.0)).unwrap();
+            if i > 0 {
+                coo.push(i, i - 1, Complex::new(-1.0, 0.5)).unwrap();
+            }
+            if i + 2 < n {
+                coo.push(i, i + 1, Complex::new(-1.0, 0.0)).unwrap();
+            }
+        }
+        let a = Csr::from(&coo);
+        let mut b = vec![Complex::new(1.0, -1.0); n];
+        b[n - 1] = Complex::new(0.0, 0.0);
+        let dir = temp_dir(&format!("{backend}-precond"));
+        export_csr(&dir, &a, &b).unwrap();
+        let side = if backend == "cupy" { "right" } else { "left" };
+        let mut results = Vec::new();
+        for precond in ["none", "jacobi", "ilu0", "ilu"] {
+            let mut o = PeerOptions::new(backend, 10, 1e-10, 200);
+            o.precond = precond.into();
+            o.host_io = true;
+            o.timeout = Some(std::time::Duration::from_secs(120));
+            results.push((precond, run_peer_with(&dir, &o)));
+        }
+        remove_export(&dir).unwrap();
+        for (precond, r) in results {
+            let r = r.unwrap();
+            eprintln!("{backend} {precond}: {r:?}");
+            assert_eq!(r.precond, precond);
+            assert_eq!(r.info, 0, "{r:?}");
+            assert!(r.relative_residual.unwrap() <= 1e-10, "{r:?}");
+            assert!(r.setup_seconds.unwrap() >= 0.0, "{r:?}");
+            assert_eq!(r.host_io, backend == "cupy", "{r:?}");
+            if precond == "none" {
+                assert_eq!(r.side, None);
+            } else {
+                assert_eq!(r.side.as_deref(), Some(side), "{r:?}");
+                let detail = r.precond_detail.as_deref().unwrap();
+                assert!(detail.starts_with(precond), "{r:?}");
+                assert!(detail.contains("rows storing no entry (1)"), "{r:?}");
+            }
+            if precond == "ilu0" || precond == "ilu" {
+                assert!(r.precond_nnz.unwrap() > 0, "{r:?}");
+            }
+            // A tridiagonal matrix (with an identity row) has an exact LU without fill:
+            // CuPy's ILU(0) and SciPy's default spilu find it (one step; CuPy counts its
+            // whole cycle). SciPy's ILU(0)-like spilu drops entries of A: more steps.
+            if (backend == "cupy" && precond == "ilu0") || precond == "ilu" {
+                assert!(r.steps <= if backend == "cupy" { 10 } else { 2 }, "{r:?}");
+            }
+        }
+    }
+
     /// SciPy's GMRES through the script; skipped (with a message) where the interpreter
     /// has no NumPy and SciPy.
     #[test]
@@ -666,6 +897,7 @@ mod tests {
             return;
         }
         check_peer("scipy");
+        check_preconditioned_peer("scipy");
     }
 
     /// CuPy's GMRES through the script; skipped (with a message) where the interpreter has
@@ -681,23 +913,66 @@ mod tests {
             return;
         }
         check_peer("cupy");
+        check_preconditioned_peer("cupy");
+    }
+
+    /// Where the interpreter has no CuPy, the script says so as "unavailable" (the
+    /// backend, not one configuration), before it reads any file.
+    #[test]
+    fn a_missing_library_is_reported_as_unavailable() {
+        if python_can("import cupy") {
+            eprintln!("skipped: a_missing_library_is_reported_as_unavailable: CuPy is here");
+            return;
+        }
+        if !python_can("import json") {
+            eprintln!(
+                "skipped: a_missing_library_is_reported_as_unavailable: no `{}`",
+                python()
+            );
+            return;
+        }
+        let dir = temp_dir("unavailable");
+        std::fs::create_dir_all(&dir).unwrap();
+        let e = run_peer("cupy", &dir, 30, 1e-8, 100).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(matches!(e, PeerError::Unavailable(_)), "{e:?}");
+        assert!(e.backend_unavailable());
+        assert!(e.to_string().contains("cupy"), "{e}");
+    }
+
+    /// A script that outlives its time limit is stopped and reported as such.
+    #[test]
+    fn a_peer_past_its_time_limit_is_stopped() {
+        let dir = temp_dir("timeout");
+        std::fs::create_dir_all(&dir).unwrap();
+        let script = dir.join("sleep.sh");
+        std::fs::write(&script, "sleep 30\n").unwrap();
+        let mut opts = PeerOptions::new("scipy", 30, 1e-8, 100);
+        opts.timeout = Some(std::time::Duration::from_millis(300));
+        let t = std::time::Instant::now();
+        let e = run_script("sh", &script, &dir, &opts).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(matches!(e, PeerError::TimedOut { .. }), "{e:?}");
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(10),
+            "{:?}",
+            t.elapsed()
+        );
+        assert!(!e.backend_unavailable());
+        assert!(e.to_string().contains("time limit"), "{e}");
     }
 
     #[test]
     fn missing_python_is_an_error_not_a_panic() {
         let dir = temp_dir("nopython");
-        let e = run_script(
-            "/nonexistent/python3",
-            &dir.join(SCRIPT),
-            "cupy",
-            &dir,
-            30,
-            1e-8,
-            100,
-        )
-        .unwrap_err();
+        let mut opts = PeerOptions::new("cupy", 30, 1e-8, 100);
+        let e = run_script("/nonexistent/python3", &dir.join(SCRIPT), &dir, &opts).unwrap_err();
         assert!(matches!(e, PeerError::NoPython { .. }), "{e:?}");
         assert!(e.to_string().contains("FERROCUDA_PYTHON"), "{e}");
+        assert!(e.backend_unavailable());
+        opts.timeout = Some(std::time::Duration::from_secs(5));
+        let e = run_script("/nonexistent/python3", &dir.join(SCRIPT), &dir, &opts).unwrap_err();
+        assert!(matches!(e, PeerError::NoPython { .. }), "{e:?}");
     }
 
     /// Without an override the embedded script is written beside the export (whatever

@@ -32,6 +32,7 @@
 //!         BarGroup { label: "f64".into(), values: vec![Some(44.5), None] },
 //!     ],
 //!     reference_lines: vec![(3350.0, "copy bandwidth".into())],
+//!     log_x: false,
 //! };
 //! chart.write_png(std::path::Path::new("docs/results/axpy.png"), 1024, 576)?;
 //! # Ok::<(), ferrocuda::Error>(())
@@ -61,6 +62,10 @@ pub struct BarChart {
     /// Dashed vertical lines at values, with their labels in the legend, e.g. a ceiling
     /// `(3006.7, "device copy")` and a vendor's result. They count for the axis range.
     pub reference_lines: Vec<(f64, String)>,
+    /// A logarithmic value axis (whole decades), for values that span several orders of
+    /// magnitude; every value and reference line must then be positive.
+    #[serde(default)]
+    pub log_x: bool,
 }
 
 /// One group of bars: its label and one value per series.
@@ -680,7 +685,48 @@ impl BarChart {
         for (v, label) in &self.reference_lines {
             check_finite(*v, &|| format!("reference line {label:?}"))?;
         }
+        if self.log_x {
+            let values = self.groups.iter().flat_map(|g| {
+                g.values
+                    .iter()
+                    .flatten()
+                    .map(move |v| (*v, format!("a value in {:?}", g.label)))
+            });
+            let lines = self
+                .reference_lines
+                .iter()
+                .map(|(v, l)| (*v, format!("reference line {l:?}")));
+            if let Some((v, what)) = values.chain(lines).find(|(v, _)| *v <= 0.0) {
+                return Err(invalid(format!(
+                    "{what} is {v}: a log scale needs positive values"
+                )));
+            }
+        }
         Ok(())
+    }
+
+    /// The value axis: `(x_max, to_axis)`, where `to_axis` maps a value to the axis
+    /// coordinate. Linear from 0, or with `log_x` decades from the one below the smallest
+    /// value (drawn as `log10(v / low)`, labelled with the values).
+    fn value_axis(&self) -> (f64, f64, Box<dyn Fn(f64) -> f64>) {
+        let values = || {
+            self.groups
+                .iter()
+                .flat_map(|g| g.values.iter().flatten().copied())
+                .chain(self.reference_lines.iter().map(|r| r.0))
+        };
+        let max_v = values().fold(0.0f64, f64::max);
+        if !self.log_x {
+            return (nice_ceil(max_v * 1.12), 0.0, Box::new(|v: f64| v.max(0.0)));
+        }
+        let min_v = values().fold(f64::INFINITY, f64::min);
+        let (lo, hi) = if min_v.is_finite() {
+            (min_v.log10().floor(), (max_v * 1.5).log10().ceil())
+        } else {
+            (0.0, 1.0)
+        };
+        let hi = hi.max(lo + 1.0);
+        (hi - lo, lo, Box::new(move |v: f64| v.log10() - lo))
     }
 
     fn draw(&self, rgb: &mut [u8], width: u32, height: u32) -> Result<()> {
@@ -740,13 +786,15 @@ impl BarChart {
             .max()
             .unwrap_or(0) as i32;
 
-        let max_v = self
-            .groups
-            .iter()
-            .flat_map(|g| g.values.iter().flatten().copied())
-            .chain(self.reference_lines.iter().map(|r| r.0))
-            .fold(0.0f64, f64::max);
-        let x_max = nice_ceil(max_v * 1.12);
+        let (x_max, low_decade, to_axis) = self.value_axis();
+        let log_x = self.log_x;
+        let x_label = move |x: &f64| {
+            if log_x {
+                fmt_value(10f64.powf(x.round() + low_decade))
+            } else {
+                fmt_value(*x)
+            }
+        };
         let plot = root.margin(top as u32, 8, 0, 24);
         let mut chart = ChartBuilder::on(&plot)
             .x_label_area_size(bottom_axis as u32)
@@ -758,8 +806,9 @@ impl BarChart {
             .disable_y_mesh()
             .disable_y_axis()
             .y_labels(0)
-            .x_labels(8)
-            .x_label_formatter(&|v| fmt_value(*v))
+            // Log axis: one label per decade.
+            .x_labels(if log_x { x_max as usize + 1 } else { 8 })
+            .x_label_formatter(&x_label)
             .x_desc(self.value_label.as_str())
             .label_style(font(14))
             .axis_desc_style(font(15))
@@ -775,19 +824,23 @@ impl BarChart {
                 .enumerate()
                 .filter_map(|(s, v)| v.map(|v| (s, v.max(0.0))))
                 .collect();
+            let present: Vec<(usize, f64, f64)> = present
+                .into_iter()
+                .map(|(s, v)| (s, v, to_axis(v)))
+                .collect();
             let k = present.len().max(1) as f64;
             let (pad, inner) = (0.14, 0.72);
-            for (j, &(s, v)) in present.iter().enumerate() {
+            for (j, &(s, v, x)) in present.iter().enumerate() {
                 let y0 = i as f64 + pad + inner * j as f64 / k;
                 let y1 = i as f64 + pad + inner * (j + 1) as f64 / k;
                 let color = PALETTE[s % PALETTE.len()];
                 chart
                     .draw_series(std::iter::once(Rectangle::new(
-                        [(0.0, y0), (v, y1)],
+                        [(0.0, y0), (x, y1)],
                         color.filled(),
                     )))
                     .map_err(draw_err)?;
-                let (px, py) = chart.backend_coord(&(v, (y0 + y1) / 2.0));
+                let (px, py) = chart.backend_coord(&(x, (y0 + y1) / 2.0));
                 root.draw_text(&fmt_value(v), &value_style, (px + 4, py))
                     .map_err(draw_err)?;
             }
@@ -815,9 +868,10 @@ impl BarChart {
         .map_err(draw_err)?;
         for (k, (v, _)) in self.reference_lines.iter().enumerate() {
             let c = REFERENCE[k % REFERENCE.len()];
+            let x = to_axis(*v);
             chart
                 .draw_series(DashedLineSeries::new(
-                    vec![(*v, 0.0), (*v, n as f64)],
+                    vec![(x, 0.0), (x, n as f64)],
                     8,
                     6,
                     c.stroke_width(2),
@@ -1235,6 +1289,7 @@ mod tests {
                 },
             ],
             reference_lines: vec![(3006.7, "device copy".into()), (2452.3, "cuSPARSE".into())],
+            log_x: false,
         }
     }
 
@@ -1272,6 +1327,30 @@ mod tests {
         assert!(count(&px, PALETTE[1]) > 2000, "GPU bar");
         assert!(count(&px, REFERENCE[0]) > 50, "ceiling line");
         assert!(dark(&px) > 1000, "text");
+    }
+
+    /// On a log axis both bars are drawn to scale in decades (75 and 2347 both well
+    /// visible), the reference lines too; a value of zero is an error; charts saved
+    /// before the option read as linear.
+    #[test]
+    fn bar_chart_renders_on_a_log_axis() {
+        let mut b = bars();
+        b.log_x = true;
+        let (_, _, px) = decode(&b.render_png(900, 420).expect("png"));
+        assert!(count(&px, PALETTE[0]) > 1000, "CPU bar");
+        assert!(count(&px, PALETTE[1]) > 2000, "GPU bar");
+        assert!(count(&px, REFERENCE[0]) > 50, "ceiling line");
+        let (x_max, low, to_axis) = b.value_axis();
+        assert_eq!((x_max, low), (3.0, 1.0), "decades 10 to 10^4");
+        assert!((to_axis(100.0) - 1.0).abs() < 1e-12);
+        b.groups[0].values[0] = Some(0.0);
+        let e = b.render_png(900, 420).unwrap_err().to_string();
+        assert!(e.contains("log scale") && e.contains("CSR, rayon"), "{e}");
+        let old: BarChart = serde_json::from_str(
+            r#"{"title": "t", "value_label": "", "groups": [], "series": [], "reference_lines": []}"#,
+        )
+        .expect("a chart saved before log_x");
+        assert!(!old.log_x);
     }
 
     #[test]

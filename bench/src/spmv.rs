@@ -758,6 +758,7 @@ pub fn spmv_chart(
             .into_iter()
             .chain(vendor)
             .collect(),
+        log_x: false,
     }
 }
 

@@ -17,7 +17,7 @@ use ferrocuda_bench::spmv::SpmvCase;
 use crate::Precision;
 use crate::choices::{PeerArg, PrecondArg, choice};
 use crate::device::{DeviceChoice, Where, parse_device};
-use crate::numbers::count;
+use crate::numbers::{count, count_u64};
 use crate::report::{Report, shown};
 
 /// `ferrocuda bench ...`.
@@ -321,16 +321,26 @@ pub enum BenchCommand {
     },
     /// Time to solution, rtol 1e-8 on the true residual: GMRES(30) through DeviceSolver
     /// with each preconditioner (none, block Jacobi, ILU(0) on the device) and matrix
-    /// storage (f64; f32 refined with the f64 residual) on a generated case (default 6)
-    /// and the real matrices of data/matrices; writes <results-dir>/solve.md, solve.json
-    /// and solve-chart.png. Needs a GPU.
+    /// storage (full; f32 refined with the full-precision residual) on a generated case
+    /// (default 6) in f64 and c64 and the real matrices of data/matrices, against CuPy's
+    /// GMRES (none, Jacobi, ILU(0), spilu) and SciPy's (Jacobi, spilu) on the same
+    /// systems; writes <results-dir>/solve.md, solve.json and solve-chart.png. Needs a
+    /// GPU; the peers need a Python 3 with CuPy and SciPy (FERROCUDA_PYTHON).
     Solve {
         /// The generated case: 1..6, large, or NXxNTHETAxNRxBLOCKS.
         #[arg(long, default_value = "6", value_parser = SpmvCase::parse)]
         case: SpmvCase,
-        /// ILU(0) and block Jacobi on the case and one real matrix only (a smoke run).
+        /// ILU(0) and block Jacobi on the case (c64: block Jacobi), one real matrix,
+        /// fewer peer configurations (a smoke run).
         #[arg(long)]
         quick: bool,
+        /// Without CuPy and SciPy.
+        #[arg(long)]
+        no_peers: bool,
+        /// Stop a peer's run (load, set-up, solves) after this many seconds; the row
+        /// then says so.
+        #[arg(long, default_value_t = 300, value_parser = count_u64, allow_hyphen_values = true)]
+        peer_timeout: u64,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -590,9 +600,17 @@ impl BenchCommand {
                 o.reps = *reps;
                 Plan::Blas1(o)
             }
-            B::Solve { case, quick, .. } => Plan::Solve(b::solve::SolveBenchOptions {
+            B::Solve {
+                case,
+                quick,
+                no_peers,
+                peer_timeout,
+                ..
+            } => Plan::Solve(b::solve::SolveBenchOptions {
                 case: *case,
                 quick: *quick,
+                peers: !no_peers,
+                peer_timeout: std::time::Duration::from_secs(*peer_timeout),
             }),
             B::Redraw { .. } => Plan::Redraw,
         };

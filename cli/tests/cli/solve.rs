@@ -667,9 +667,11 @@ fn gpu_falls_back_to_bcsr_for_large_blocks() {
     }
 }
 
-/// `bench solve --quick` on a small generated case: every row converges to the true
-/// residual the benchmark recomputes, in f64 and with f32 storage, and the results files
-/// are written together.
+/// `bench solve --quick` on a small generated case: every ferrocuda row converges to the
+/// true residual the benchmark recomputes, in f64 and c64 and with f32 storage; the peers
+/// (where this machine's Python has them) solve the same systems, each row naming its
+/// solver and version, and ferrocuda's rows are set against CuPy's; the results files are
+/// written together.
 #[test]
 fn bench_solve_quick_writes_results() {
     if !gpu_present("bench_solve_quick_writes_results") {
@@ -682,15 +684,24 @@ fn bench_solve_quick_writes_results() {
             "--quick",
             "--case",
             "4x8x4x2",
+            "--peer-timeout",
+            "600",
             "--results-dir",
             dir.to_str().expect("UTF-8 path"),
         ],
     );
     let rows = v["rows"].as_array().expect("rows");
-    // Block Jacobi and ILU(0) on the case, Jacobi and ILU(0) on sherman1, each in f64
-    // and with f32 storage.
-    assert_eq!(rows.len(), 8, "{v}");
-    for r in rows {
+    let ours: Vec<&serde_json::Value> =
+        rows.iter().filter(|r| r["solver"] == "ferrocuda").collect();
+    // Block Jacobi and ILU(0) on the case in f64, block Jacobi in c64, Jacobi and ILU(0)
+    // on sherman1, each in full and f32 storage.
+    assert_eq!(ours.len(), 10, "{v}");
+    assert_eq!(
+        ours.iter().filter(|r| r["scalar"] == "c64").count(),
+        2,
+        "{v}"
+    );
+    for r in &ours {
         assert!(r["error"].is_null(), "{r}");
         assert_eq!(r["converged"], true, "{r}");
         let res = r["true_residual"].as_f64().expect("residual");
@@ -698,6 +709,52 @@ fn bench_solve_quick_writes_results() {
         if r["storage"] == "f32" {
             assert!(!r["passes"].as_array().expect("passes").is_empty(), "{r}");
         }
+        assert!(r["gmres_ms"].as_f64().is_some(), "{r}");
+    }
+    // The peers: on a machine without them, a note says why; where they ran, each row
+    // took steps and reports its residual and set-up. The small case and sherman1 get
+    // SciPy's ILU(0)-like spilu; CuPy runs without preconditioner and with ILU(0).
+    let unavailable = v["peers_not_available"].as_array().expect("list");
+    let cupy_missing = unavailable
+        .iter()
+        .any(|u| u.as_str().is_some_and(|u| u.starts_with("CuPy")));
+    let scipy_missing = unavailable
+        .iter()
+        .any(|u| u.as_str().is_some_and(|u| u.starts_with("SciPy")));
+    let peers: Vec<&serde_json::Value> =
+        rows.iter().filter(|r| r["solver"] != "ferrocuda").collect();
+    let count = |solver: &str| peers.iter().filter(|r| r["solver"] == solver).count();
+    // Three systems (the case in f64 and c64, sherman1).
+    assert_eq!(count("cupy"), if cupy_missing { 0 } else { 6 }, "{v}");
+    assert_eq!(count("scipy"), if scipy_missing { 0 } else { 3 }, "{v}");
+    for r in &peers {
+        // The ILU(0) peers factor these small systems, the generated case's ghost rows
+        // (rows storing no entry) taken as the identity's rows, and converge.
+        if r["precond"] == "ilu0" {
+            assert!(r["error"].is_null(), "{r}");
+            assert_eq!(r["converged"], true, "{r}");
+        }
+        if !r["error"].is_null() {
+            continue; // reported in the table (a zero pivot, the time limit)
+        }
+        assert!(!r["version"].as_str().expect("version").is_empty(), "{r}");
+        assert!(r["steps"].as_u64().expect("steps") > 0, "{r}");
+        assert!(r["setup_ms"].as_f64().expect("set-up") >= 0.0, "{r}");
+        if r["converged"] == true {
+            assert!(
+                r["true_residual"].as_f64().expect("residual") <= 1.01e-8,
+                "{r}"
+            );
+        }
+        assert_eq!(r["format"], "csr", "{r}");
+        assert!(r["vs_cupy"].is_null(), "{r}");
+    }
+    if !cupy_missing
+        && peers
+            .iter()
+            .any(|r| r["solver"] == "cupy" && r["converged"] == true)
+    {
+        assert!(ours.iter().any(|r| r["vs_cupy"].as_f64().is_some()), "{v}");
     }
     for f in ["solve.md", "solve.json", "solve-chart.png"] {
         assert!(dir.join(f).is_file(), "{f} missing");
