@@ -1,9 +1,10 @@
 //! `ferrocuda bench solve`: time to solution on one GPU (issue 25). Each configuration
-//! (preconditioner x matrix storage) solves the same system to rtol 1e-8 with GMRES(30)
+//! (preconditioner x matrix storage x basis storage) solves the same system to rtol 1e-8 with GMRES(30)
 //! through [`DeviceSolver`]: a generated TRACE case (`b = A x_true`) in f64 and in c64,
 //! and the real matrices of `data/matrices` (SuiteSparse, embedded; `b = 1`). Each row
 //! has the set-up (conversion, preconditioner, uploads) and the solve (the fastest of up
-//! to [`SOLVE_REPS`]), the Arnoldi steps (with the refinement passes of `--storage f32`)
+//! to [`SOLVE_REPS`]), the Arnoldi steps (with the refinement passes of `--storage f32`
+//! and `--basis f32`)
 //! and the true relative residual, recomputed here in f64 (complex f64 for c64) from the
 //! CSR arrays. The ratio column "vs full" compares each solve with the full-precision
 //! solve of the same preconditioner.
@@ -31,7 +32,8 @@ use crate::spmv::SpmvCase;
 use ferrocuda::Result;
 use ferrocuda::gpu::Gpu;
 use ferrocuda::krylov::{
-    DeviceSolveElement, DeviceSolver, GmresOptions, MatrixStorage, Preconditioner, SolveOptions,
+    BasisStorage, DeviceSolveElement, DeviceSolver, GmresOptions, MatrixStorage, Preconditioner,
+    SolveOptions,
 };
 use ferrocuda::report::table;
 use ferrocuda::sparse::{Csr, Element, cpu, mm};
@@ -165,6 +167,8 @@ pub struct SolveRow {
     pub precond_nnz: Option<usize>,
     /// The matrix storage (peers: `full`, the system's precision).
     pub storage: MatrixStorage,
+    /// The Krylov basis storage (`f32`: CB-GMRES; peers: `full`).
+    pub basis: BasisStorage,
     /// The GPU's name (SciPy: the CPU's).
     pub device: String,
     /// Whether the solver reported convergence to rtol 1e-8 on the true residual
@@ -216,6 +220,7 @@ impl SolveRow {
             side: None,
             precond_nnz: None,
             storage: MatrixStorage::Full,
+            basis: BasisStorage::Full,
             device: String::new(),
             converged: false,
             steps: 0,
@@ -289,10 +294,10 @@ fn row<T: DeviceSolveElement>(
     b: &[T],
     precond: Preconditioner,
     block_size: usize,
-    storage: MatrixStorage,
+    (storage, basis): (MatrixStorage, BasisStorage),
 ) -> SolveRow {
     progress(&format!(
-        "{name} {}: {precond}, storage {storage}",
+        "{name} {}: {precond}, matrix {storage}, basis {basis}",
         T::SUFFIX
     ));
     let mut r = SolveRow::empty(Solver::Ferrocuda, name, T::SUFFIX, a.n_rows(), a.nnz());
@@ -300,6 +305,7 @@ fn row<T: DeviceSolveElement>(
     r.precond = precond.to_string();
     r.side = (precond != Preconditioner::None).then(|| "right".into());
     r.storage = storage;
+    r.basis = basis;
     r.device = device.into();
     let opts = SolveOptions::default()
         .precond(precond)
@@ -309,7 +315,8 @@ fn row<T: DeviceSolveElement>(
             GmresOptions::default()
                 .restart(RESTART)
                 .rtol(RTOL)
-                .max_iter(MAX_STEPS),
+                .max_iter(MAX_STEPS)
+                .basis(basis),
         );
     let mut run = || -> Result<()> {
         let t = Instant::now();
@@ -545,12 +552,27 @@ fn case_rows<T: DeviceSolveElement>(gpu: &Gpu, device: &str, run: &mut Run) -> R
         ],
     };
     for &p in preconds {
-        for s in [MatrixStorage::Full, MatrixStorage::F32] {
+        // The slow level-scheduled ILU(0) and the complex case run fewer combinations.
+        let combos = if p == Preconditioner::Ilu0 || T::IS_COMPLEX {
+            &STORAGES[..2]
+        } else {
+            &STORAGES[..]
+        };
+        for &s in combos {
             run.rows.push(row(gpu, device, &name, &a, &b, p, 5, s));
         }
     }
     run.peers(&name, &a, &b)
 }
+
+/// The (matrix, basis) storages of ferrocuda's rows: full, the matrix in f32, the basis
+/// in f32 (CB-GMRES), both; the first two where fewer are run.
+const STORAGES: [(MatrixStorage, BasisStorage); 4] = [
+    (MatrixStorage::Full, BasisStorage::Full),
+    (MatrixStorage::F32, BasisStorage::Full),
+    (MatrixStorage::Full, BasisStorage::F32),
+    (MatrixStorage::F32, BasisStorage::F32),
+];
 
 /// Runs every configuration on `gpu`.
 pub fn run(gpu: &Gpu, opts: &SolveBenchOptions) -> Result<SolveBenchReport> {
@@ -570,7 +592,7 @@ pub fn run(gpu: &Gpu, opts: &SolveBenchOptions) -> Result<SolveBenchReport> {
         let a = mm::read_csr::<f64, _>(text.as_bytes())?;
         let b = vec![1.0; a.n_rows()];
         for p in [Preconditioner::Jacobi, Preconditioner::Ilu0] {
-            for s in [MatrixStorage::Full, MatrixStorage::F32] {
+            for &s in &STORAGES {
                 run.rows.push(row(gpu, &device, name, &a, &b, p, 1, s));
             }
         }
@@ -590,7 +612,7 @@ pub fn run(gpu: &Gpu, opts: &SolveBenchOptions) -> Result<SolveBenchReport> {
 }
 
 impl SolveBenchReport {
-    const HEADERS: [&'static str; 17] = [
+    const HEADERS: [&'static str; 18] = [
         "matrix",
         "scalar",
         "rows",
@@ -598,6 +620,7 @@ impl SolveBenchReport {
         "format",
         "precond",
         "storage",
+        "basis",
         "converged",
         "steps",
         "passes",
@@ -642,6 +665,7 @@ impl SolveBenchReport {
                 && f.scalar == r.scalar
                 && f.precond == r.precond
                 && f.storage == MatrixStorage::Full
+                && f.basis == BasisStorage::Full
                 && f.error.is_none()
         })
     }
@@ -662,6 +686,7 @@ impl SolveBenchReport {
                         "-".into(),
                         r.precond.clone(),
                         r.storage.to_string(),
+                        r.basis.to_string(),
                         format!("error: {}", cell(e)),
                     ]);
                     c.resize(Self::HEADERS.len(), "-".into());
@@ -687,6 +712,7 @@ impl SolveBenchReport {
                     r.format.clone(),
                     r.precond.clone(),
                     r.storage.to_string(),
+                    r.basis.to_string(),
                     r.converged.to_string(),
                     r.steps.to_string(),
                     passes,
@@ -785,7 +811,7 @@ impl SolveBenchReport {
              - device: {device}{peer_devices}\n\
              - GMRES({RESTART}), rtol {RTOL:e} on the true residual, at most {MAX_STEPS} steps; every solver gets the same system: the same CSR arrays (the generated case: its blocks without the zeros stored in them) and the same `b` (generated case, f64 and c64: `b = A x_true`; real matrices: `b = 1`)\n\
              - ferrocuda: `DeviceSolver` (CGS2; SBELL or BCSR for the generated case, block size 5; CSR-derived formats for the real matrices, block size 1), right-preconditioned; set-up: conversion, preconditioner (ILU(0): factored on the device, level-scheduled) and uploads; solve: the fastest of {SOLVE_REPS} `DeviceSolver::solve` calls, host vectors in and out (checks, padding, uploads and the download included), GMRES ms: the device solve within it (all passes); true rel. residual: recomputed in f64 (complex f64 for c64) from the CSR arrays\n\
-             - storage f32: the matrix values in f32 (c32 for c64), vectors and arithmetic in full precision, refined with the full-precision residual (passes: the steps of each refinement solve; \"+ full\": a full-precision GMRES finished); vs full: the full-precision solve's time over this one's, same solver, matrix, scalar and preconditioner\n\
+             - storage f32: the matrix values (and Jacobi factors) in f32 (c32 for c64), vectors and arithmetic in full precision, refined with the full-precision residual (passes: the steps of each refinement solve; \"+ full\": a full-precision GMRES finished); basis f32: the Krylov basis in f32 (CB-GMRES), the same refinement; vs full: the full-precision solve's time (full matrix and basis) over this one's, same solver, matrix, scalar and preconditioner\n\
              - peers (the script `bench/scripts/gmres_peer.py`, run once per row): CuPy's `cupyx.scipy.sparse.linalg.gmres` on the GPU, right-preconditioned, the residual tested only between cycles of {RESTART} steps (its steps are whole cycles); SciPy's `scipy.sparse.linalg.gmres` on the CPU, left-preconditioned (it minimises the preconditioned residual within a cycle and tests the true residual at each restart); both from `x0 = 0` with `atol = 0`; set-up: from the CSR arrays in host memory to the matrix on the device (CuPy) and the preconditioner built, after a warm-up on a tiny system (CuPy compiles its kernels on first use); solve: CuPy the fastest of up to 5 within 2 s, each uploading `b` and downloading `x` as `DeviceSolver::solve` does; SciPy one solve; true rel. residual: recomputed by the script in the system's precision; converged: the library's `info == 0`\n\
              - peer preconditioners: `jacobi` the reciprocals of the diagonal; `ilu0` the nearest to ILU(0): CuPy `spilu(A, fill_factor=1)` = cuSPARSE's ILU(0) factored on the GPU, its triangular solves on the GPU; SciPy `spilu(drop_tol=0, fill_factor=1, permc_spec='NATURAL', diag_pivot_thresh=0)`, SuperLU's threshold ILU capped at about A's entries without reordering or pivoting, which chooses its own pattern (not ILU(0)'s factors); `ilu`: `spilu` with the library's defaults (drop_tol 1e-4, fill_factor 10, COLAMD ordering, threshold pivoting; CuPy's factors on the host through SciPy, solves on the GPU), a stronger and denser preconditioner than ILU(0); rows of A that store no entry (the generated case's ghost rows, `b` zero there) are the identity's rows in every peer preconditioner, as in ferrocuda's (GMRES iterates with A itself)\n\
              - vs CuPy: the solve ms of the fastest converged CuPy row (any preconditioner) of the same matrix and scalar over this row's; vs CuPy with set-up: the same with set-up + solve on both sides (the fastest CuPy row by that sum); above 1: ferrocuda is faster\n\
@@ -806,19 +832,23 @@ impl SolveBenchReport {
     /// The chart: the solve time of each configuration, one group per matrix, scalar
     /// and preconditioner, a bar per solver (ferrocuda per storage), on a log axis.
     pub fn chart(&self) -> BarChart {
-        const SERIES: [&str; 4] = [
+        const SERIES: [&str; 6] = [
             "ferrocuda, full storage",
-            "ferrocuda, f32 storage, refined",
+            "ferrocuda, f32 matrix, refined",
+            "ferrocuda, f32 basis (CB-GMRES)",
+            "ferrocuda, f32 matrix and basis",
             "CuPy",
             "SciPy",
         ];
         let mut groups: Vec<(String, BarGroup)> = Vec::new();
         for r in &self.rows {
-            let series = match (r.solver, r.storage) {
-                (Solver::Ferrocuda, MatrixStorage::Full) => 0,
-                (Solver::Ferrocuda, MatrixStorage::F32) => 1,
-                (Solver::Cupy, _) => 2,
-                (Solver::Scipy, _) => 3,
+            let series = match (r.solver, r.storage, r.basis) {
+                (Solver::Ferrocuda, MatrixStorage::Full, BasisStorage::Full) => 0,
+                (Solver::Ferrocuda, MatrixStorage::F32, BasisStorage::Full) => 1,
+                (Solver::Ferrocuda, MatrixStorage::Full, BasisStorage::F32) => 2,
+                (Solver::Ferrocuda, MatrixStorage::F32, BasisStorage::F32) => 3,
+                (Solver::Cupy, ..) => 4,
+                (Solver::Scipy, ..) => 5,
             };
             let key = format!("{} {} {}", r.matrix, r.scalar, r.precond);
             let i = match groups.iter().position(|g| g.0 == key) {
@@ -965,6 +995,9 @@ mod tests {
     fn writes_rows_markdown_and_chart() {
         let mut failed = row(MatrixStorage::Full, 0.0);
         failed.matrix = "sherman1".into();
+        // CB-GMRES: the basis in f32, against the full solve of the same system.
+        let mut cb = row(MatrixStorage::Full, 2.4);
+        cb.basis = BasisStorage::F32;
         failed.error = Some("row 3: zero pivot".into());
         let mut timed_out = peer(Solver::Scipy, "ilu0", 0.0, 0.0);
         timed_out.version = String::new();
@@ -979,6 +1012,7 @@ mod tests {
                 peer(Solver::Cupy, "ilu0", 20.0, 4.5),
                 peer(Solver::Scipy, "ilu", 2.0, 50.0),
                 timed_out,
+                cb,
             ],
             vec!["SciPy jacobi on case6 f64: too large".into()],
             vec!["CuPy: cupy sees no GPU".into()],
@@ -991,8 +1025,15 @@ mod tests {
         )
         .expect("parse");
         let rows = json.as_array().expect("a list");
-        assert_eq!(rows.len(), 7);
+        assert_eq!(rows.len(), 8);
         assert_eq!(rows[1]["storage"], "f32");
+        assert_eq!(rows[1]["basis"], "full");
+        assert_eq!(
+            (&rows[7]["storage"], &rows[7]["basis"]),
+            (&"full".into(), &"f32".into())
+        );
+        // Its "vs full": 3.0 / 2.4.
+        assert!(md_has(dir.path(), "| full | f32 |") && md_has(dir.path(), "1.25x"));
         assert_eq!(rows[0]["solver"], "ferrocuda");
         assert_eq!(rows[0]["scalar"], "f64");
         assert_eq!(rows[0]["vs_cupy"], 1.5);
@@ -1032,6 +1073,10 @@ mod tests {
         let text = r.to_text();
         assert!(text.contains("CuPy 14.2.0"), "{text}");
         assert!(text.contains("- CuPy: cupy sees no GPU"), "{text}");
+    }
+
+    fn md_has(dir: &std::path::Path, what: &str) -> bool {
+        std::fs::read_to_string(dir.join("solve.md")).is_ok_and(|m| m.contains(what))
     }
 
     /// "vs CuPy": the fastest converged CuPy row of the same matrix and scalar, by solve
@@ -1198,9 +1243,12 @@ mod tests {
         );
         assert_eq!(
             chart.groups[0].values,
-            [Some(3.0), Some(2.0), Some(4.0), None]
+            [Some(3.0), Some(2.0), None, None, Some(4.0), None]
         );
-        assert_eq!(chart.groups[1].values, [None, None, Some(6.0), None]);
-        assert_eq!(chart.series.len(), 4);
+        assert_eq!(
+            chart.groups[1].values,
+            [None, None, None, None, Some(6.0), None]
+        );
+        assert_eq!(chart.series.len(), 6);
     }
 }
