@@ -76,6 +76,22 @@ pub struct SolveBenchOptions {
     /// A peer solve (one script run: load, set-up, warm-up, timed solves) is stopped
     /// after this long and reported as such.
     pub peer_timeout: Duration,
+    /// Which passes run: the generated case in f64 with the real matrices, the
+    /// generated case in c64, or both (a full run on case 6 can exceed a machine's time
+    /// slot; the two halves write to two results folders).
+    pub scalars: SolvePasses,
+}
+
+/// The passes of `bench solve` ([`SolveBenchOptions::scalars`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SolvePasses {
+    /// The generated case in f64 and in c64, and the real matrices.
+    #[default]
+    All,
+    /// The generated case in f64 and the real matrices.
+    Real,
+    /// The generated case in c64.
+    Complex,
 }
 
 impl Default for SolveBenchOptions {
@@ -85,6 +101,7 @@ impl Default for SolveBenchOptions {
             quick: false,
             peers: true,
             peer_timeout: Duration::from_secs(300),
+            scalars: SolvePasses::All,
         }
     }
 }
@@ -586,9 +603,23 @@ pub fn run(gpu: &Gpu, opts: &SolveBenchOptions) -> Result<SolveBenchReport> {
         export_dir: std::env::temp_dir()
             .join(format!("ferrocuda-solve-peer-{}", std::process::id())),
     };
-    case_rows::<f64>(gpu, &device, &mut run)?;
-    case_rows::<Complex<f64>>(gpu, &device, &mut run)?;
-    for (name, text) in MATRICES.iter().take(if opts.quick { 1 } else { 3 }) {
+    let (real, complex) = match opts.scalars {
+        SolvePasses::All => (true, true),
+        SolvePasses::Real => (true, false),
+        SolvePasses::Complex => (false, true),
+    };
+    if real {
+        case_rows::<f64>(gpu, &device, &mut run)?;
+    }
+    if complex {
+        case_rows::<Complex<f64>>(gpu, &device, &mut run)?;
+    }
+    let matrices = match (real, opts.quick) {
+        (false, _) => 0,
+        (true, true) => 1,
+        (true, false) => MATRICES.len(),
+    };
+    for (name, text) in MATRICES.iter().take(matrices) {
         let a = mm::read_csr::<f64, _>(text.as_bytes())?;
         let b = vec![1.0; a.n_rows()];
         for p in [Preconditioner::Jacobi, Preconditioner::Ilu0] {

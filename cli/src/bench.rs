@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::Subcommand;
+use clap::{Subcommand, ValueEnum};
 use serde::Serialize;
 
 use ferrocuda::Result;
@@ -30,6 +30,17 @@ pub struct BenchArgs {
     /// [default: 0 where present].
     #[arg(long, global = true, value_name = "N", value_parser = parse_device)]
     pub device: Option<DeviceChoice>,
+}
+
+/// `bench solve --scalars`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SolveScalars {
+    /// The generated case in f64 and c64, and the real matrices.
+    All,
+    /// The generated case in f64 and the real matrices.
+    Real,
+    /// The generated case in c64.
+    Complex,
 }
 
 /// Benchmarks.
@@ -341,6 +352,10 @@ pub enum BenchCommand {
         /// then says so.
         #[arg(long, default_value_t = 300, value_parser = count_u64, allow_hyphen_values = true)]
         peer_timeout: u64,
+        /// Which passes: all, real (the case in f64 and the real matrices) or complex
+        /// (the case in c64); a full case-6 run split in two fits shorter time slots.
+        #[arg(long, value_enum, default_value_t = SolveScalars::All)]
+        scalars: SolveScalars,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -605,12 +620,18 @@ impl BenchCommand {
                 quick,
                 no_peers,
                 peer_timeout,
+                scalars,
                 ..
             } => Plan::Solve(b::solve::SolveBenchOptions {
                 case: *case,
                 quick: *quick,
                 peers: !no_peers,
                 peer_timeout: std::time::Duration::from_secs(*peer_timeout),
+                scalars: match scalars {
+                    SolveScalars::All => b::solve::SolvePasses::All,
+                    SolveScalars::Real => b::solve::SolvePasses::Real,
+                    SolveScalars::Complex => b::solve::SolvePasses::Complex,
+                },
             }),
             B::Redraw { .. } => Plan::Redraw,
         };
