@@ -339,7 +339,7 @@ pub enum BenchCommand {
         no_peers: bool,
         /// Stop a peer's run (load, set-up, solves) after this many seconds; the row
         /// then says so.
-        #[arg(long, default_value_t = 300, value_parser = count_u64, allow_hyphen_values = true)]
+        #[arg(long, default_value_t = 120, value_parser = count_u64, allow_hyphen_values = true)]
         peer_timeout: u64,
         /// Print JSON instead of a table.
         #[arg(long)]
