@@ -350,7 +350,7 @@ pub enum BenchCommand {
         no_peers: bool,
         /// Stop a peer's run (load, set-up, solves) after this many seconds; the row
         /// then says so.
-        #[arg(long, default_value_t = 300, value_parser = count_u64, allow_hyphen_values = true)]
+        #[arg(long, default_value_t = 120, value_parser = count_u64, allow_hyphen_values = true)]
         peer_timeout: u64,
         /// Which passes: all, real (the case in f64 and the real matrices) or complex
         /// (the case in c64); a full case-6 run split in two fits shorter time slots.
