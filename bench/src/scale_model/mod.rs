@@ -731,6 +731,34 @@ mod tests {
         std::fs::remove_dir_all(&dir).ok();
     }
 
+    /// What docs/scaling-model.md copies from the tool's results file is still there,
+    /// word for word (a new run of the tool makes the copies stale: copy them again).
+    #[test]
+    fn the_design_docs_copies_match_the_results_file() {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+        let doc = std::fs::read_to_string(root.join("docs/scaling-model.md")).unwrap();
+        let results = std::fs::read_to_string(root.join("docs/results/scaling-model.md")).unwrap();
+        let mut copying = false;
+        let mut copied = 0;
+        for line in doc.lines() {
+            match line.trim() {
+                "<!-- copied from results/scaling-model.md -->" => copying = true,
+                "<!-- end of copy -->" => copying = false,
+                "" => {}
+                l if copying => {
+                    assert!(
+                        results.lines().any(|r| r.trim() == l),
+                        "docs/scaling-model.md copies a line that docs/results/scaling-model.md no longer has: {l}"
+                    );
+                    copied += 1;
+                }
+                _ => {}
+            }
+        }
+        assert!(!copying, "a copy in docs/scaling-model.md is not closed");
+        assert!(copied >= 10, "{copied} lines copied");
+    }
+
     #[test]
     fn gpu_counts_are_powers_of_two_within_the_blocks() {
         assert_eq!(gpu_counts(8, 100), vec![1, 2, 4, 8]);
