@@ -6,7 +6,7 @@
 //!
 //! # The model (`docs/scaling-model.md` has the full statement and sources)
 //!
-//! Each rank's load comes from the library's partition ([`loads`]). On rank `r`:
+//! Each rank's load comes from the library's partition ([`loads()`]). On rank `r`:
 //!
 //! * SpMV: `t0 + max(B_int / BW, T_x) + [peers] (t_halo + B_halo / BW)`, where the
 //!   exchange `T_x` (one span message per peer, NVLink or InfiniBand: latency + bytes /
