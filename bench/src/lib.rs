@@ -18,6 +18,7 @@ pub mod progress;
 pub mod redraw;
 pub mod rng;
 pub mod rock4;
+pub mod scale_model;
 pub mod scaling;
 pub mod solve;
 pub mod spmv;

@@ -363,6 +363,28 @@ pub enum BenchCommand {
         #[arg(long, default_value = "docs/results")]
         results_dir: PathBuf,
     },
+    /// The scale model (docs/scaling-model.md): one distributed GMRES iteration on up to
+    /// 1,024 GPUs, fitted to and checked against <results-dir>/scaling.md (and
+    /// scaling-transports.md, where present); writes scaling-model.md, scaling-model.json
+    /// and two charts (scaling-model-chart.png, scaling-model-check.png) there. Needs no
+    /// GPU.
+    ScaleModel {
+        /// GPUs per node (NVLink inside a node, InfiniBand between nodes) [default: 8].
+        #[arg(long, value_parser = count, allow_hyphen_values = true)]
+        gpus_per_node: Option<usize>,
+        /// Latency of one InfiniBand hop, in microseconds [default: 3].
+        #[arg(long, allow_hyphen_values = true)]
+        ib_latency_us: Option<f64>,
+        /// Largest GPU count predicted.
+        #[arg(long, default_value_t = 1024, value_parser = count, allow_hyphen_values = true)]
+        max_gpus: usize,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Where scaling.md is read and the model's files go.
+        #[arg(long, default_value = "docs/results")]
+        results_dir: PathBuf,
+    },
     Redraw {
         /// Rebuild the charts' data from the results files first.
         #[arg(long)]
@@ -391,6 +413,7 @@ enum Plan {
     Blas1(ferrocuda_bench::blas1::Blas1BenchOptions),
     Latency(ferrocuda_bench::latency::LatencyOptions),
     Solve(ferrocuda_bench::solve::SolveBenchOptions),
+    ScaleModel(ferrocuda_bench::scale_model::ScaleModelOptions),
     Redraw,
 }
 
@@ -417,6 +440,7 @@ impl BenchCommand {
             | BenchCommand::Blas1 { json, .. }
             | BenchCommand::Latency { json, .. }
             | BenchCommand::Solve { json, .. }
+            | BenchCommand::ScaleModel { json, .. }
             | BenchCommand::Redraw { json, .. } => *json,
         }
     }
@@ -435,6 +459,7 @@ impl BenchCommand {
             | BenchCommand::Mg { results_dir, .. }
             | BenchCommand::Latency { results_dir, .. }
             | BenchCommand::Solve { results_dir, .. }
+            | BenchCommand::ScaleModel { results_dir, .. }
             | BenchCommand::Redraw { results_dir, .. } => Some(results_dir),
             BenchCommand::Blas1 { markdown, .. } => markdown.as_deref().map(|m| {
                 m.parent()
@@ -633,6 +658,26 @@ impl BenchCommand {
                     SolveScalars::Complex => b::solve::SolvePasses::Complex,
                 },
             }),
+            B::ScaleModel {
+                gpus_per_node,
+                ib_latency_us,
+                max_gpus,
+                results_dir,
+                ..
+            } => {
+                let mut o = b::scale_model::ScaleModelOptions {
+                    results_dir: results_dir.clone(),
+                    max_gpus: *max_gpus,
+                    ..Default::default()
+                };
+                if let Some(g) = gpus_per_node {
+                    o.assumptions.gpus_per_node = *g;
+                }
+                if let Some(us) = ib_latency_us {
+                    o.assumptions.ib_latency_ms = us * 1e-3;
+                }
+                Plan::ScaleModel(o)
+            }
             B::Redraw { .. } => Plan::Redraw,
         };
         match &plan {
@@ -649,6 +694,7 @@ impl BenchCommand {
             Plan::Blas1(o) => o.validate(),
             Plan::Latency(o) => o.validate(),
             Plan::Solve(o) => o.validate(),
+            Plan::ScaleModel(o) => o.validate(),
             Plan::Redraw => Ok(()),
         }?;
         Ok(plan)
@@ -696,6 +742,9 @@ pub fn run(cmd: &BenchCommand, on: Where) -> Result<Box<dyn Report>> {
     } = cmd
     {
         return redraw(results_dir, *from_results);
+    }
+    if let Plan::ScaleModel(o) = &plan {
+        return scale_model(o);
     }
     let name = bench_name(cmd);
     let (gpu, skipped) = on.open_optional()?;
@@ -831,6 +880,7 @@ pub fn run(cmd: &BenchCommand, on: Where) -> Result<Box<dyn Report>> {
             }
         },
         Plan::Redraw => unreachable!("bench redraw returns above"),
+        Plan::ScaleModel(_) => unreachable!("bench scale-model returns above"),
     };
     Ok(Box::new(WithProvenance {
         report,
@@ -938,6 +988,19 @@ fn redraw(dir: &Path, from_results: bool) -> Result<Box<dyn Report>> {
     ))
 }
 
+/// `bench scale-model`: no GPU is opened; its files are CPU-only results
+/// ([`ResultsDir`]), their inputs' provenance inside.
+fn scale_model(o: &ferrocuda_bench::scale_model::ScaleModelOptions) -> Result<Box<dyn Report>> {
+    use ferrocuda_bench::scale_model as sm;
+    let report = sm::run(o)?;
+    let out = ResultsDir::new(&o.results_dir, false);
+    eprintln!("[bench scale-model] {}", sm::write_results(&report, &out)?);
+    Ok(Box::new(WithProvenance {
+        report: shown(report, sm::ScaleModelReport::to_text),
+        provenance: out.provenance().clone(),
+    }))
+}
+
 /// `--markdown FILE` of `bench blas1`, under the rule of [`ResultsDir`].
 fn write_blas1(
     report: &ferrocuda_bench::blas1::Blas1Report,
@@ -968,6 +1031,7 @@ fn bench_name(cmd: &BenchCommand) -> &'static str {
         BenchCommand::Blas1 { .. } => "blas1",
         BenchCommand::Latency { .. } => "latency",
         BenchCommand::Solve { .. } => "solve",
+        BenchCommand::ScaleModel { .. } => "scale-model",
         BenchCommand::Redraw { .. } => "redraw",
     }
 }

@@ -19,5 +19,6 @@ mod progress;
 mod reliability;
 mod rng;
 mod rock4;
+mod scale_model;
 mod solve;
 mod spmv;
