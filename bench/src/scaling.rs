@@ -310,7 +310,8 @@ impl ScalingReport {
             .collect()
     }
 
-    const HEADERS: [&'static str; 10] = [
+    /// The table's columns (the scale model reads the first eight by these names).
+    pub(crate) const HEADERS: [&'static str; 10] = [
         "transport",
         "mode",
         "what",

@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use crate::scaling::ScalingReport;
 use ferrocuda::sparse::generate::TraceSpec;
 use ferrocuda::{Error, Result};
 use serde::Serialize;
@@ -82,17 +83,9 @@ fn bad(reason: String) -> Error {
     }
 }
 
-/// The columns read, by their headers in `bench scaling`'s table.
-const COLUMNS: [&str; 8] = [
-    "transport",
-    "mode",
-    "what",
-    "GPUs",
-    "grid blocks",
-    "rows",
-    "ghost blocks / rank",
-    "ms",
-];
+/// The columns read, by their headers in `bench scaling`'s table: all but the two
+/// derived ones (speed-up, efficiency).
+const COLUMNS: &[&str] = ScalingReport::HEADERS.split_at(8).0;
 
 /// Reads `path`. Errors: the file cannot be read, or it is not a scaling table (names
 /// the file, line and column of the first problem).

@@ -311,14 +311,7 @@ pub unsafe fn gs_update_kernel<T: Scalar>(
     w: *const T,
     basis: *mut T,
 ) {
-    let GsUpdateScalars {
-        n,
-        k,
-        ld,
-        c,
-        inv_alpha,
-    } = p;
-    unsafe { gs_update_columns(n, k, ld, c, inv_alpha, a, b, w, basis) };
+    unsafe { gs_update_columns(p.n, p.k, p.ld, p.c, p.inv_alpha, a, b, w, basis) };
 }
 
 /// [`gs_update_kernel`] over a compressed basis ([`BasisScalar`]): columns read in `B`
@@ -331,14 +324,7 @@ pub unsafe fn gs_update_cb<B: BasisScalar<T>, T: Scalar>(
     w: *const T,
     basis: *mut B,
 ) {
-    let GsUpdateScalars {
-        n,
-        k,
-        ld,
-        c,
-        inv_alpha,
-    } = p;
-    unsafe { gs_update_columns(n, k, ld, c, inv_alpha, a, b, w, basis) };
+    unsafe { gs_update_columns(p.n, p.k, p.ld, p.c, p.inv_alpha, a, b, w, basis) };
 }
 
 /// The body of the update kernels.
@@ -673,11 +659,25 @@ pub unsafe fn basis_combine<T: Scalar>(
     coef: *const T,
     z: *mut T,
 ) {
+    unsafe { combine_columns(n, k, basis, ld, coef, z) };
+}
+
+/// The body of both combine kernels: `z <- sum_{j < k} coef_j V_j`, columns widened.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn combine_columns<T: Scalar, B: BasisScalar<T>>(
+    n: usize,
+    k: usize,
+    basis: *const B,
+    ld: usize,
+    coef: *const T,
+    z: *mut T,
+) {
     for_each_index(n, |i| {
         let mut s = T::ZERO;
         for j in 0..k {
             s = basis_term(s, unsafe { *coef.add(j) }, unsafe {
-                *basis.add(j * ld + i)
+                (*basis.add(j * ld + i)).widen()
             });
         }
         unsafe { *z.add(i) = s };
@@ -695,15 +695,7 @@ pub unsafe fn basis_combine_cb<B: BasisScalar<T>, T: Scalar>(
     coef: *const T,
     z: *mut T,
 ) {
-    for_each_index(n, |i| {
-        let mut s = T::ZERO;
-        for j in 0..k {
-            s = basis_term(s, unsafe { *coef.add(j) }, unsafe {
-                (*basis.add(j * ld + i)).widen()
-            });
-        }
-        unsafe { *z.add(i) = s };
-    });
+    unsafe { combine_columns(n, k, basis, ld, coef, z) };
 }
 
 /// `y <- x` widened: a compressed basis vector as the operator's input.
