@@ -135,6 +135,7 @@ pub mod report;
 pub mod rng;
 pub mod rock4;
 pub mod sparse;
+mod staging;
 pub mod timing;
 pub mod vendor;
 

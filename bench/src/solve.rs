@@ -210,6 +210,8 @@ pub struct SolveRow {
     pub solve_ms: f64,
     /// Of it, GMRES on the device (all passes), milliseconds (ferrocuda only).
     pub gmres_ms: Option<f64>,
+    /// ferrocuda rows: where the fastest solve's milliseconds went.
+    pub parts: Option<SolveParts>,
     /// The operator's format (`sbell`, `bcsr`, `csr`, ...; peers: `csr`).
     pub format: String,
     /// Where the configuration failed (e.g. a zero pivot, the peer's time limit), the
@@ -247,6 +249,7 @@ impl SolveRow {
             setup_ms: 0.0,
             solve_ms: 0.0,
             gmres_ms: None,
+            parts: None,
             format: String::new(),
             error: None,
             vs_cupy: None,
@@ -265,6 +268,41 @@ impl SolveRow {
             self.solver.name().into()
         } else {
             format!("{} {}", self.solver.name(), self.version)
+        }
+    }
+}
+
+/// Where the milliseconds of a ferrocuda solve went (`SolveReport::timing` and GMRES's
+/// own timing, whose device parts are timed by events).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SolveParts {
+    /// The checks of `b` (every entry finite).
+    pub checks_ms: f64,
+    /// `b` to the device, padded, and `x0 = 0` there.
+    pub inputs_ms: f64,
+    /// GMRES's operator applications (SpMV).
+    pub spmv_ms: f64,
+    /// Its preconditioner applications.
+    pub precond_ms: f64,
+    /// Its orthogonalisation.
+    pub orth_ms: f64,
+    /// The rest of GMRES: set-up, restarts' true residuals, waits, host work.
+    pub gmres_rest_ms: f64,
+    /// `x` back in host memory.
+    pub output_ms: f64,
+}
+
+impl SolveParts {
+    fn of(report: &ferrocuda::krylov::SolveReport) -> Self {
+        let (t, g) = (&report.timing, &report.gmres.timing);
+        SolveParts {
+            checks_ms: t.checks * 1e3,
+            inputs_ms: t.inputs * 1e3,
+            spmv_ms: g.spmv * 1e3,
+            precond_ms: g.precond * 1e3,
+            orth_ms: g.orthogonalization * 1e3,
+            gmres_rest_ms: g.rest * 1e3,
+            output_ms: t.output * 1e3,
         }
     }
 }
@@ -349,6 +387,7 @@ fn row<T: DeviceSolveElement>(
                 best = ms;
                 let g = &sol.report.gmres;
                 r.gmres_ms = Some(g.timing.total * 1e3);
+                r.parts = Some(SolveParts::of(&sol.report));
                 r.format = sol.report.format.format.name().to_string();
                 r.converged = g.converged;
                 r.steps = g.iterations;
@@ -841,7 +880,7 @@ impl SolveBenchReport {
             "# Time to solution\n\nWritten by `ferrocuda bench solve`; do not edit by hand.\n\n\
              - device: {device}{peer_devices}\n\
              - GMRES({RESTART}), rtol {RTOL:e} on the true residual, at most {MAX_STEPS} steps; every solver gets the same system: the same CSR arrays (the generated case: its blocks without the zeros stored in them) and the same `b` (generated case, f64 and c64: `b = A x_true`; real matrices: `b = 1`)\n\
-             - ferrocuda: `DeviceSolver` (CGS2; SBELL or BCSR for the generated case, block size 5; CSR-derived formats for the real matrices, block size 1), right-preconditioned; set-up: conversion, preconditioner (ILU(0): factored on the device, level-scheduled) and uploads; solve: the fastest of {SOLVE_REPS} `DeviceSolver::solve` calls, host vectors in and out (checks, padding, uploads and the download included), GMRES ms: the device solve within it (all passes); true rel. residual: recomputed in f64 (complex f64 for c64) from the CSR arrays\n\
+             - ferrocuda: `DeviceSolver` (CGS2; SBELL or BCSR for the generated case, block size 5; CSR-derived formats for the real matrices, block size 1), right-preconditioned; set-up: conversion, preconditioner (ILU(0): factored on the device, level-scheduled) and uploads; solve: the fastest of {SOLVE_REPS} `DeviceSolver::solve` calls, host vectors in and out (checks, padding, uploads and the download included), GMRES ms: the device solve within it (all passes; `parts` in the JSON splits the solve into checks, uploads, SpMV, preconditioner, orthogonalisation, the rest of GMRES and the download); true rel. residual: recomputed in f64 (complex f64 for c64) from the CSR arrays\n\
              - storage f32: the matrix values (and Jacobi factors) in f32 (c32 for c64), vectors and arithmetic in full precision, refined with the full-precision residual (passes: the steps of each refinement solve; \"+ full\": a full-precision GMRES finished); basis f32: the Krylov basis in f32 (CB-GMRES), the same refinement; vs full: the full-precision solve's time (full matrix and basis) over this one's, same solver, matrix, scalar and preconditioner\n\
              - peers (the script `bench/scripts/gmres_peer.py`, run once per row): CuPy's `cupyx.scipy.sparse.linalg.gmres` on the GPU, right-preconditioned, the residual tested only between cycles of {RESTART} steps (its steps are whole cycles); SciPy's `scipy.sparse.linalg.gmres` on the CPU, left-preconditioned (it minimises the preconditioned residual within a cycle and tests the true residual at each restart); both from `x0 = 0` with `atol = 0`; set-up: from the CSR arrays in host memory to the matrix on the device (CuPy) and the preconditioner built, after a warm-up on a tiny system (CuPy compiles its kernels on first use); solve: CuPy the fastest of up to 5 within 2 s, each uploading `b` and downloading `x` as `DeviceSolver::solve` does; SciPy one solve; true rel. residual: recomputed by the script in the system's precision; converged: the library's `info == 0`\n\
              - peer preconditioners: `jacobi` the reciprocals of the diagonal; `ilu0` the nearest to ILU(0): CuPy `spilu(A, fill_factor=1)` = cuSPARSE's ILU(0) factored on the GPU, its triangular solves on the GPU; SciPy `spilu(drop_tol=0, fill_factor=1, permc_spec='NATURAL', diag_pivot_thresh=0)`, SuperLU's threshold ILU capped at about A's entries without reordering or pivoting, which chooses its own pattern (not ILU(0)'s factors); `ilu`: `spilu` with the library's defaults (drop_tol 1e-4, fill_factor 10, COLAMD ordering, threshold pivoting; CuPy's factors on the host through SciPy, solves on the GPU), a stronger and denser preconditioner than ILU(0); rows of A that store no entry (the generated case's ghost rows, `b` zero there) are the identity's rows in every peer preconditioner, as in ferrocuda's (GMRES iterates with A itself)\n\

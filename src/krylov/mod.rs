@@ -80,7 +80,7 @@ pub use op::{DeviceLinOp, Identity, LinOp, SbellRef};
 pub use precond::{BlockJacobi, DeviceBlockJacobi};
 pub use solve::{
     DeviceSolveElement, DeviceSolver, MatrixStorage, Refinement, Solution, SolveOptions,
-    SolveReport, Solver, StorageScalar,
+    SolveReport, SolveTiming, Solver, StorageScalar,
 };
 
 use serde::Serialize;

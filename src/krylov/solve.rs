@@ -70,7 +70,7 @@
 use std::borrow::Cow;
 use std::time::Instant;
 
-use ferrocuda_host::{DeviceBuffer, Gpu, copy_host_to_window, copy_window_to_host};
+use ferrocuda_host::{DeviceBuffer, Gpu};
 use serde::Serialize;
 
 mod refine;
@@ -90,6 +90,7 @@ use crate::sparse::{
     Bcsr, BlockFit, BlockLayout, Csr, Format, FormatChoice, FormatOptions, Matrix, MatrixScalar,
     Target, padded_size,
 };
+use crate::staging::Staging;
 
 /// How [`Solver`] and [`DeviceSolver`] store the matrix that GMRES iterates with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -246,6 +247,29 @@ pub struct SolveReport {
     /// What the refinement of [`MatrixStorage::F32`] or [`BasisStorage::F32`] did
     /// (`None` in full precision).
     pub refinement: Option<Refinement>,
+    /// Where the seconds of this solve went.
+    pub timing: SolveTiming,
+}
+
+/// Where the seconds of one [`Solver::solve`] or [`DeviceSolver::solve`] went: the
+/// parts around GMRES that a solve from host vectors pays on every call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct SolveTiming {
+    /// The whole call.
+    pub total: f64,
+    /// The checks of `b` and `x0` (lengths, every entry finite).
+    pub checks: f64,
+    /// `b` and `x0` to the device, padded to whole blocks (GPU); their padded copies
+    /// (CPU).
+    pub inputs: f64,
+    /// GMRES, every pass of a refined solve ([`GmresTiming::total`] of
+    /// [`SolveReport::gmres`]).
+    ///
+    /// [`GmresTiming::total`]: super::GmresTiming::total
+    pub gmres: f64,
+    /// `x` back in host memory, trimmed to `n`.
+    pub output: f64,
 }
 
 /// A solution and how it was found.
@@ -444,14 +468,13 @@ impl Info {
         Ok(())
     }
 
-    /// `b` and `x0` checked ([`Info::check_inputs`]) and padded with zeros to `n_padded`.
+    /// `b` and `x0` (checked already) padded with zeros to `n_padded`.
     fn padded<T: Element>(
         &self,
         op: &'static str,
         b: &[T],
         x0: Option<&[T]>,
     ) -> Result<[Vec<T>; 2]> {
-        self.check_inputs(op, b, x0)?;
         let pad = |v: Option<&[T]>| -> Result<Vec<T>> {
             let mut p = crate::alloc::try_with_capacity(op, self.n_padded)?;
             match v {
@@ -465,13 +488,19 @@ impl Info {
     }
 
     /// `v` (`n` entries, `None`: zeros) on the device, padded with zeros to `n_padded`:
-    /// copied straight from the caller's slice, with no padded copy on the host.
-    fn upload_padded<T: Element>(&self, gpu: &Gpu, v: Option<&[T]>) -> Result<DeviceBuffer<T>> {
+    /// copied from the caller's slice (through `staging` where there is one), with no
+    /// padded copy on the host.
+    fn upload_padded<T: Element>(
+        &self,
+        gpu: &Gpu,
+        staging: Option<&Staging<T>>,
+        v: Option<&[T]>,
+    ) -> Result<DeviceBuffer<T>> {
         let Some(v) = v else {
             return Ok(gpu.alloc_zeroed(self.n_padded)?);
         };
         let mut d = gpu.alloc::<T>(self.n_padded)?;
-        copy_host_to_window(v, &mut d, 0)?;
+        Staging::upload(staging, v, &mut d, 0)?;
         Gpu::memset_zero(&mut d.view_mut(self.n..)?)?;
         Ok(d)
     }
@@ -483,6 +512,7 @@ impl Info {
         (gmres, refinement): (GmresReport, Option<Refinement>),
         device: Target,
         choice: &FormatChoice,
+        timing: SolveTiming,
     ) -> Solution<T> {
         x.truncate(self.n);
         Solution {
@@ -499,8 +529,37 @@ impl Info {
                 storage: self.storage,
                 basis: self.basis,
                 refinement,
+                timing,
             },
         }
+    }
+}
+
+/// The parts of a solve timed as they end ([`SolveTiming`]).
+struct Laps {
+    started: Instant,
+    last: Instant,
+}
+
+impl Laps {
+    fn start() -> Self {
+        let now = Instant::now();
+        Laps {
+            started: now,
+            last: now,
+        }
+    }
+
+    /// Seconds since the previous lap.
+    fn lap(&mut self) -> f64 {
+        let now = Instant::now();
+        let s = (now - self.last).as_secs_f64();
+        self.last = now;
+        s
+    }
+
+    fn total(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
     }
 }
 
@@ -572,7 +631,12 @@ impl<T: StorageScalar> Solver<T> {
         x0: Option<&[T]>,
         progress: Option<&mut dyn FnMut(usize, f64)>,
     ) -> Result<Solution<T>> {
+        let mut laps = Laps::start();
+        let mut timing = SolveTiming::default();
+        self.info.check_inputs("Solver::solve", b, x0)?;
+        timing.checks = laps.lap();
         let [b, mut x] = self.info.padded("Solver::solve", b, x0)?;
+        timing.inputs = laps.lap();
         let m = self.precond.as_deref().map(|m| m as &dyn LinOp<T>);
         let opts = &self.info.opts.gmres;
         let report = match self.info.reduced() {
@@ -595,9 +659,12 @@ impl<T: StorageScalar> Solver<T> {
                 (r, Some(rf))
             }
         };
+        timing.gmres = report.0.timing.total;
+        timing.output = laps.lap() - timing.gmres;
+        timing.total = laps.total();
         Ok(self
             .info
-            .solution(x, report, Target::Cpu, self.matrix.choice()))
+            .solution(x, report, Target::Cpu, self.matrix.choice(), timing))
     }
 }
 
@@ -610,6 +677,8 @@ pub struct DeviceSolver<T: DeviceSolveElement> {
     stored: Option<DeviceMatrix<T::Stored>>,
     precond: Option<DevicePrecond<T>>,
     info: Info,
+    /// Page-locked memory for `b`, `x0` and `x` (none for short vectors).
+    staging: Option<Staging<T>>,
 }
 
 /// The scalars a [`DeviceSolver`] solves with (`f32`, `f64`, `Complex<f32>`,
@@ -672,6 +741,7 @@ impl<T: DeviceSolveElement> DeviceSolver<T> {
             (Some(j), _) => Some(DevicePrecond::Jacobi(DeviceBlockJacobi::point(gpu, j)?)),
             (None, _) => None,
         };
+        let staging = Staging::new(gpu, p.info.n);
         gpu.synchronize()?;
         let mut info = p.info;
         info.setup_seconds = t.elapsed().as_secs_f64();
@@ -680,6 +750,7 @@ impl<T: DeviceSolveElement> DeviceSolver<T> {
             stored,
             precond,
             info,
+            staging,
         })
     }
 
@@ -708,10 +779,15 @@ impl<T: DeviceSolveElement> DeviceSolver<T> {
         x0: Option<&[T]>,
         progress: Option<&mut dyn FnMut(usize, f64)>,
     ) -> Result<Solution<T>> {
+        let mut laps = Laps::start();
+        let mut timing = SolveTiming::default();
         self.info.check_inputs("DeviceSolver::solve", b, x0)?;
+        timing.checks = laps.lap();
         let gpu = self.matrix.gpu();
-        let db = self.info.upload_padded(gpu, Some(b))?;
-        let mut dx = self.info.upload_padded(gpu, x0)?;
+        let staging = self.staging.as_ref();
+        let db = self.info.upload_padded(gpu, staging, Some(b))?;
+        let mut dx = self.info.upload_padded(gpu, staging, x0)?;
+        timing.inputs = laps.lap();
         let m = self.precond.as_ref().map(|m| match m {
             DevicePrecond::Jacobi(j) => j as &dyn DeviceLinOp<T>,
             DevicePrecond::Jacobi32(j) => j as &dyn DeviceLinOp<T>,
@@ -738,12 +814,14 @@ impl<T: DeviceSolveElement> DeviceSolver<T> {
                 (r, Some(rf))
             }
         };
+        timing.gmres = report.0.timing.total;
+        let before_output = laps.lap() - timing.gmres;
         // Only the first n entries come back: no padded copy to trim on the host.
-        let mut x = crate::alloc::try_with_capacity("DeviceSolver::solve", self.info.n)?;
-        x.resize(self.info.n, T::ZERO);
-        copy_window_to_host(&dx, 0, &mut x)?;
+        let x = Staging::download(staging, "DeviceSolver::solve", &dx, 0, self.info.n)?;
+        timing.output = before_output + laps.lap();
+        timing.total = laps.total();
         Ok(self
             .info
-            .solution(x, report, Target::Gpu, self.matrix.choice()))
+            .solution(x, report, Target::Gpu, self.matrix.choice(), timing))
     }
 }

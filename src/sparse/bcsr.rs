@@ -1,10 +1,12 @@
 //! Block compressed sparse rows with a run-time block size `b` (5 is the fast path).
 
+use rayon::prelude::*;
+
 use super::pattern::{accept, block_shape_accessors};
 use super::{
     BlockShape, Csr, CsrParts, Element, Index, Rejected, SparseError, check_host_bytes,
-    check_index_range, check_len, check_ptr, check_rows_sorted, checked_mul, storage_bytes,
-    try_vec,
+    check_index_range, check_len, check_ptr, check_rows_sorted, checked_mul, par_try_vec,
+    split_at_ends, storage_bytes, try_with_capacity,
 };
 
 /// How the `b x b` entries of one block are laid out in `values`.
@@ -200,28 +202,45 @@ impl<T: Element> Bcsr<T> {
             "padded n_cols",
             checked_mul(op, "padded columns", nbc, b)?,
         )?;
-        // Pass 1: the block columns of each block row (no larger than `a`'s own arrays).
-        let mut row_ptr = Vec::with_capacity(nbr + 1);
-        let mut col_idx: Vec<Index> = Vec::new();
-        row_ptr.push(0);
-        for bi in 0..nbr {
-            let start = col_idx.len();
-            for i in bi * b..((bi + 1) * b).min(a.n_rows()) {
-                col_idx.extend(a.row(i).0.iter().map(|&c| c / b as Index));
-            }
-            col_idx[start..].sort_unstable();
-            let mut kept = start;
-            for k in start..col_idx.len() {
-                if k == start || col_idx[k] != col_idx[kept - 1] {
-                    col_idx[kept] = col_idx[k];
-                    kept += 1;
+        // Tasks of whole block rows, many per core.
+        let task_rows = nbr.div_ceil(256).clamp(1, 4096);
+        let tasks = nbr.div_ceil(task_rows);
+        let rows_of = |t: usize| t * task_rows..((t + 1) * task_rows).min(nbr);
+        // Pass 1: each task's block rows, their sorted distinct block columns.
+        let parts: Vec<(Vec<usize>, Vec<Index>)> = (0..tasks)
+            .into_par_iter()
+            .map(|t| {
+                let (mut lens, mut cols) = (Vec::new(), Vec::new());
+                for bi in rows_of(t) {
+                    let start = cols.len();
+                    for i in bi * b..((bi + 1) * b).min(a.n_rows()) {
+                        cols.extend(a.row(i).0.iter().map(|&c| c / b as Index));
+                    }
+                    cols[start..].sort_unstable();
+                    let mut kept = start;
+                    for k in start..cols.len() {
+                        if k == start || cols[k] != cols[kept - 1] {
+                            cols[kept] = cols[k];
+                            kept += 1;
+                        }
+                    }
+                    cols.truncate(kept);
+                    lens.push(kept - start);
                 }
+                (lens, cols)
+            })
+            .collect();
+        let nnzb: usize = parts.iter().map(|p| p.1.len()).sum();
+        let mut row_ptr = Vec::with_capacity(nbr + 1);
+        let mut col_idx: Vec<Index> = try_with_capacity(op, nnzb)?;
+        row_ptr.push(0);
+        for (lens, cols) in parts {
+            for len in lens {
+                row_ptr.push(row_ptr[row_ptr.len() - 1] + len);
             }
-            col_idx.truncate(kept);
-            row_ptr.push(col_idx.len());
+            col_idx.extend_from_slice(&cols);
         }
         // The values, checked before they are allocated: b^2 per block.
-        let nnzb = col_idx.len();
         let n_values = (nnzb as u128).saturating_mul(bb as u128);
         let what = format!(
             "{op}: {nnzb} blocks of {b} x {b} {} values (block size {b}, a {} x {} matrix)",
@@ -231,24 +250,32 @@ impl<T: Element> Bcsr<T> {
         );
         check_host_bytes(&what, storage_bytes(&[(n_values, size_of::<T>())]))?;
         // n_values fits usize: its bytes passed the check above (at most isize::MAX).
-        let mut values = try_vec(&what, n_values as usize, T::ZERO)?;
+        let mut values = par_try_vec(&what, n_values as usize, T::ZERO)?;
         // Pass 2: each entry into its block; a row's columns and its block row's block
-        // columns both increase, so one cursor per row finds the slots.
-        for bi in 0..nbr {
-            let blocks = &col_idx[row_ptr[bi]..row_ptr[bi + 1]];
-            for i in bi * b..((bi + 1) * b).min(a.n_rows()) {
-                let r = i - bi * b;
-                let mut slot = 0;
-                let (cs, vs) = a.row(i);
-                for (&c, &v) in cs.iter().zip(vs) {
-                    let (bj, cc) = (c as usize / b, c as usize % b);
-                    while blocks[slot] as usize != bj {
-                        slot += 1;
+        // columns both increase, so one cursor per row finds the slots. Each task fills
+        // the values of its own block rows.
+        let ends = (0..tasks).map(|t| row_ptr[rows_of(t).end] * bb);
+        split_at_ends(&mut values, ends)
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(t, part)| {
+                let base = row_ptr[rows_of(t).start];
+                for bi in rows_of(t) {
+                    let blocks = &col_idx[row_ptr[bi]..row_ptr[bi + 1]];
+                    for i in bi * b..((bi + 1) * b).min(a.n_rows()) {
+                        let r = i - bi * b;
+                        let mut slot = 0;
+                        let (cs, vs) = a.row(i);
+                        for (&c, &v) in cs.iter().zip(vs) {
+                            let (bj, cc) = (c as usize / b, c as usize % b);
+                            while blocks[slot] as usize != bj {
+                                slot += 1;
+                            }
+                            part[(row_ptr[bi] - base + slot) * bb + layout.offset(b, r, cc)] = v;
+                        }
                     }
-                    values[(row_ptr[bi] + slot) * bb + layout.offset(b, r, cc)] = v;
                 }
-            }
-        }
+            });
         Ok(Self::from_blocks_trusted(
             BlockShape::new(b, nbr, nbc),
             layout,

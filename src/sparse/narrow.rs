@@ -77,14 +77,27 @@ fn overflow<T: Element>(op: &'static str, row: usize, col: usize, v: T) -> Spars
 /// The CSR matrix with its values narrowed (same pattern). Errors: a finite entry beyond
 /// `f32::MAX`, named by row and column.
 pub fn csr_to_f32<T: Narrow>(a: &Csr<T>) -> Result<Csr<T::Narrow>, SparseError> {
+    use rayon::prelude::*;
     const OP: &str = "csr_to_f32";
-    let mut values = super::try_with_capacity("f32 values", a.nnz())?;
-    for i in 0..a.n_rows() {
-        let (cols, vals) = a.row(i);
-        for (&c, &v) in cols.iter().zip(vals) {
-            values.push(v.narrow().ok_or_else(|| overflow(OP, i, c as usize, v))?);
-        }
+    const CHUNK: usize = 1 << 16;
+    let vals = a.values();
+    // The first overflow, named by its row and column; then every value rounds.
+    let bad = vals
+        .par_chunks(CHUNK)
+        .enumerate()
+        .find_map_first(|(c, chunk)| {
+            let k = chunk.iter().position(|v| v.narrow().is_none())?;
+            Some(c * CHUNK + k)
+        });
+    if let Some(k) = bad {
+        let row = a.row_ptr().partition_point(|&o| o <= k) - 1;
+        return Err(overflow(OP, row, a.col_idx()[k] as usize, vals[k]));
     }
+    let mut values = super::try_with_capacity("f32 values", a.nnz())?;
+    values.par_extend(vals.par_iter().map(|v| {
+        v.narrow()
+            .unwrap_or(<T::Narrow as ferrocuda_kernels::Scalar>::ZERO)
+    }));
     let p = a.parts();
     let parts = CsrParts {
         n_rows: p.n_rows,

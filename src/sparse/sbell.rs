@@ -37,10 +37,12 @@
 //! slot order (diagonal first): not BCSR's order, so results differ from BCSR in the last
 //! bits; GPU and CPU of this format agree bit for bit.
 
+use rayon::prelude::*;
+
 use super::pattern::{accept, block_shape_accessors, check_row_list};
 use super::{
     Bcsr, BlockLayout, BlockShape, Csr, Element, Index, Rejected, SparseError, check_host_bytes,
-    check_len, checked_add, checked_mul, storage_bytes, try_vec,
+    check_len, checked_add, checked_mul, par_try_vec, split_at_ends, storage_bytes,
 };
 
 pub use ferrocuda_kernels::spmv::{SBELL_MAX_B as MAX_B, SBELL_SLICE as SLICE};
@@ -194,19 +196,34 @@ impl<T: Element> Sbell<T> {
         let n_stored = row_index.len();
         let len = |s: usize| row_start[s + 1] - row_start[s];
         let width = (0..n_stored).map(len).max().unwrap_or(0);
-        let mut masks = vec![0u64; width];
-        for s in 0..n_stored {
-            for (k, &blk) in order[row_start[s]..row_start[s + 1]].iter().enumerate() {
-                let v = a.block(blk);
-                for r in 0..b {
-                    for c in 0..b {
-                        if v[layout.offset(b, r, c)] != T::ZERO {
-                            masks[k] |= bit(r, c);
+        // Slot k's mask: every entry that is non-zero in the k-th block of some row (on all
+        // cores, each fold over a range of rows, then or-ed together).
+        let masks = (0..n_stored)
+            .into_par_iter()
+            .with_min_len(1024)
+            .fold(
+                || vec![0u64; width],
+                |mut masks, s| {
+                    for (k, &blk) in order[row_start[s]..row_start[s + 1]].iter().enumerate() {
+                        let v = a.block(blk);
+                        for r in 0..b {
+                            for c in 0..b {
+                                if v[layout.offset(b, r, c)] != T::ZERO {
+                                    masks[k] |= bit(r, c);
+                                }
+                            }
                         }
                     }
-                }
-            }
-        }
+                    masks
+                },
+            )
+            .reduce(
+                || vec![0u64; width],
+                |mut x, y| {
+                    x.iter_mut().zip(&y).for_each(|(p, q)| *p |= q);
+                    x
+                },
+            );
         let mut prefix = vec![0usize; width + 1];
         for k in 0..width {
             prefix[k + 1] = prefix[k] + masks[k].count_ones() as usize;
@@ -241,28 +258,36 @@ impl<T: Element> Sbell<T> {
                 (n_entries as u128, size_of::<T>()),
             ]),
         )?;
-        let mut row_len = try_vec(&what, n_slices * SLICE, 0 as Index)?;
-        let mut block_col = try_vec(&what, n_slots, 0 as Index)?;
-        let mut values = try_vec(&what, n_entries, T::ZERO)?;
-        for s in 0..n_stored {
-            let (sl, lane) = (s / SLICE, s % SLICE);
-            // len <= nnz_blocks of one row <= n_block_cols <= Index::MAX.
-            row_len[s] = len(s) as Index;
-            for (k, &blk) in order[row_start[s]..row_start[s + 1]].iter().enumerate() {
-                block_col[slice_col_ptr[sl] + k * SLICE + lane] = a.col_idx()[blk];
-                let v = a.block(blk);
-                let mut e = prefix[k];
-                for r in 0..b {
-                    for c in 0..b {
-                        if masks[k] & bit(r, c) != 0 {
-                            values[slice_val_ptr[sl] + e * SLICE + lane] =
-                                v[layout.offset(b, r, c)];
-                            e += 1;
+        let mut row_len = par_try_vec(&what, n_slices * SLICE, 0 as Index)?;
+        let mut block_col = par_try_vec(&what, n_slots, 0 as Index)?;
+        let mut values = par_try_vec(&what, n_entries, T::ZERO)?;
+        // Slice by slice on all cores: each writes its own parts of the three arrays.
+        let col_parts = split_at_ends(&mut block_col, slice_col_ptr[1..].iter().copied());
+        let val_parts = split_at_ends(&mut values, slice_val_ptr[1..].iter().copied());
+        row_len
+            .par_chunks_mut(SLICE)
+            .zip(col_parts)
+            .zip(val_parts)
+            .enumerate()
+            .for_each(|(sl, ((lens, cols), vals))| {
+                for (lane, s) in (sl * SLICE..((sl + 1) * SLICE).min(n_stored)).enumerate() {
+                    // len <= nnz_blocks of one row <= n_block_cols <= Index::MAX.
+                    lens[lane] = len(s) as Index;
+                    for (k, &blk) in order[row_start[s]..row_start[s + 1]].iter().enumerate() {
+                        cols[k * SLICE + lane] = a.col_idx()[blk];
+                        let v = a.block(blk);
+                        let mut e = prefix[k];
+                        for r in 0..b {
+                            for c in 0..b {
+                                if masks[k] & bit(r, c) != 0 {
+                                    vals[e * SLICE + lane] = v[layout.offset(b, r, c)];
+                                    e += 1;
+                                }
+                            }
                         }
                     }
                 }
-            }
-        }
+            });
         Ok(Self {
             p: SbellParts {
                 b,

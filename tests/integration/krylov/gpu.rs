@@ -479,6 +479,87 @@ fn device_solver_matches_cpu_solver_and_dense_lu() {
     device_solver_case::<Complex<f64>>(&gpu, "c64", 1e-9);
 }
 
+/// `DeviceSolver` on vectors long enough to be copied through its page-locked staging
+/// (over 1 MB): the solution against the CPU twin's, a restart from that solution (a
+/// non-zero `x0` through the staging) that stops at once and hands `x0` back bit for
+/// bit, and the timing's parts within the total.
+fn device_solver_staged_case<T>(gpu: &Gpu, name: &str)
+where
+    T: ferrocuda::krylov::DeviceSolveElement,
+{
+    use ferrocuda::krylov::{DeviceSolver, Preconditioner, SolveOptions, Solver};
+    // 10 x 40 x 20 x 2 blocks: 147,840 rows, 1.2 MB of f64 per vector.
+    let a: Csr<T> = generate::trace_like::<T>(&TraceSpec::new(10, 40, 20, 2))
+        .expect("case")
+        .to_csr()
+        .without_zeros();
+    let n = a.n_rows();
+    assert!(
+        n * size_of::<T>() > 1 << 20,
+        "{name}: the case must be staged"
+    );
+    let b: Vec<T> = random_vec(n, 29);
+    let opts = SolveOptions::default()
+        .precond(Preconditioner::BlockJacobi)
+        .gmres(GmresOptions::default().rtol(1e-9));
+    let ds = DeviceSolver::upload(gpu, &a, &opts).expect("upload");
+    let sol = ds.solve(&b, None).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let cpu_sol = Solver::new(&a, &opts)
+        .and_then(|s| s.solve(&b, None))
+        .unwrap_or_else(|e| panic!("{name}: cpu: {e}"));
+    assert!(sol.report.gmres.converged, "{name}: {:?}", sol.report.gmres);
+    assert_eq!(sol.x.len(), n, "{name}");
+    let cpu_x: Vec<Complex<f64>> = cpu_sol
+        .x
+        .iter()
+        .map(|&v| common::krylov::to_c64(v))
+        .collect();
+    let e = rel_err(&sol.x, &cpu_x);
+    assert!(e <= 1e-6, "{name}: GPU against CPU {e:e}");
+    let r = csr_relative_residual(&a, &b, &sol.x);
+    assert!(r <= 1.5e-9, "{name}: true residual {r:e}");
+    let again = ds.solve(&b, Some(&sol.x)).expect("restart");
+    assert_eq!(
+        again.report.gmres.iterations, 0,
+        "{name}: from the solution"
+    );
+    assert!(again.x == sol.x, "{name}: x0 did not come back bit for bit");
+    let t = sol.report.timing;
+    let parts = t.checks + t.inputs + t.gmres + t.output;
+    assert!(
+        [t.checks, t.inputs, t.gmres, t.output]
+            .iter()
+            .all(|&p| p >= 0.0)
+            && parts <= t.total * (1.0 + 1e-9),
+        "{name}: {t:?}"
+    );
+}
+
+/// `|b - A x| / |b|` in `Complex<f64>` from the CSR arrays.
+fn csr_relative_residual<T: Element>(a: &Csr<T>, b: &[T], x: &[T]) -> f64 {
+    use common::krylov::to_c64;
+    let (ptr, col, val) = (a.row_ptr(), a.col_idx(), a.values());
+    let (mut r2, mut b2) = (0.0, 0.0);
+    for i in 0..a.n_rows() {
+        let mut s = to_c64(b[i]);
+        for k in ptr[i]..ptr[i + 1] {
+            s -= to_c64(val[k]) * to_c64(x[col[k] as usize]);
+        }
+        r2 += s.norm_sqr();
+        b2 += to_c64(b[i]).norm_sqr();
+    }
+    (r2 / b2).sqrt()
+}
+
+#[test]
+fn device_solver_stages_long_vectors() {
+    let Some(gpu) = gpu_or_skip("device_solver_stages_long_vectors") else {
+        return;
+    };
+    device_solver_staged_case::<f64>(&gpu, "f64");
+    device_solver_staged_case::<Complex<f64>>(&gpu, "c64");
+}
+
 /// GMRES with `CycleControl::Fused` on `da` against device cycles looked at only at their
 /// end: the same steps, bit for bit, and one host wait per cycle besides the restarts.
 fn fused_matches_device_cycles<A, V>(gpu: &Gpu, what: &str, da: &DeviceSbell<A>, b: &[V])
