@@ -29,8 +29,8 @@
 //! The per-thread "amd" scheme of Mißbach (2013), built on [`recursion`], is in
 //! [`crate::repro::rng`].
 
-use crate::fastmath::{ln_unit_f32, sincos_2pi_f32};
-use crate::math::sqrt_f32;
+use crate::fastmath::{ln_unit_f32, ln_unit_f64, sincos_2pi_f32, sincos_2pi_f64};
+use crate::math::{sqrt_f32, sqrt_f64};
 
 /// One SFMT parameter set (PARAMS.md §2). Shifts `sl2`, `sr2` are in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,13 +201,15 @@ pub fn box_muller_f32(x: u32, y: u32) -> (f32, f32) {
     (r * c, r * s)
 }
 
-/// Box-Muller in `f64` from two 64-bit draws (53-bit uniforms); `|z| < 8.6`.
+/// Box-Muller in `f64` from two 64-bit draws (53-bit uniforms), on [`crate::fastmath`]'s
+/// `f64` `ln` and `sincos` (on 2^22 sampled draws within 1 and 2 ulp of `std`, the
+/// normals within 3 ulp of the same Box-Muller in `std`); `|z| < 8.6`.
 #[inline(always)]
 pub fn box_muller_f64(x: u64, y: u64) -> (f64, f64) {
     let u1 = uniform_open0_f64(x);
     let u2 = uniform_f64(y);
-    let r = libm::sqrt(-2.0 * libm::log(u1));
-    let (s, c) = libm::sincos(2.0 * core::f64::consts::PI * u2);
+    let r = sqrt_f64(-2.0 * ln_unit_f64(u1));
+    let (s, c) = sincos_2pi_f64(u2);
     (r * c, r * s)
 }
 
