@@ -98,6 +98,8 @@ pub mod blas1;
 pub mod dense;
 #[cfg(target_arch = "nvptx64")]
 pub mod device;
+#[cfg(not(ferrocuda_sm90))]
+pub mod fastmath;
 pub mod gemm;
 pub mod hopper;
 #[cfg(not(any(ferrocuda_sm90, ferrocuda_repro)))]

@@ -10,7 +10,9 @@
 //!
 //! Every normal is finite (`u1 > 0`); the largest magnitudes are `sqrt(-2 ln 2^-24)`
 //! (`f32`, about 5.77) and `sqrt(-2 ln 2^-53)` (`f64`, about 8.57), so the tails beyond
-//! them are cut, as with any Box-Muller on finite-precision uniforms.
+//! them are cut, as with any Box-Muller on finite-precision uniforms. `ln` and `sincos`
+//! are `ferrocuda_kernels::fastmath`'s, made for these arguments: each `f32` normal is
+//! within 4.1 ulp of an `f64` Box-Muller of the same uniforms.
 //!
 //! ```
 //! use ferrocuda::rng::{Mexp, Sfmt, transforms};

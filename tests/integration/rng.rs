@@ -582,4 +582,5 @@ fn oversized_counts_are_errors_not_aborts() {
 }
 
 /// The GPU twins of these tests (poisoned outputs, compared with the CPU or a reference).
+mod accuracy;
 mod gpu;
