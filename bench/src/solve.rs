@@ -31,9 +31,10 @@ use crate::plot::{BarChart, BarGroup};
 use crate::spmv::SpmvCase;
 use ferrocuda::Result;
 use ferrocuda::gpu::Gpu;
+use ferrocuda::krylov::ilu::DEFAULT_SWEEPS;
 use ferrocuda::krylov::{
-    BasisStorage, DeviceSolveElement, DeviceSolver, GmresOptions, MatrixStorage, Preconditioner,
-    SolveOptions,
+    BasisStorage, DeviceSolveElement, DeviceSolver, GmresOptions, IluOptions, MatrixStorage,
+    Preconditioner, SolveOptions,
 };
 use ferrocuda::report::table;
 use ferrocuda::sparse::{Csr, Element, cpu, mm};
@@ -177,6 +178,9 @@ pub struct SolveRow {
     pub precond: String,
     /// Peers: what the preconditioner was exactly (the call and its parameters).
     pub precond_detail: Option<String>,
+    /// ferrocuda's ILU(0) with Jacobi-sweep triangular solves: the sweeps per factor
+    /// (`None`: exact solves, or another preconditioner).
+    pub ilu_sweeps: Option<usize>,
     /// How the preconditioner is applied: `right` (ferrocuda, CuPy) or `left` (SciPy);
     /// `None` without one.
     pub side: Option<String>,
@@ -236,6 +240,7 @@ impl SolveRow {
             version: String::new(),
             precond: String::new(),
             precond_detail: None,
+            ilu_sweeps: None,
             side: None,
             precond_nnz: None,
             storage: MatrixStorage::Full,
@@ -339,6 +344,28 @@ fn true_residual<T: Element>(a: &Csr<T>, b: &[T], x: &[T]) -> f64 {
     r2.sqrt() / b2.sqrt()
 }
 
+/// ferrocuda's preconditioner of one row: ILU(0) with exact triangular solves or with
+/// Jacobi sweeps (`IluOptions::sweeps`), the others as they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Precond(Preconditioner, Option<usize>);
+
+impl Precond {
+    const NONE: Self = Precond(Preconditioner::None, None);
+    const JACOBI: Self = Precond(Preconditioner::Jacobi, None);
+    const BLOCK_JACOBI: Self = Precond(Preconditioner::BlockJacobi, None);
+    const ILU0: Self = Precond(Preconditioner::Ilu0, None);
+    const ILU0_SWEEPS: Self = Precond(Preconditioner::Ilu0, Some(DEFAULT_SWEEPS));
+}
+
+impl std::fmt::Display for Precond {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.1 {
+            None => write!(f, "{}", self.0),
+            Some(s) => write!(f, "{} ({s} sweeps)", self.0),
+        }
+    }
+}
+
 /// Solves `a x = b` with one configuration.
 #[allow(clippy::too_many_arguments)]
 fn row<T: DeviceSolveElement>(
@@ -347,7 +374,7 @@ fn row<T: DeviceSolveElement>(
     name: &str,
     a: &Csr<T>,
     b: &[T],
-    precond: Preconditioner,
+    precond: Precond,
     block_size: usize,
     (storage, basis): (MatrixStorage, BasisStorage),
 ) -> SolveRow {
@@ -358,12 +385,15 @@ fn row<T: DeviceSolveElement>(
     let mut r = SolveRow::empty(Solver::Ferrocuda, name, T::SUFFIX, a.n_rows(), a.nnz());
     r.version = env!("CARGO_PKG_VERSION").into();
     r.precond = precond.to_string();
+    r.ilu_sweeps = precond.1;
+    let Precond(precond, sweeps) = precond;
     r.side = (precond != Preconditioner::None).then(|| "right".into());
     r.storage = storage;
     r.basis = basis;
     r.device = device.into();
     let opts = SolveOptions::default()
         .precond(precond)
+        .ilu(IluOptions::default().sweeps(sweeps))
         .block_size(block_size)
         .storage(storage)
         .gmres(
@@ -598,18 +628,20 @@ fn case_rows<T: DeviceSolveElement>(gpu: &Gpu, device: &str, run: &mut Run) -> R
     cpu::spmv_bcsr(T::ONE, &a5, &xt, T::ZERO, &mut b)?;
     let a = a5.to_csr().without_zeros();
     drop((a5, xt));
-    let preconds: &[Preconditioner] = match (opts.quick, T::IS_COMPLEX) {
-        (true, false) => &[Preconditioner::BlockJacobi, Preconditioner::Ilu0],
-        (true, true) => &[Preconditioner::BlockJacobi],
+    let preconds: &[Precond] = match (opts.quick, T::IS_COMPLEX) {
+        (true, false) => &[Precond::BLOCK_JACOBI, Precond::ILU0, Precond::ILU0_SWEEPS],
+        (true, true) => &[Precond::BLOCK_JACOBI],
         (false, _) => &[
-            Preconditioner::None,
-            Preconditioner::BlockJacobi,
-            Preconditioner::Ilu0,
+            Precond::NONE,
+            Precond::BLOCK_JACOBI,
+            Precond::ILU0,
+            Precond::ILU0_SWEEPS,
         ],
     };
     for &p in preconds {
-        // The slow level-scheduled ILU(0) and the complex case run fewer combinations.
-        let combos = if p == Preconditioner::Ilu0 || T::IS_COMPLEX {
+        // ILU(0) (the level-scheduled one is slow) and the complex case run fewer
+        // combinations.
+        let combos = if p.0 == Preconditioner::Ilu0 || T::IS_COMPLEX {
             &STORAGES[..2]
         } else {
             &STORAGES[..]
@@ -661,10 +693,15 @@ pub fn run(gpu: &Gpu, opts: &SolveBenchOptions) -> Result<SolveBenchReport> {
     for (name, text) in MATRICES.iter().take(matrices) {
         let a = mm::read_csr::<f64, _>(text.as_bytes())?;
         let b = vec![1.0; a.n_rows()];
-        for p in [Preconditioner::Jacobi, Preconditioner::Ilu0] {
+        for p in [Precond::JACOBI, Precond::ILU0] {
             for &s in &STORAGES {
                 run.rows.push(row(gpu, &device, name, &a, &b, p, 1, s));
             }
+        }
+        if !opts.quick {
+            let p = Precond::ILU0_SWEEPS;
+            run.rows
+                .push(row(gpu, &device, name, &a, &b, p, 1, STORAGES[0]));
         }
         run.peers(name, &a, &b)?;
     }
@@ -880,7 +917,7 @@ impl SolveBenchReport {
             "# Time to solution\n\nWritten by `ferrocuda bench solve`; do not edit by hand.\n\n\
              - device: {device}{peer_devices}\n\
              - GMRES({RESTART}), rtol {RTOL:e} on the true residual, at most {MAX_STEPS} steps; every solver gets the same system: the same CSR arrays (the generated case: its blocks without the zeros stored in them) and the same `b` (generated case, f64 and c64: `b = A x_true`; real matrices: `b = 1`)\n\
-             - ferrocuda: `DeviceSolver` (CGS2; SBELL or BCSR for the generated case, block size 5; CSR-derived formats for the real matrices, block size 1), right-preconditioned; set-up: conversion, preconditioner (ILU(0): factored on the device, level-scheduled) and uploads; solve: the fastest of {SOLVE_REPS} `DeviceSolver::solve` calls, host vectors in and out (checks, padding, uploads and the download included), GMRES ms: the device solve within it (all passes; `parts` in the JSON splits the solve into checks, uploads, SpMV, preconditioner, orthogonalisation, the rest of GMRES and the download); true rel. residual: recomputed in f64 (complex f64 for c64) from the CSR arrays\n\
+             - ferrocuda: `DeviceSolver` (CGS2; SBELL or BCSR for the generated case, block size 5; CSR-derived formats for the real matrices, block size 1), right-preconditioned; set-up: conversion, preconditioner (ILU(0): factored on the device, level-scheduled; its triangular solves level-scheduled too, or, as `ilu0 ({DEFAULT_SWEEPS} sweeps)`, by {DEFAULT_SWEEPS} Jacobi sweeps per factor) and uploads; solve: the fastest of {SOLVE_REPS} `DeviceSolver::solve` calls, host vectors in and out (checks, padding, uploads and the download included), GMRES ms: the device solve within it (all passes; `parts` in the JSON splits the solve into checks, uploads, SpMV, preconditioner, orthogonalisation, the rest of GMRES and the download); true rel. residual: recomputed in f64 (complex f64 for c64) from the CSR arrays\n\
              - storage f32: the matrix values (and Jacobi factors) in f32 (c32 for c64), vectors and arithmetic in full precision, refined with the full-precision residual (passes: the steps of each refinement solve; \"+ full\": a full-precision GMRES finished); basis f32: the Krylov basis in f32 (CB-GMRES), the same refinement; vs full: the full-precision solve's time (full matrix and basis) over this one's, same solver, matrix, scalar and preconditioner\n\
              - peers (the script `bench/scripts/gmres_peer.py`, run once per row): CuPy's `cupyx.scipy.sparse.linalg.gmres` on the GPU, right-preconditioned, the residual tested only between cycles of {RESTART} steps (its steps are whole cycles); SciPy's `scipy.sparse.linalg.gmres` on the CPU, left-preconditioned (it minimises the preconditioned residual within a cycle and tests the true residual at each restart); both from `x0 = 0` with `atol = 0`; set-up: from the CSR arrays in host memory to the matrix on the device (CuPy) and the preconditioner built, after a warm-up on a tiny system (CuPy compiles its kernels on first use); solve: CuPy the fastest of up to 5 within 2 s, each uploading `b` and downloading `x` as `DeviceSolver::solve` does; SciPy one solve; true rel. residual: recomputed by the script in the system's precision; converged: the library's `info == 0`\n\
              - peer preconditioners: `jacobi` the reciprocals of the diagonal; `ilu0` the nearest to ILU(0): CuPy `spilu(A, fill_factor=1)` = cuSPARSE's ILU(0) factored on the GPU, its triangular solves on the GPU; SciPy `spilu(drop_tol=0, fill_factor=1, permc_spec='NATURAL', diag_pivot_thresh=0)`, SuperLU's threshold ILU capped at about A's entries without reordering or pivoting, which chooses its own pattern (not ILU(0)'s factors); `ilu`: `spilu` with the library's defaults (drop_tol 1e-4, fill_factor 10, COLAMD ordering, threshold pivoting; CuPy's factors on the host through SciPy, solves on the GPU), a stronger and denser preconditioner than ILU(0); rows of A that store no entry (the generated case's ghost rows, `b` zero there) are the identity's rows in every peer preconditioner, as in ferrocuda's (GMRES iterates with A itself)\n\

@@ -64,8 +64,8 @@ use ferrocuda::krylov::DeviceSolveElement;
 use ferrocuda::krylov::gpu::KrylovElement;
 use ferrocuda::krylov::precond::MAX_BLOCK;
 use ferrocuda::krylov::{
-    BasisStorage, DeviceSolver, GmresOptions, MatrixStorage, Orthogonalization, Preconditioner,
-    Refinement, Solution, SolveOptions, Solver, StopReason, StorageScalar,
+    BasisStorage, DeviceSolver, GmresOptions, IluOptions, MatrixStorage, Orthogonalization,
+    Preconditioner, Refinement, Solution, SolveOptions, Solver, StopReason, StorageScalar,
 };
 use ferrocuda::sparse::mm::MmObject;
 use ferrocuda::sparse::{Coo, Csr, Format};
@@ -144,6 +144,11 @@ pub struct SolveArgs {
     /// block Jacobi (at most 8).
     #[arg(long, default_value_t = 5, value_parser = count, allow_hyphen_values = true)]
     pub block_size: usize,
+    /// ILU(0)'s triangular solves by N Jacobi sweeps per factor, all rows at once, instead
+    /// of exact substitution (one GPU launch per level: slow where the levels are
+    /// thousands, as on 3-D grids); 3 is a sensible choice. Needs --precond ilu0
+    #[arg(long, value_name = "N", value_parser = count, allow_hyphen_values = true)]
+    pub ilu_sweeps: Option<usize>,
     /// Where to compute.
     #[command(flatten)]
     pub device: DeviceArg,
@@ -210,6 +215,8 @@ pub struct SolveReport {
     pub format_note: Option<String>,
     /// `--block-size`.
     pub block_size: usize,
+    /// `--ilu-sweeps`: ILU(0)'s Jacobi sweeps per factor (`null`: exact solves).
+    pub ilu_sweeps: Option<usize>,
     /// `f64` or `c64`.
     pub scalar: &'static str,
     /// Unknowns.
@@ -363,6 +370,20 @@ impl SolveArgs {
             return Err(invalid(format!(
                 "--block-size {bs}: block ILU(0) takes blocks of at most {MAX_BLOCK} x {MAX_BLOCK} (--block-size 1: point ILU(0))"
             )));
+        }
+        match self.ilu_sweeps {
+            Some(0) => {
+                return Err(invalid(
+                    "--ilu-sweeps must be at least 1 (without it: exact triangular solves)".into(),
+                ));
+            }
+            Some(_) if self.precond != Preconditioner::Ilu0 => {
+                return Err(invalid(format!(
+                    "--ilu-sweeps applies to --precond ilu0, not to --precond {}",
+                    self.precond
+                )));
+            }
+            _ => {}
         }
         if self.restart == 0 {
             return Err(invalid("--restart must be at least 1 (got 0)".into()));
@@ -527,6 +548,7 @@ where
         .gmres(gmres)
         .precond(args.precond)
         .block_size(bs)
+        .ilu(IluOptions::default().sweeps(args.ilu_sweeps))
         .storage(match args.storage {
             SolveStorage::Full => MatrixStorage::Full,
             SolveStorage::F32 => MatrixStorage::F32,
@@ -642,6 +664,7 @@ where
         format: s.format.format.name(),
         format_note,
         block_size: bs,
+        ilu_sweeps: args.ilu_sweeps,
         scalar: T::SUFFIX,
         n: s.n,
         n_padded: s.n_padded,

@@ -133,13 +133,28 @@ pub struct IluOptions {
     /// real type: a pivot (block) with `pivot_tol eps max|U_ii^-1| max_j |a_ij| >= 1` is an
     /// error. `0` refuses only zero pivots and non-finite inverses.
     pub pivot_tol: f64,
+    /// How `apply` solves with `L` and `U`. `None` (the default): exactly, by
+    /// substitution (on the GPU one launch per level of each factor, which is slow where
+    /// the levels are many: thousands on a 3-D grid). `Some(s)`, `s >= 1`: `s` Jacobi
+    /// sweeps per factor from zero, every row at once (one launch per sweep): `y_k = x -
+    /// L_strict y_(k-1)` (the first is `x` itself), then `z_k = U_diag^-1 (y - U_strict
+    /// z_(k-1))` (the first reads zeros). An approximation of the exact solve that GMRES
+    /// tolerates as a preconditioner; exact once `s` reaches the number of levels
+    /// ([`LevelSchedule`]; the iteration matrices are nilpotent), then with the exact
+    /// solve's bits. [`DEFAULT_SWEEPS`] is a sensible choice.
+    pub sweeps: Option<usize>,
 }
+
+/// A sensible number of Jacobi sweeps ([`IluOptions::sweeps`]): on the generated TRACE
+/// case it keeps ILU(0)'s step count within about one step of the exact solves.
+pub const DEFAULT_SWEEPS: usize = 3;
 
 impl Default for IluOptions {
     fn default() -> Self {
         IluOptions {
             shift: 0.0,
             pivot_tol: DEFAULT_PIVOT_TOL,
+            sweeps: None,
         }
     }
 }
@@ -150,6 +165,8 @@ impl IluOptions {
         shift: f64;
         /// Sets the tiny-pivot tolerance (multiples of the machine epsilon).
         pivot_tol: f64;
+        /// Sets the triangular solves: exact (`None`) or `s` Jacobi sweeps.
+        sweeps: Option<usize>;
     }
 
     fn validate(&self, op: &'static str) -> Result<()> {
@@ -160,6 +177,12 @@ impl IluOptions {
                     reason: format!("IluOptions::{name} must be finite and >= 0, got {v}"),
                 });
             }
+        }
+        if self.sweeps == Some(0) {
+            return Err(Error::InvalidArgument {
+                op,
+                reason: "IluOptions::sweeps = Some(0): at least one Jacobi sweep per factor (None: exact triangular solves)".into(),
+            });
         }
         Ok(())
     }
@@ -187,6 +210,8 @@ struct Factors<A> {
     diag: Vec<usize>,
     /// `U_ii^-1`, `b b` row-major values per row.
     inv_diag: Vec<A>,
+    /// [`IluOptions::sweeps`].
+    sweeps: Option<usize>,
 }
 
 /// The order in which [`Factors::build`] factors the rows.
@@ -425,6 +450,7 @@ impl<A: Element> Factors<A> {
             values: f_val,
             diag,
             inv_diag,
+            sweeps: opts.sweeps,
         };
         Ok(Unfactored {
             f,
@@ -502,8 +528,10 @@ impl<A: Element> Factors<A> {
         let rows = self.n * self.b;
         check_len(op, "x", rows, x.len())?;
         check_len(op, "y", rows, y.len())?;
-        if rows > 0 {
-            solve_rows(self, point, x, y);
+        match (rows, self.sweeps) {
+            (0, _) => {}
+            (_, None) => solve_rows(self, point, x, y),
+            (_, Some(s)) => sweep_rows(self, point, s, x, y),
         }
         Ok(())
     }
@@ -633,6 +661,58 @@ fn solve_rows[A: Element + MatrixScalar<V>, V: Element](
         ki::block_row_residual(s, &f.col_idx[d..e], &f.values[d * bb..e * bb], |c| y[c]);
         kp::apply_block(t, &f.inv_diag[i * bb..(i + 1) * bb], s);
         y[i * b..(i + 1) * b].copy_from_slice(t);
+    }
+}
+}
+
+crate::cpu_dispatch::fma_kernel! {
+/// `y ~ U^-1 L^-1 x` by `sweeps` Jacobi sweeps per factor from zero
+/// ([`IluOptions::sweeps`]): each sweep computes every row from the previous iterate by
+/// the row functions of the exact solve; the forward solve's first sweep is `x` itself,
+/// the back solve's first reads zeros.
+fn sweep_rows[A: Element + MatrixScalar<V>, V: Element](
+    f: &Factors<A>,
+    point: bool,
+    sweeps: usize,
+    x: &[V],
+    y: &mut [V],
+) {
+    let (b, n) = (f.b, f.n);
+    let bb = b * b;
+    let mut s = [V::ZERO; MAX_BLOCK];
+    let mut t = [V::ZERO; MAX_BLOCK];
+    let (s, t) = (&mut s[..b], &mut t[..b]);
+    let mut cur = x.to_vec();
+    let mut next = vec![V::ZERO; n * b];
+    for _ in 1..sweeps {
+        for i in 0..n {
+            let (st, d) = (f.row_ptr[i], f.diag[i]);
+            if point {
+                next[i] = ki::forward_row(x[i], &f.col_idx[st..d], &f.values[st..d], |c| cur[c]);
+                continue;
+            }
+            s.copy_from_slice(&x[i * b..(i + 1) * b]);
+            ki::block_row_residual(s, &f.col_idx[st..d], &f.values[st * bb..d * bb], |c| cur[c]);
+            next[i * b..(i + 1) * b].copy_from_slice(s);
+        }
+        std::mem::swap(&mut cur, &mut next);
+    }
+    let z = cur;
+    let mut prev = next;
+    prev.fill(V::ZERO);
+    for _ in 0..sweeps {
+        for i in 0..n {
+            let (d, e) = (f.diag[i] + 1, f.row_ptr[i + 1]);
+            if point {
+                y[i] = ki::backward_row(z[i], &f.col_idx[d..e], &f.values[d..e], f.inv_diag[i], |c| prev[c]);
+                continue;
+            }
+            s.copy_from_slice(&z[i * b..(i + 1) * b]);
+            ki::block_row_residual(s, &f.col_idx[d..e], &f.values[d * bb..e * bb], |c| prev[c]);
+            kp::apply_block(t, &f.inv_diag[i * bb..(i + 1) * bb], s);
+            y[i * b..(i + 1) * b].copy_from_slice(t);
+        }
+        prev.copy_from_slice(y);
     }
 }
 }
@@ -1477,6 +1557,80 @@ mod tests {
             &y,
         );
         assert!(err <= 1e-14 * scale, "complex matrix: {err:e} of {scale:e}");
+    }
+
+    /// Jacobi-sweep triangular solves ([`IluOptions::sweeps`]): one sweep is the
+    /// block-diagonal `U_diag^-1 x`; more sweeps approach the exact solve and, from as many
+    /// sweeps as levels on, give its bits; GMRES preconditioned with 3 sweeps reaches the
+    /// tolerance on the TRACE-like case within 1.5x the exact ILU(0)'s steps; `Some(0)`
+    /// is an error.
+    #[test]
+    fn jacobi_sweeps_approach_and_reach_the_exact_solve() {
+        let mut rng = SmallRng::seed_from_u64(17);
+        let a = generate::trace_like::<f64>(&TraceSpec::new(4, 6, 5, 3).seed(3)).expect("case");
+        let exact = BlockIlu0::new(&a).expect("ilu");
+        let (lower, upper) = exact.level_schedules().expect("levels");
+        let levels = lower.n_levels().max(upper.n_levels());
+        let n = a.n_rows();
+        let x: Vec<f64> = random_vec(&mut rng, n);
+        let mut want = vec![f64::NAN; n];
+        exact.apply(&x, &mut want).expect("apply");
+        let dist = |y: &[f64]| {
+            let d: f64 = y.iter().zip(&want).map(|(p, q)| (p - q) * (p - q)).sum();
+            let w: f64 = want.iter().map(|q| q * q).sum();
+            (d / w).sqrt()
+        };
+        let sweep = |s: usize| {
+            let m =
+                BlockIlu0::with_options(&a, &IluOptions::default().sweeps(Some(s))).expect("ilu");
+            assert_eq!(m.blocks(), exact.blocks(), "the same factors");
+            let mut y = vec![f64::NAN; n];
+            m.apply(&x, &mut y).expect("apply");
+            y
+        };
+        // One sweep: the inverted diagonal blocks times x.
+        let one = sweep(1);
+        let (b, inv) = (a.b(), exact.inverse_diagonal_blocks());
+        for i in 0..n / b {
+            let mut t = vec![0.0; b];
+            kp::apply_block(
+                &mut t,
+                &inv[i * b * b..(i + 1) * b * b],
+                &x[i * b..(i + 1) * b],
+            );
+            assert_eq!(&one[i * b..(i + 1) * b], &t[..], "block row {i}");
+        }
+        let errs: Vec<f64> = [1, 2, 3, 6].iter().map(|&s| dist(&sweep(s))).collect();
+        assert!(
+            errs.windows(2).all(|w| w[1] < w[0]) && errs[0] > 1e-3,
+            "sweeps 1, 2, 3, 6: {errs:?}"
+        );
+        assert!(
+            levels > 6,
+            "{levels} levels: the case must need many sweeps"
+        );
+        assert_eq!(sweep(levels), want, "{levels} sweeps: the exact bits");
+        // GMRES: 3 sweeps against exact solves.
+        let xt: Vec<f64> = random_vec(&mut rng, n);
+        let mut rhs = vec![0.0; n];
+        crate::sparse::cpu::spmv_bcsr(1.0, &a, &xt, 0.0, &mut rhs).expect("spmv");
+        let op = crate::sparse::Matrix::new(&a.to_csr(), crate::sparse::Format::Auto).expect("op");
+        let opts = GmresOptions::default().rtol(1e-8);
+        let steps = |m: &BlockIlu0<f64>| {
+            let mut y = vec![0.0; n];
+            let r = cpu::gmres(&op, Some(m), &rhs, &mut y, &opts).expect("gmres");
+            assert!(r.converged, "{r:?}");
+            r.iterations
+        };
+        let three =
+            BlockIlu0::with_options(&a, &IluOptions::default().sweeps(Some(3))).expect("ilu");
+        let (e, s3) = (steps(&exact), steps(&three));
+        assert!(s3 * 2 <= e * 3, "3 sweeps: {s3} steps, exact: {e}");
+        let err = BlockIlu0::with_options(&a, &IluOptions::default().sweeps(Some(0)))
+            .map(|_| ())
+            .expect_err("0 sweeps")
+            .to_string();
+        assert!(err.contains("IluOptions::sweeps"), "{err}");
     }
 
     fn csr(n: usize, entries: &[(usize, usize, f64)]) -> Csr<f64> {

@@ -81,7 +81,7 @@ use super::ilu::IluKernels;
 use super::precond::{MAX_BLOCK, PrecondKernels};
 use super::{
     BasisStorage, BlockIlu0, BlockJacobi, DeviceBlockIlu0, DeviceBlockJacobi, DeviceLinOp,
-    GmresOptions, GmresReport, LinOp, Preconditioner,
+    GmresOptions, GmresReport, IluOptions, LinOp, Preconditioner,
 };
 use crate::blas1::Element;
 use crate::error::{Error, Result, check_len};
@@ -197,6 +197,9 @@ pub struct SolveOptions {
     pub block_size: Option<usize>,
     /// How the matrix GMRES iterates with is stored ([`MatrixStorage::F32`]: refinement).
     pub storage: MatrixStorage,
+    /// ILU(0)'s options (shift, pivot tolerance, exact or Jacobi-sweep triangular
+    /// solves) where [`SolveOptions::precond`] is [`Preconditioner::Ilu0`].
+    pub ilu: IluOptions,
 }
 
 impl SolveOptions {
@@ -209,6 +212,8 @@ impl SolveOptions {
         format: Format;
         /// Sets [`SolveOptions::storage`].
         storage: MatrixStorage;
+        /// Sets [`SolveOptions::ilu`].
+        ilu: IluOptions;
     }
     /// Sets [`SolveOptions::block_size`].
     pub fn block_size(mut self, b: usize) -> Self {
@@ -591,7 +596,9 @@ impl<T: StorageScalar> Solver<T> {
                 Some(Box::new(BlockJacobi::point(j)?.narrowed()))
             }
             (Some(j), Preconditioner::BlockJacobi) => Some(Box::new(BlockJacobi::new(j)?)),
-            (Some(j), Preconditioner::Ilu0) => Some(Box::new(BlockIlu0::new(j)?)),
+            (Some(j), Preconditioner::Ilu0) => {
+                Some(Box::new(BlockIlu0::with_options(j, &opts.ilu)?))
+            }
             (Some(j), _) => Some(Box::new(BlockJacobi::point(j)?)),
             (None, _) => None,
         };
@@ -735,9 +742,9 @@ impl<T: DeviceSolveElement> DeviceSolver<T> {
             (Some(j), Preconditioner::BlockJacobi) => {
                 Some(DevicePrecond::Jacobi(DeviceBlockJacobi::new(gpu, j)?))
             }
-            (Some(j), Preconditioner::Ilu0) => {
-                Some(DevicePrecond::Ilu0(Box::new(DeviceBlockIlu0::new(gpu, j)?)))
-            }
+            (Some(j), Preconditioner::Ilu0) => Some(DevicePrecond::Ilu0(Box::new(
+                DeviceBlockIlu0::with_options(gpu, j, &opts.ilu)?,
+            ))),
             (Some(j), _) => Some(DevicePrecond::Jacobi(DeviceBlockJacobi::point(gpu, j)?)),
             (None, _) => None,
         };

@@ -409,10 +409,10 @@ pub(crate) fn par_try_vec<T: Clone + Send + Sync>(
 /// `v` cut at `ends` (increasing offsets into `v`, the last at most `v.len()`): the
 /// disjoint parts that parallel tasks fill, part `i` being `v[ends[i-1]..ends[i]]`
 /// (`v[..ends[0]]` first).
-pub(crate) fn split_at_ends<'a, T>(
-    mut v: &'a mut [T],
+pub(crate) fn split_at_ends<T>(
+    mut v: &mut [T],
     ends: impl IntoIterator<Item = usize>,
-) -> Vec<&'a mut [T]> {
+) -> Vec<&mut [T]> {
     let mut parts = Vec::new();
     let mut at = 0;
     for end in ends {

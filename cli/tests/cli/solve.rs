@@ -162,6 +162,34 @@ fn solves_known_system<T: Element>(name: &str, dir: &Path, c: &Case<T>, device: 
             }
         }
     }
+    // ILU(0) with Jacobi-sweep triangular solves.
+    for sweeps in ["1", "3"] {
+        let what = format!("{name} on {device}, --precond ilu0 --ilu-sweeps {sweeps}");
+        let _ = std::fs::remove_file(&out);
+        let o = solve(
+            &c.a,
+            &c.b,
+            &out,
+            &[
+                "--precond",
+                "ilu0",
+                "--ilu-sweeps",
+                sweeps,
+                "--tol",
+                "1e-10",
+                "--device",
+                device,
+                "--json",
+                "--quiet",
+            ],
+        );
+        let v = json(&o, &what);
+        assert_eq!(v["converged"], true, "{what}: {v}");
+        assert_eq!(v["ilu_sweeps"].to_string(), sweeps, "{what}");
+        let x: Vec<T> = read_vec(&out);
+        let err = rel_err(&x, &want);
+        assert!(err < 1e-6, "{what}: relative error {err:e}");
+    }
     // The matrix and/or the basis stored in f32, refined with the f64 residual.
     for (precond, storage, basis) in [
         ("none", "f32", "full"),
@@ -602,6 +630,26 @@ fn bad_input_is_a_clear_error_and_keeps_the_old_output() {
         &["--restart"],
     );
     check(
+        "no ILU sweeps",
+        solve(
+            &c.a,
+            &c.b,
+            &out,
+            &["--precond", "ilu0", "--ilu-sweeps", "0"],
+        ),
+        &["--ilu-sweeps", "at least 1"],
+    );
+    check(
+        "ILU sweeps without ILU(0)",
+        solve(
+            &c.a,
+            &c.b,
+            &out,
+            &["--precond", "jacobi", "--ilu-sweeps", "3"],
+        ),
+        &["--ilu-sweeps", "ilu0", "jacobi"],
+    );
+    check(
         "negative tol",
         solve(&c.a, &c.b, &out, &["--tol=-1"]),
         &["--tol", "-1"],
@@ -694,9 +742,15 @@ fn bench_solve_quick_writes_results() {
     let ours: Vec<&serde_json::Value> =
         rows.iter().filter(|r| r["solver"] == "ferrocuda").collect();
     // On the case in f64: block Jacobi with the matrix and/or the basis in f32 (4), ILU(0)
-    // with full and f32 matrix storage (2); in c64 block Jacobi (2); on sherman1 Jacobi and
-    // ILU(0), 4 storages each. The basis in f32: 2 on the case, 4 on sherman1.
-    assert_eq!(ours.len(), 16, "{v}");
+    // with exact and with Jacobi-sweep solves, each with full and f32 matrix storage (4);
+    // in c64 block Jacobi (2); on sherman1 Jacobi and ILU(0), 4 storages each. The basis
+    // in f32: 2 on the case, 4 on sherman1.
+    assert_eq!(ours.len(), 18, "{v}");
+    assert_eq!(
+        ours.iter().filter(|r| r["ilu_sweeps"] == 3).count(),
+        2,
+        "{v}"
+    );
     assert_eq!(
         ours.iter().filter(|r| r["basis"] == "f32").count(),
         6,

@@ -429,9 +429,102 @@ pub unsafe fn ilu0_factor<T: Scalar>(
     });
 }
 
+/// Row `i` of the forward solve: `y_i = x_i - sum_{k<i} L_ik read_k` ([`forward_row`], or
+/// [`block_row_residual`] from `x_I`), written to `y`. The level kernel reads the final
+/// rows from `y` itself; a Jacobi sweep reads the previous iterate.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn forward_at<A: MatrixScalar<V>, V: Scalar>(
+    i: usize,
+    b: usize,
+    point: bool,
+    row_ptr: *const usize,
+    col_idx: *const u32,
+    diag: *const usize,
+    values: *const A,
+    x: *const V,
+    read: *const V,
+    y: *mut V,
+) {
+    use core::slice::from_raw_parts;
+    let (st, d) = unsafe { (*row_ptr.add(i), *diag.add(i)) };
+    let cols = unsafe { from_raw_parts(col_idx.add(st), d - st) };
+    let yv = |c: usize| unsafe { *read.add(c) };
+    if point {
+        let l = unsafe { from_raw_parts(values.add(st), d - st) };
+        let v = forward_row(unsafe { *x.add(i) }, cols, l, yv);
+        unsafe { *y.add(i) = v };
+        return;
+    }
+    let bb = b * b;
+    let mut s = [V::ZERO; ILU_MAX_B];
+    let s = &mut s[..b];
+    for (r, sr) in s.iter_mut().enumerate() {
+        *sr = unsafe { *x.add(i * b + r) };
+    }
+    let l = unsafe { from_raw_parts(values.add(st * bb), (d - st) * bb) };
+    block_row_residual(s, cols, l, yv);
+    for (r, &sr) in s.iter().enumerate() {
+        unsafe { *y.add(i * b + r) = sr };
+    }
+}
+
+/// Row `i` of the back solve: `y_i = U_ii^-1 (z_i - sum_{j>i} U_ij read_j)`
+/// ([`backward_row`], or [`block_row_residual`] then [`super::apply_block`]), written to
+/// `y`. The level kernel works in place (`z`, `read` and `y` one vector); a Jacobi sweep
+/// reads the forward solve's result `z` and the previous iterate.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn backward_at<A: MatrixScalar<V>, V: Scalar>(
+    i: usize,
+    b: usize,
+    point: bool,
+    row_ptr: *const usize,
+    col_idx: *const u32,
+    diag: *const usize,
+    values: *const A,
+    inv_diag: *const A,
+    z: *const V,
+    read: *const V,
+    y: *mut V,
+) {
+    use core::slice::from_raw_parts;
+    let (d, e) = unsafe { (*diag.add(i) + 1, *row_ptr.add(i + 1)) };
+    let cols = unsafe { from_raw_parts(col_idx.add(d), e - d) };
+    let yv = |c: usize| unsafe { *read.add(c) };
+    if point {
+        let u = unsafe { from_raw_parts(values.add(d), e - d) };
+        let v = backward_row(
+            unsafe { *z.add(i) },
+            cols,
+            u,
+            unsafe { *inv_diag.add(i) },
+            yv,
+        );
+        unsafe { *y.add(i) = v };
+        return;
+    }
+    let bb = b * b;
+    let mut s = [V::ZERO; ILU_MAX_B];
+    let mut o = [V::ZERO; ILU_MAX_B];
+    let (s, o) = (&mut s[..b], &mut o[..b]);
+    for (r, sr) in s.iter_mut().enumerate() {
+        *sr = unsafe { *z.add(i * b + r) };
+    }
+    let u = unsafe { from_raw_parts(values.add(d * bb), (e - d) * bb) };
+    block_row_residual(s, cols, u, yv);
+    let inv = unsafe { from_raw_parts(inv_diag.add(i * bb), bb) };
+    super::apply_block(o, inv, s);
+    for (r, &or) in o.iter().enumerate() {
+        unsafe { *y.add(i * b + r) = or };
+    }
+}
+
 /// Thread `t` computes (block) row `i = rows[t]` of the forward solve `L y = x`
-/// ([`forward_row`], or [`block_row_residual`] from `x_I`); the rows it reads are final
-/// (an earlier level of the lower schedule). `point`: the point functions (`b = 1`).
+/// ([`forward_at`]); the rows it reads are final (an earlier level of the lower
+/// schedule). `point`: the point functions (`b = 1`).
 #[kernel(args = Ilu0Forward)]
 pub unsafe fn ilu0_forward<A: MatrixScalar<V>, V: Scalar>(
     n: usize,
@@ -445,36 +538,15 @@ pub unsafe fn ilu0_forward<A: MatrixScalar<V>, V: Scalar>(
     x: *const V,
     y: *mut V,
 ) {
-    use core::slice::from_raw_parts;
-    let bb = b * b;
     for_each_index(n, |t| {
         let i = unsafe { *rows.add(t) } as usize;
-        let (st, d) = unsafe { (*row_ptr.add(i), *diag.add(i)) };
-        let cols = unsafe { from_raw_parts(col_idx.add(st), d - st) };
-        let yv = |c: usize| unsafe { *y.add(c) };
-        if point {
-            let l = unsafe { from_raw_parts(values.add(st), d - st) };
-            let v = forward_row(unsafe { *x.add(i) }, cols, l, yv);
-            unsafe { *y.add(i) = v };
-            return;
-        }
-        let mut s = [V::ZERO; ILU_MAX_B];
-        let s = &mut s[..b];
-        for (r, sr) in s.iter_mut().enumerate() {
-            *sr = unsafe { *x.add(i * b + r) };
-        }
-        let l = unsafe { from_raw_parts(values.add(st * bb), (d - st) * bb) };
-        block_row_residual(s, cols, l, yv);
-        for (r, &sr) in s.iter().enumerate() {
-            unsafe { *y.add(i * b + r) = sr };
-        }
+        unsafe { forward_at(i, b, point, row_ptr, col_idx, diag, values, x, y, y) };
     });
 }
 
 /// Thread `t` computes (block) row `i = rows[t]` of the back solve `U y = z` in place
-/// (`y` holds `z` on entry): [`backward_row`], or [`block_row_residual`] then
-/// [`super::apply_block`] with `U_II^-1`; the rows it reads are final (an earlier level
-/// of the upper schedule). `point`: the point functions (`b = 1`).
+/// (`y` holds `z` on entry, [`backward_at`]); the rows it reads are final (an earlier
+/// level of the upper schedule). `point`: the point functions (`b = 1`).
 #[kernel(args = Ilu0Backward)]
 pub unsafe fn ilu0_backward<A: MatrixScalar<V>, V: Scalar>(
     n: usize,
@@ -488,38 +560,57 @@ pub unsafe fn ilu0_backward<A: MatrixScalar<V>, V: Scalar>(
     inv_diag: *const A,
     y: *mut V,
 ) {
-    use core::slice::from_raw_parts;
-    let bb = b * b;
     for_each_index(n, |t| {
         let i = unsafe { *rows.add(t) } as usize;
-        let (d, e) = unsafe { (*diag.add(i) + 1, *row_ptr.add(i + 1)) };
-        let cols = unsafe { from_raw_parts(col_idx.add(d), e - d) };
-        let yv = |c: usize| unsafe { *y.add(c) };
-        if point {
-            let u = unsafe { from_raw_parts(values.add(d), e - d) };
-            let v = backward_row(
-                unsafe { *y.add(i) },
-                cols,
-                u,
-                unsafe { *inv_diag.add(i) },
-                yv,
-            );
-            unsafe { *y.add(i) = v };
-            return;
-        }
-        let mut s = [V::ZERO; ILU_MAX_B];
-        let mut o = [V::ZERO; ILU_MAX_B];
-        let (s, o) = (&mut s[..b], &mut o[..b]);
-        for (r, sr) in s.iter_mut().enumerate() {
-            *sr = unsafe { *y.add(i * b + r) };
-        }
-        let u = unsafe { from_raw_parts(values.add(d * bb), (e - d) * bb) };
-        block_row_residual(s, cols, u, yv);
-        let inv = unsafe { from_raw_parts(inv_diag.add(i * bb), bb) };
-        super::apply_block(o, inv, s);
-        for (r, &or) in o.iter().enumerate() {
-            unsafe { *y.add(i * b + r) = or };
-        }
+        unsafe {
+            backward_at(
+                i, b, point, row_ptr, col_idx, diag, values, inv_diag, y, y, y,
+            )
+        };
+    });
+}
+
+/// One Jacobi sweep of the forward solve over all `n` (block) rows at once: `y = x -
+/// L_strict y_old` ([`forward_at`] reading `y_old`), the approximate solve of
+/// `IluOptions::sweeps`.
+#[kernel(args = Ilu0ForwardSweep)]
+pub unsafe fn ilu0_forward_sweep<A: MatrixScalar<V>, V: Scalar>(
+    n: usize,
+    b: usize,
+    point: bool,
+    row_ptr: *const usize,
+    col_idx: *const u32,
+    diag: *const usize,
+    values: *const A,
+    x: *const V,
+    y_old: *const V,
+    y: *mut V,
+) {
+    for_each_index(n, |i| unsafe {
+        forward_at(i, b, point, row_ptr, col_idx, diag, values, x, y_old, y)
+    });
+}
+
+/// One Jacobi sweep of the back solve over all `n` (block) rows at once: `y = U_diag^-1 (z
+/// - U_strict y_old)` ([`backward_at`] reading `y_old`).
+#[kernel(args = Ilu0BackwardSweep)]
+pub unsafe fn ilu0_backward_sweep<A: MatrixScalar<V>, V: Scalar>(
+    n: usize,
+    b: usize,
+    point: bool,
+    row_ptr: *const usize,
+    col_idx: *const u32,
+    diag: *const usize,
+    values: *const A,
+    inv_diag: *const A,
+    z: *const V,
+    y_old: *const V,
+    y: *mut V,
+) {
+    for_each_index(n, |i| unsafe {
+        backward_at(
+            i, b, point, row_ptr, col_idx, diag, values, inv_diag, z, y_old, y,
+        )
     });
 }
 
@@ -538,6 +629,10 @@ pub trait IluKernels<V: Scalar>: MatrixScalar<V> + IluFactorKernels {
     const FORWARD: Kernel<Ilu0Forward<'static, Self, V>>;
     /// `ilu0_backward_<a>[_<v>]`
     const BACKWARD: Kernel<Ilu0Backward<'static, Self, V>>;
+    /// `ilu0_forward_sweep_<a>[_<v>]`
+    const FORWARD_SWEEP: Kernel<Ilu0ForwardSweep<'static, Self, V>>;
+    /// `ilu0_backward_sweep_<a>[_<v>]`
+    const BACKWARD_SWEEP: Kernel<Ilu0BackwardSweep<'static, Self, V>>;
 }
 
 instances! {
@@ -562,6 +657,8 @@ macro_rules! solve_instances {
             impl IluKernels<$v> for $a {
                 FORWARD = ilu0_forward::<$a, $v>(concat!("ilu0_forward_", $sfx));
                 BACKWARD = ilu0_backward::<$a, $v>(concat!("ilu0_backward_", $sfx));
+                FORWARD_SWEEP = ilu0_forward_sweep::<$a, $v>(concat!("ilu0_forward_sweep_", $sfx));
+                BACKWARD_SWEEP = ilu0_backward_sweep::<$a, $v>(concat!("ilu0_backward_sweep_", $sfx));
             }
         }
     };

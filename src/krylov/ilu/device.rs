@@ -48,11 +48,13 @@
 
 use ferrocuda_host::{
     DeviceBuffer, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, Gpu, LaunchConfig,
+    copy_device,
 };
 /// The bound of the device ILU(0): matrix scalars with ILU(0) kernels for vectors of `V`.
 pub use ferrocuda_kernels::precond::ilu::IluKernels;
 use ferrocuda_kernels::precond::ilu::{
-    self as ki, ILU_THREADS, Ilu0Backward, Ilu0Factor, Ilu0Forward, IluFactorKernels,
+    self as ki, ILU_THREADS, Ilu0Backward, Ilu0BackwardSweep, Ilu0Factor, Ilu0Forward,
+    Ilu0ForwardSweep, IluFactorKernels,
 };
 
 use super::{BlockIlu0, Breakdown, Factors, Ilu0, IluOptions, LevelSchedule, RowKind, Source};
@@ -97,6 +99,8 @@ struct DeviceFactors<A> {
     inv_diag: DeviceBuffer<A>,
     lower: DeviceLevels,
     upper: DeviceLevels,
+    /// [`IluOptions::sweeps`].
+    sweeps: Option<usize>,
 }
 
 impl<A: Element + IluFactorKernels> DeviceFactors<A> {
@@ -147,6 +151,7 @@ impl<A: Element + IluFactorKernels> DeviceFactors<A> {
             inv_diag: gpu.upload(&f.inv_diag)?,
             lower: DeviceLevels::upload(gpu, &lower)?,
             upper: DeviceLevels::upload(gpu, &upper)?,
+            sweeps: f.sweeps,
         };
         let row_max_d = gpu.upload(&row_max)?;
         let mut flags_d = gpu.upload(&flags)?;
@@ -205,11 +210,15 @@ impl<A: Element + IluFactorKernels> DeviceFactors<A> {
     }
 
     /// `y = U^-1 L^-1 x`: `ilu0_forward` per level of the lower schedule, then
-    /// `ilu0_backward` per level of the upper one, in place, on the stream of `y`.
+    /// `ilu0_backward` per level of the upper one, in place, on the stream of `y`; or the
+    /// Jacobi sweeps of [`IluOptions::sweeps`].
     fn solve<V: Element>(&self, x: &DeviceView<'_, V>, y: &mut DeviceViewMut<'_, V>) -> Result<()>
     where
         A: IluKernels<V> + MatrixScalar<V>,
     {
+        if let Some(s) = self.sweeps {
+            return self.sweep_solve(s, x, y);
+        }
         let gpu = y.gpu().clone();
         for (first, len) in self.lower.ranges() {
             let rows = self.lower.rows.view(first..first + len)?;
@@ -249,6 +258,72 @@ impl<A: Element + IluFactorKernels> DeviceFactors<A> {
             // SAFETY: as the forward pass, the levels of LevelSchedule::upper.
             unsafe { gpu.launch(&<A as IluKernels<V>>::BACKWARD, cfg, args) }?;
         }
+        Ok(())
+    }
+
+    /// `y ~ U^-1 L^-1 x` by `sweeps` Jacobi sweeps per factor ([`IluOptions::sweeps`]):
+    /// `ilu0_forward_sweep` from `x` (its first sweep), ping-pong in two scratch vectors,
+    /// then `ilu0_backward_sweep` from zero in two more, the last iterate copied into `y`.
+    fn sweep_solve<V: Element>(
+        &self,
+        sweeps: usize,
+        x: &DeviceView<'_, V>,
+        y: &mut DeviceViewMut<'_, V>,
+    ) -> Result<()>
+    where
+        A: IluKernels<V> + MatrixScalar<V>,
+    {
+        let gpu = y.gpu().clone();
+        let len = self.n * self.b;
+        let cfg = LaunchConfig::for_elements(self.n, ILU_THREADS as u32);
+        let mut fwd = [gpu.alloc::<V>(len)?, gpu.alloc::<V>(len)?];
+        for k in 1..sweeps {
+            let [p, q] = &mut fwd;
+            let (read, out) = if k % 2 == 1 { (&*q, p) } else { (&*p, q) };
+            let args = Ilu0ForwardSweep {
+                n: self.n,
+                b: self.b,
+                point: self.point,
+                row_ptr: self.row_ptr.as_in(),
+                col_idx: self.col_idx.as_in(),
+                diag: self.diag.as_in(),
+                values: self.values.as_in(),
+                x: x.as_in(),
+                // The first sweep from zero is x itself: the second reads x.
+                y_old: if k == 1 { x.as_in() } else { read.as_in() },
+                y: DeviceSliceMut::as_out(out),
+            };
+            // SAFETY: the factors as in `factor`; x and both scratch vectors hold n b
+            // entries; each thread writes its own row of `out`, which no argument reads.
+            unsafe { gpu.launch(&<A as IluKernels<V>>::FORWARD_SWEEP, cfg, args) }?;
+        }
+        // The forward result: x after one sweep, else the last written.
+        let z = match sweeps {
+            0 | 1 => None,
+            s => Some(&fwd[(s - 2) % 2]),
+        };
+        let mut back = [gpu.alloc_zeroed::<V>(len)?, gpu.alloc::<V>(len)?];
+        for k in 0..sweeps {
+            let [p, q] = &mut back;
+            let (read, out) = if k % 2 == 0 { (&*p, q) } else { (&*q, p) };
+            let args = Ilu0BackwardSweep {
+                n: self.n,
+                b: self.b,
+                point: self.point,
+                row_ptr: self.row_ptr.as_in(),
+                col_idx: self.col_idx.as_in(),
+                diag: self.diag.as_in(),
+                values: self.values.as_in(),
+                inv_diag: self.inv_diag.as_in(),
+                z: z.map_or_else(|| x.as_in(), |z| z.as_in()),
+                y_old: read.as_in(),
+                y: DeviceSliceMut::as_out(out),
+            };
+            // SAFETY: as the forward sweeps; `back[0]` starts at zero (the first sweep's
+            // previous iterate).
+            unsafe { gpu.launch(&<A as IluKernels<V>>::BACKWARD_SWEEP, cfg, args) }?;
+        }
+        copy_device(&back[sweeps % 2], y)?;
         Ok(())
     }
 }

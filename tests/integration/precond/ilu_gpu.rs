@@ -144,6 +144,56 @@ where
     true
 }
 
+/// ILU(0) of `a` with Jacobi-sweep triangular solves (`IluOptions::sweeps`) on both
+/// devices: the apply bit for bit for 1, 2 and 3 sweeps (both parities of the device's
+/// ping-pong), and, with as many sweeps as levels, the exact solve's bits.
+fn check_sweeps<A, V>(gpu: &Gpu, what: &str, a: &Bcsr<A>, point: bool, seed: u64)
+where
+    A: Element + MatrixScalar<V> + IluKernels<V>,
+    V: Element,
+{
+    let csr = a.to_csr();
+    let (lower, upper) = if point {
+        Ilu0::new(&csr).and_then(|f| f.level_schedules())
+    } else {
+        BlockIlu0::new(a).and_then(|f| f.level_schedules())
+    }
+    .expect("levels");
+    let levels = lower.n_levels().max(upper.n_levels());
+    let x = random_vec::<V>(csr.n_rows(), seed);
+    for s in [1, 2, 3, levels] {
+        let opts = IluOptions::default().sweeps(Some(s));
+        let (got, want, exact) = if point {
+            let cpu = Ilu0::with_options(&csr, &opts).expect("cpu");
+            let dev = DeviceIlu0::with_options(gpu, &csr, &opts).expect("gpu");
+            let exact = cpu_apply::<V>(&Ilu0::new(&csr).expect("exact"), &x);
+            (
+                device_apply::<V>(gpu, &dev, &x),
+                cpu_apply::<V>(&cpu, &x),
+                exact,
+            )
+        } else {
+            let cpu = BlockIlu0::with_options(a, &opts).expect("cpu");
+            let dev = DeviceBlockIlu0::with_options(gpu, a, &opts).expect("gpu");
+            let exact = cpu_apply::<V>(&BlockIlu0::new(a).expect("exact"), &x);
+            (
+                device_apply::<V>(gpu, &dev, &x),
+                cpu_apply::<V>(&cpu, &x),
+                exact,
+            )
+        };
+        let what = format!("{what}: {s} sweeps x {}", tname::<V>());
+        assert_bits_eq(&what, &got, &want);
+        if s >= levels {
+            assert_bits_eq(
+                &format!("{what} (all {levels} levels): exact"),
+                &got,
+                &exact,
+            );
+        }
+    }
+}
+
 fn pair<A, V>(gpu: &Gpu)
 where
     A: Element + MatrixScalar<V> + IluKernels<V>,
@@ -175,6 +225,8 @@ where
     factored +=
         check_point::<A, V>(gpu, &format!("trace-like point {name}"), &a.to_csr(), 6) as usize;
     cases += 2;
+    check_sweeps::<A, V>(gpu, &format!("trace-like block {name}"), &a, false, 8);
+    check_sweeps::<A, V>(gpu, &format!("trace-like point {name}"), &a, true, 9);
     // The comparison of factors must not be vacuous.
     assert!(
         factored * 2 > cases,
