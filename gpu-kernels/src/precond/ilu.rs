@@ -435,7 +435,7 @@ pub unsafe fn ilu0_factor<T: Scalar>(
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn forward_at<A: MatrixScalar<V>, V: Scalar>(
+unsafe fn forward_at<A: MatrixScalar<V>, V: Scalar, const B: usize>(
     i: usize,
     b: usize,
     point: bool,
@@ -448,6 +448,9 @@ unsafe fn forward_at<A: MatrixScalar<V>, V: Scalar>(
     y: *mut V,
 ) {
     use core::slice::from_raw_parts;
+    // A block size fixed at compile time unrolls the block loops and keeps the row's
+    // sums in registers (with `b` from the launch they live in local memory).
+    let b = if B > 0 { B } else { b };
     let (st, d) = unsafe { (*row_ptr.add(i), *diag.add(i)) };
     let cols = unsafe { from_raw_parts(col_idx.add(st), d - st) };
     let yv = |c: usize| unsafe { *read.add(c) };
@@ -471,13 +474,13 @@ unsafe fn forward_at<A: MatrixScalar<V>, V: Scalar>(
 }
 
 /// Row `i` of the back solve: `y_i = U_ii^-1 (z_i - sum_{j>i} U_ij read_j)`
-/// ([`backward_row`], or [`block_row_residual`] then [`super::apply_block`]), written to
+/// ([`backward_row`], or [`block_row_residual`] then the rows of [`super::apply_block`]), written to
 /// `y`. The level kernel works in place (`z`, `read` and `y` one vector); a Jacobi sweep
 /// reads the forward solve's result `z` and the previous iterate.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn backward_at<A: MatrixScalar<V>, V: Scalar>(
+unsafe fn backward_at<A: MatrixScalar<V>, V: Scalar, const B: usize>(
     i: usize,
     b: usize,
     point: bool,
@@ -491,6 +494,7 @@ unsafe fn backward_at<A: MatrixScalar<V>, V: Scalar>(
     y: *mut V,
 ) {
     use core::slice::from_raw_parts;
+    let b = if B > 0 { B } else { b };
     let (d, e) = unsafe { (*diag.add(i) + 1, *row_ptr.add(i + 1)) };
     let cols = unsafe { from_raw_parts(col_idx.add(d), e - d) };
     let yv = |c: usize| unsafe { *read.add(c) };
@@ -508,17 +512,18 @@ unsafe fn backward_at<A: MatrixScalar<V>, V: Scalar>(
     }
     let bb = b * b;
     let mut s = [V::ZERO; ILU_MAX_B];
-    let mut o = [V::ZERO; ILU_MAX_B];
-    let (s, o) = (&mut s[..b], &mut o[..b]);
+    let s = &mut s[..b];
     for (r, sr) in s.iter_mut().enumerate() {
         *sr = unsafe { *z.add(i * b + r) };
     }
     let u = unsafe { from_raw_parts(values.add(d * bb), (e - d) * bb) };
     block_row_residual(s, cols, u, yv);
     let inv = unsafe { from_raw_parts(inv_diag.add(i * bb), bb) };
-    super::apply_block(o, inv, s);
-    for (r, &or) in o.iter().enumerate() {
-        unsafe { *y.add(i * b + r) = or };
+    // `U_II^-1 s` row by row straight into `y` (the products of [`super::apply_block`]):
+    // `s` holds all the row reads, and no second array goes to local memory.
+    for r in 0..b {
+        let v = super::apply_row(&inv[r * b..(r + 1) * b], s);
+        unsafe { *y.add(i * b + r) = v };
     }
 }
 
@@ -526,7 +531,7 @@ unsafe fn backward_at<A: MatrixScalar<V>, V: Scalar>(
 /// ([`forward_at`]); the rows it reads are final (an earlier level of the lower
 /// schedule). `point`: the point functions (`b = 1`).
 #[kernel(args = Ilu0Forward)]
-pub unsafe fn ilu0_forward<A: MatrixScalar<V>, V: Scalar>(
+pub unsafe fn ilu0_forward<A: MatrixScalar<V>, V: Scalar, const B: usize>(
     n: usize,
     rows: *const u32,
     b: usize,
@@ -540,7 +545,7 @@ pub unsafe fn ilu0_forward<A: MatrixScalar<V>, V: Scalar>(
 ) {
     for_each_index(n, |t| {
         let i = unsafe { *rows.add(t) } as usize;
-        unsafe { forward_at(i, b, point, row_ptr, col_idx, diag, values, x, y, y) };
+        unsafe { forward_at::<A, V, B>(i, b, point, row_ptr, col_idx, diag, values, x, y, y) };
     });
 }
 
@@ -548,7 +553,7 @@ pub unsafe fn ilu0_forward<A: MatrixScalar<V>, V: Scalar>(
 /// (`y` holds `z` on entry, [`backward_at`]); the rows it reads are final (an earlier
 /// level of the upper schedule). `point`: the point functions (`b = 1`).
 #[kernel(args = Ilu0Backward)]
-pub unsafe fn ilu0_backward<A: MatrixScalar<V>, V: Scalar>(
+pub unsafe fn ilu0_backward<A: MatrixScalar<V>, V: Scalar, const B: usize>(
     n: usize,
     rows: *const u32,
     b: usize,
@@ -563,7 +568,7 @@ pub unsafe fn ilu0_backward<A: MatrixScalar<V>, V: Scalar>(
     for_each_index(n, |t| {
         let i = unsafe { *rows.add(t) } as usize;
         unsafe {
-            backward_at(
+            backward_at::<A, V, B>(
                 i, b, point, row_ptr, col_idx, diag, values, inv_diag, y, y, y,
             )
         };
@@ -574,7 +579,7 @@ pub unsafe fn ilu0_backward<A: MatrixScalar<V>, V: Scalar>(
 /// L_strict y_old` ([`forward_at`] reading `y_old`), the approximate solve of
 /// `IluOptions::sweeps`.
 #[kernel(args = Ilu0ForwardSweep)]
-pub unsafe fn ilu0_forward_sweep<A: MatrixScalar<V>, V: Scalar>(
+pub unsafe fn ilu0_forward_sweep<A: MatrixScalar<V>, V: Scalar, const B: usize>(
     n: usize,
     b: usize,
     point: bool,
@@ -587,14 +592,14 @@ pub unsafe fn ilu0_forward_sweep<A: MatrixScalar<V>, V: Scalar>(
     y: *mut V,
 ) {
     for_each_index(n, |i| unsafe {
-        forward_at(i, b, point, row_ptr, col_idx, diag, values, x, y_old, y)
+        forward_at::<A, V, B>(i, b, point, row_ptr, col_idx, diag, values, x, y_old, y)
     });
 }
 
 /// One Jacobi sweep of the back solve over all `n` (block) rows at once: `y = U_diag^-1 (z
 /// - U_strict y_old)` ([`backward_at`] reading `y_old`).
 #[kernel(args = Ilu0BackwardSweep)]
-pub unsafe fn ilu0_backward_sweep<A: MatrixScalar<V>, V: Scalar>(
+pub unsafe fn ilu0_backward_sweep<A: MatrixScalar<V>, V: Scalar, const B: usize>(
     n: usize,
     b: usize,
     point: bool,
@@ -608,7 +613,7 @@ pub unsafe fn ilu0_backward_sweep<A: MatrixScalar<V>, V: Scalar>(
     y: *mut V,
 ) {
     for_each_index(n, |i| unsafe {
-        backward_at(
+        backward_at::<A, V, B>(
             i, b, point, row_ptr, col_idx, diag, values, inv_diag, z, y_old, y,
         )
     });
@@ -633,6 +638,14 @@ pub trait IluKernels<V: Scalar>: MatrixScalar<V> + IluFactorKernels {
     const FORWARD_SWEEP: Kernel<Ilu0ForwardSweep<'static, Self, V>>;
     /// `ilu0_backward_sweep_<a>[_<v>]`
     const BACKWARD_SWEEP: Kernel<Ilu0BackwardSweep<'static, Self, V>>;
+    /// `ilu0_forward5_<a>[_<v>]`: [`Self::FORWARD`] for 5 x 5 blocks (the TRACE cases).
+    const FORWARD5: Kernel<Ilu0Forward<'static, Self, V>>;
+    /// `ilu0_backward5_<a>[_<v>]`
+    const BACKWARD5: Kernel<Ilu0Backward<'static, Self, V>>;
+    /// `ilu0_forward_sweep5_<a>[_<v>]`
+    const FORWARD_SWEEP5: Kernel<Ilu0ForwardSweep<'static, Self, V>>;
+    /// `ilu0_backward_sweep5_<a>[_<v>]`
+    const BACKWARD_SWEEP5: Kernel<Ilu0BackwardSweep<'static, Self, V>>;
 }
 
 instances! {
@@ -655,10 +668,14 @@ macro_rules! solve_instances {
     ($a:ty, $v:ty, $sfx:literal) => {
         instances! {
             impl IluKernels<$v> for $a {
-                FORWARD = ilu0_forward::<$a, $v>(concat!("ilu0_forward_", $sfx));
-                BACKWARD = ilu0_backward::<$a, $v>(concat!("ilu0_backward_", $sfx));
-                FORWARD_SWEEP = ilu0_forward_sweep::<$a, $v>(concat!("ilu0_forward_sweep_", $sfx));
-                BACKWARD_SWEEP = ilu0_backward_sweep::<$a, $v>(concat!("ilu0_backward_sweep_", $sfx));
+                FORWARD = ilu0_forward::<$a, $v, 0>(concat!("ilu0_forward_", $sfx));
+                BACKWARD = ilu0_backward::<$a, $v, 0>(concat!("ilu0_backward_", $sfx));
+                FORWARD_SWEEP = ilu0_forward_sweep::<$a, $v, 0>(concat!("ilu0_forward_sweep_", $sfx));
+                BACKWARD_SWEEP = ilu0_backward_sweep::<$a, $v, 0>(concat!("ilu0_backward_sweep_", $sfx));
+                FORWARD5 = ilu0_forward::<$a, $v, 5>(concat!("ilu0_forward5_", $sfx));
+                BACKWARD5 = ilu0_backward::<$a, $v, 5>(concat!("ilu0_backward5_", $sfx));
+                FORWARD_SWEEP5 = ilu0_forward_sweep::<$a, $v, 5>(concat!("ilu0_forward_sweep5_", $sfx));
+                BACKWARD_SWEEP5 = ilu0_backward_sweep::<$a, $v, 5>(concat!("ilu0_backward_sweep5_", $sfx));
             }
         }
     };

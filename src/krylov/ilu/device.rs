@@ -173,6 +173,12 @@ impl<A: Element + IluFactorKernels> DeviceFactors<A> {
         Ok(d)
     }
 
+    /// Whether the solves take the kernels built for 5 x 5 blocks (the same arithmetic,
+    /// unrolled).
+    fn five(&self) -> bool {
+        !self.point && self.b == 5
+    }
+
     /// `ilu0_factor_<a>`, one launch per level of the lower schedule.
     fn factor(
         &mut self,
@@ -220,6 +226,17 @@ impl<A: Element + IluFactorKernels> DeviceFactors<A> {
             return self.sweep_solve(s, x, y);
         }
         let gpu = y.gpu().clone();
+        let (forward, backward) = if self.five() {
+            (
+                &<A as IluKernels<V>>::FORWARD5,
+                &<A as IluKernels<V>>::BACKWARD5,
+            )
+        } else {
+            (
+                &<A as IluKernels<V>>::FORWARD,
+                &<A as IluKernels<V>>::BACKWARD,
+            )
+        };
         for (first, len) in self.lower.ranges() {
             let rows = self.lower.rows.view(first..first + len)?;
             let args = Ilu0Forward {
@@ -238,7 +255,7 @@ impl<A: Element + IluFactorKernels> DeviceFactors<A> {
             // SAFETY: the factors as in `factor`; x and y hold n b entries (checked by
             // DeviceLinOp::apply) and do not alias (`&mut y`); each thread writes its own
             // row of y and reads rows of earlier levels.
-            unsafe { gpu.launch(&<A as IluKernels<V>>::FORWARD, cfg, args) }?;
+            unsafe { gpu.launch(forward, cfg, args) }?;
         }
         for (first, len) in self.upper.ranges() {
             let rows = self.upper.rows.view(first..first + len)?;
@@ -256,7 +273,7 @@ impl<A: Element + IluFactorKernels> DeviceFactors<A> {
             };
             let cfg = LaunchConfig::for_elements(len, ILU_THREADS as u32);
             // SAFETY: as the forward pass, the levels of LevelSchedule::upper.
-            unsafe { gpu.launch(&<A as IluKernels<V>>::BACKWARD, cfg, args) }?;
+            unsafe { gpu.launch(backward, cfg, args) }?;
         }
         Ok(())
     }
@@ -274,6 +291,17 @@ impl<A: Element + IluFactorKernels> DeviceFactors<A> {
         A: IluKernels<V> + MatrixScalar<V>,
     {
         let gpu = y.gpu().clone();
+        let (forward, backward) = if self.five() {
+            (
+                &<A as IluKernels<V>>::FORWARD_SWEEP5,
+                &<A as IluKernels<V>>::BACKWARD_SWEEP5,
+            )
+        } else {
+            (
+                &<A as IluKernels<V>>::FORWARD_SWEEP,
+                &<A as IluKernels<V>>::BACKWARD_SWEEP,
+            )
+        };
         let len = self.n * self.b;
         let cfg = LaunchConfig::for_elements(self.n, ILU_THREADS as u32);
         let mut fwd = [gpu.alloc::<V>(len)?, gpu.alloc::<V>(len)?];
@@ -295,7 +323,7 @@ impl<A: Element + IluFactorKernels> DeviceFactors<A> {
             };
             // SAFETY: the factors as in `factor`; x and both scratch vectors hold n b
             // entries; each thread writes its own row of `out`, which no argument reads.
-            unsafe { gpu.launch(&<A as IluKernels<V>>::FORWARD_SWEEP, cfg, args) }?;
+            unsafe { gpu.launch(forward, cfg, args) }?;
         }
         // The forward result: x after one sweep, else the last written.
         let z = match sweeps {
@@ -321,7 +349,7 @@ impl<A: Element + IluFactorKernels> DeviceFactors<A> {
             };
             // SAFETY: as the forward sweeps; `back[0]` starts at zero (the first sweep's
             // previous iterate).
-            unsafe { gpu.launch(&<A as IluKernels<V>>::BACKWARD_SWEEP, cfg, args) }?;
+            unsafe { gpu.launch(backward, cfg, args) }?;
         }
         copy_device(&back[sweeps % 2], y)?;
         Ok(())
