@@ -36,7 +36,8 @@
 //!   (`A_pad = diag(A, I)`, `b_pad = (b, 0)`, so `x_pad = (x, 0)` and the
 //!   preconditioners stay nonsingular) and the solution trimmed back.
 //! * **Reduced precision**: `--storage f32` keeps the matrix values in f32 (half the
-//!   bytes of every SpMV), `--basis f32` the Krylov basis (CB-GMRES: half the bytes of
+//!   bytes of every SpMV), and the Jacobi factors too (ILU(0)'s with `--ilu-sweeps`),
+//!   `--basis f32` the Krylov basis (CB-GMRES: half the bytes of
 //!   the orthogonalisation; needs `--orth cgs2`); vectors and arithmetic stay in f64, and
 //!   every restart's residual is the true f64 one, so `--tol` holds for A itself. Where
 //!   the reduced precision stalls, a full-precision GMRES finishes with the steps left;

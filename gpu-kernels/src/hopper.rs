@@ -74,6 +74,39 @@ pub const SM90_GEMM_F64: [Kernel<GemmDmmaSm90<'static, f64>>; 3] = [
     GEMM_DMMA_SM90_K16_F64,
 ];
 
+/// `probe_dmma_sm90_k<S>_f64`: the DMMA rate probe ([`crate::rate::dmma_chains`]) with the
+/// Hopper shape `m16n8k<S>`, the atom of [`gemm_dmma_sm90`]: what `ferrocuda probe`
+/// measures as the ceiling of that GEMM. The arguments of `probe_dmma_f64`.
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm90))]
+#[kernel]
+pub unsafe fn probe_dmma_sm90<const S: usize>(
+    iters: u32,
+    a: f64,
+    b: f64,
+    c0: f64,
+    out: *mut f64,
+    clocks: *mut u64,
+) {
+    unsafe {
+        crate::rate::dmma_chains::<crate::gemm::Sm90M16n8k<S>>(iters, a, b, c0, out, clocks)
+    }
+}
+
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm90))]
+instances! {
+    pub const PROBE_DMMA_SM90_K4_F64 = probe_dmma_sm90::<4>("probe_dmma_sm90_k4_f64");
+    pub const PROBE_DMMA_SM90_K8_F64 = probe_dmma_sm90::<8>("probe_dmma_sm90_k8_f64");
+    pub const PROBE_DMMA_SM90_K16_F64 = probe_dmma_sm90::<16>("probe_dmma_sm90_k16_f64");
+}
+
+/// The DMMA probes by instruction shape `m16n8k4`, `m16n8k8`, `m16n8k16`.
+#[cfg(not(target_arch = "nvptx64"))]
+pub const SM90_PROBE_DMMA: [Kernel<ProbeDmmaSm90<'static>>; 3] = [
+    PROBE_DMMA_SM90_K4_F64,
+    PROBE_DMMA_SM90_K8_F64,
+    PROBE_DMMA_SM90_K16_F64,
+];
+
 /// The same arguments as the `sm_80` GEMMs take ([`crate::dense::Gemm`]).
 #[cfg(not(target_arch = "nvptx64"))]
 impl<'a, T: RealScalar> From<crate::dense::Gemm<'a, T>> for GemmDmmaSm90<'a, T> {

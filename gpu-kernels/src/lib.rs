@@ -113,6 +113,7 @@ pub mod multigrid;
 pub mod precond;
 #[cfg(not(any(ferrocuda_sm90, ferrocuda_repro)))]
 pub mod probe;
+pub mod rate;
 // Host: always (handles, serial twins); device: only in the reproduction module.
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_repro))]
 pub mod repro;

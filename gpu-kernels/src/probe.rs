@@ -6,9 +6,11 @@
 //!   `iters * UNROLL` dependent steps of one operation (`a + b`, `a * b`, `fma(a, b, c)`)
 //!   and stores the sum of its chains. Thread 0 of every block also records `clock64` and
 //!   `%globaltimer` at its start and end, so the host knows the SM clock *during* the run.
-//! - **FP64 tensor cores** (`mma.sync.aligned.m8n8k4.row.col.f64`): `W` independent
-//!   accumulator chains per warp; with `A = a`, `B = b` everywhere each step adds exactly
-//!   `4 a b` to every accumulator ([`dmma_value`]).
+//! - **FP64 tensor cores** (`mma.sync.aligned.<shape>.row.col.f64`, every shape of
+//!   [`DmmaShape`]: `m8n8k4` here, the Hopper shapes `m16n8k4/k8/k16` in
+//!   [`crate::hopper`]): `W` independent accumulator chains per warp; with `A = a`,
+//!   `B = b` everywhere each step adds exactly `k a b` to every accumulator
+//!   ([`dmma_value`]).
 //! - **Memory**: linear read (plain `ld.global` and `ld.global.cg`, which skips L1) of
 //!   16-byte words, write, copy, gather through an index buffer, shared memory with a
 //!   chosen word stride between lanes (bank conflicts), a pointer chase.
@@ -18,17 +20,14 @@
 //!   while the others wait.
 
 use crate::math::{fma_f32, fma_f64};
+#[cfg(target_arch = "nvptx64")]
+use crate::rate::{clock64, dmma_chains, record_clocks};
+pub use crate::rate::{CLOCK_WORDS, DMMA_CHAINS, DmmaShape, UNROLL, dmma_value};
 
-/// Inner unroll of the arithmetic loops: one loop iteration does `UNROLL` steps per chain.
-pub const UNROLL: u32 = 16;
 /// Threads per block of the probe kernels (the host launches them with this).
 pub const BLOCK: u32 = 256;
 /// Words (`u32`) of dynamic shared memory the shared-memory kernel uses: 32 KiB.
 pub const SHARED_WORDS: u32 = 8192;
-/// `clock64` / `%globaltimer` words each block's thread 0 writes: start clock, end clock,
-/// start ns, end ns.
-pub const CLOCK_WORDS: usize = 4;
-
 /// The arithmetic operation of a peak kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArithOp {
@@ -139,17 +138,6 @@ pub fn chain_value<T: ProbeFloat, const W: usize>(
     sum
 }
 
-/// Independent accumulator chains per warp of the DMMA kernel.
-pub const DMMA_CHAINS: usize = 8;
-
-/// What every accumulator element of the DMMA kernel holds after `steps` products with
-/// `A = a`, `B = b` from `c0`: `c0 + steps * 4 a b` (exact when `a`, `b`, `c0` are small
-/// powers of two, whatever the order of the hardware's additions). The kernel stores
-/// the sum of a thread's `2 * DMMA_CHAINS` elements.
-pub fn dmma_value(steps: u64, a: f64, b: f64, c0: f64) -> f64 {
-    (c0 + steps as f64 * 4.0 * a * b) * (2 * DMMA_CHAINS) as f64
-}
-
 /// The next index of a pointer chase: `next[p]` (the CPU twin of the chase kernel).
 pub fn chase(next: &[u32], start: u32, steps: u32) -> u32 {
     let mut p = start;
@@ -187,30 +175,6 @@ use crate::{instances, kernel};
 #[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
 
-/// `%clock64` of this SM. Volatile (no `pure`): stays where it is written.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-fn clock64() -> u64 {
-    let t: u64;
-    unsafe { asm!("mov.u64 {t}, %clock64;", t = out(reg64) t, options(nostack)) };
-    t
-}
-
-/// Thread 0 of the block writes (clock start, clock end, ns start, ns end).
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn record_clocks(clocks: *mut u64, c0: u64, t0: u64) {
-    let (c1, t1) = (clock64(), globaltimer());
-    if thread_idx() == 0 {
-        let base = unsafe { clocks.add(block_idx() * CLOCK_WORDS) };
-        unsafe {
-            *base = c0;
-            *base.add(1) = c1;
-            *base.add(2) = t0;
-            *base.add(3) = t1;
-        }
-    }
-}
 
 /// Peak arithmetic: every thread runs `W` chains of `iters * UNROLL` steps of the
 /// operation `ArithOp::from_code(OP)` ([`chain_value`]) and stores their sum at
@@ -273,50 +237,10 @@ macro_rules! peak_instances {
 peak_instances!(f32, "f32");
 peak_instances!(f64, "f64");
 
-/// One `mma.sync.aligned.m8n8k4.row.col.f64`: `(d0, d1) <- A B + (d0, d1)`.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-fn dmma(a: f64, b: f64, d: &mut (f64, f64)) {
-    unsafe {
-        asm!(
-            "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {{{d0}, {d1}}}, {{{a}}}, {{{b}}}, {{{d0}, {d1}}};",
-            d0 = inout(reg64) d.0,
-            d1 = inout(reg64) d.1,
-            a = in(reg64) a,
-            b = in(reg64) b,
-            options(nostack, preserves_flags)
-        );
-    }
-}
-
-/// DMMA rate: every warp runs `DMMA_CHAINS` accumulator chains of `iters * UNROLL`
-/// products `A = a`, `B = b` from `c0`; `out[thread]` gets the sum of the thread's
-/// accumulators ([`dmma_value`]), `clocks` as the peak kernels.
+/// DMMA rate with the `sm_80` shape `m8n8k4` ([`dmma_chains`]).
 #[kernel]
 pub unsafe fn probe_dmma_f64(iters: u32, a: f64, b: f64, c0: f64, out: *mut f64, clocks: *mut u64) {
-    let (k0, t0) = (clock64(), globaltimer());
-    let mut acc = [(c0, c0); DMMA_CHAINS];
-    let mut i = 0;
-    while i < iters {
-        let mut u = 0;
-        while u < UNROLL {
-            let mut k = 0;
-            while k < DMMA_CHAINS {
-                dmma(a, b, &mut acc[k]);
-                k += 1;
-            }
-            u += 1;
-        }
-        i += 1;
-    }
-    let mut sum = 0.0;
-    let mut k = 0;
-    while k < DMMA_CHAINS {
-        sum += acc[k].0 + acc[k].1;
-        k += 1;
-    }
-    unsafe { *out.add(global_index()) = sum };
-    unsafe { record_clocks(clocks, k0, t0) };
+    unsafe { dmma_chains::<crate::gemm::Sm80M8n8k4>(iters, a, b, c0, out, clocks) }
 }
 
 /// 16-byte global load `ld.global{cache}.v4.u32`.

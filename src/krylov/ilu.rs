@@ -289,6 +289,41 @@ struct Unfactored<A: Element> {
 }
 
 impl<A: Element> Factors<A> {
+    /// The same factors with their values rounded to `A::Low` (single precision; a
+    /// single-precision one is copied), the pattern and sweeps kept. Errors: an entry
+    /// beyond the single-precision range (named).
+    fn narrowed(&self, op: &'static str) -> Result<Factors<A::Low>> {
+        use ferrocuda_kernels::krylov::BasisScalar;
+        use rayon::prelude::*;
+        let narrow =
+            |v: &[A]| -> Vec<A::Low> { v.par_iter().map(|&v| A::Low::narrow(v)).collect() };
+        let (values, inv_diag) = (narrow(&self.values), narrow(&self.inv_diag));
+        for (what, low, full) in [
+            ("factor value", &values, &self.values),
+            ("inverse pivot value", &inv_diag, &self.inv_diag),
+        ] {
+            if let Some(p) = low.par_iter().position_first(|&v| !kp::is_finite(v)) {
+                return Err(Error::InvalidArgument {
+                    op,
+                    reason: format!(
+                        "ILU(0) {what} {p} is {:?}, beyond the single-precision range: keep the factors in full precision (MatrixStorage::Full, --storage full)",
+                        full[p]
+                    ),
+                });
+            }
+        }
+        Ok(Factors {
+            b: self.b,
+            n: self.n,
+            row_ptr: self.row_ptr.clone(),
+            col_idx: self.col_idx.clone(),
+            values,
+            diag: self.diag.clone(),
+            inv_diag,
+            sweeps: self.sweeps,
+        })
+    }
+
     /// Checks, copies and factors `src` (`point`: with the point functions).
     fn build(
         src: Source<'_, A>,
@@ -820,6 +855,17 @@ impl<A: Element> Ilu0<A> {
     pub fn inverse_pivots(&self) -> &[A] {
         &self.f.inv_diag
     }
+
+    /// The same preconditioner with its factors rounded to single precision (`f32` for
+    /// `f64`, `Complex<f32>` for `Complex<f64>`; a single-precision one is copied): half
+    /// the bytes per application on double-precision vectors
+    /// ([`super::MatrixStorage::F32`]). The factorisation ran in full precision first.
+    /// Errors: a factor beyond the single-precision range (named).
+    pub fn narrowed(&self) -> Result<Ilu0<A::Low>> {
+        Ok(Ilu0 {
+            f: self.f.narrowed("Ilu0::narrowed")?,
+        })
+    }
 }
 
 impl<A: Element + MatrixScalar<V>, V: Element> LinOp<V> for Ilu0<A> {
@@ -946,6 +992,14 @@ impl<A: Element> BlockIlu0<A> {
     /// The inverted diagonal blocks `U_ii^-1`, `b b` row-major values per block row.
     pub fn inverse_diagonal_blocks(&self) -> &[A] {
         &self.f.inv_diag
+    }
+
+    /// [`Ilu0::narrowed`] for blocks: the factor blocks and inverted diagonal blocks
+    /// rounded to single precision. Errors: as [`Ilu0::narrowed`].
+    pub fn narrowed(&self) -> Result<BlockIlu0<A::Low>> {
+        Ok(BlockIlu0 {
+            f: self.f.narrowed("BlockIlu0::narrowed")?,
+        })
     }
 }
 
@@ -1557,6 +1611,52 @@ mod tests {
             &y,
         );
         assert!(err <= 1e-14 * scale, "complex matrix: {err:e} of {scale:e}");
+    }
+
+    /// Factors narrowed to single precision: each value the f64 one rounded, the pattern
+    /// and sweeps kept; the apply to f64 vectors within single-precision rounding of the
+    /// full one; an entry beyond the f32 range is an error naming it.
+    #[test]
+    fn narrowed_factors_are_the_rounded_ones() {
+        let mut rng = SmallRng::seed_from_u64(23);
+        let a = generate::trace_like::<f64>(&TraceSpec::new(4, 6, 5, 3).seed(5)).expect("case");
+        let opts = IluOptions::default().sweeps(Some(2));
+        let full = BlockIlu0::with_options(&a, &opts).expect("ilu");
+        let low = full.narrowed().expect("narrowed");
+        assert_eq!(low.col_idx(), full.col_idx());
+        assert_eq!(low.f.sweeps, Some(2));
+        for (l, f) in low.blocks().iter().zip(full.blocks()) {
+            assert_eq!(*l, *f as f32);
+        }
+        for (l, f) in low
+            .inverse_diagonal_blocks()
+            .iter()
+            .zip(full.inverse_diagonal_blocks())
+        {
+            assert_eq!(*l, *f as f32);
+        }
+        let n = a.n_rows();
+        let x: Vec<f64> = random_vec(&mut rng, n);
+        let (mut y, mut z) = (vec![f64::NAN; n], vec![f64::NAN; n]);
+        full.apply(&x, &mut y).expect("apply");
+        low.apply(&x, &mut z).expect("apply");
+        let d = y
+            .iter()
+            .zip(&z)
+            .map(|(p, q)| (p - q).abs())
+            .fold(0.0, f64::max);
+        let m = y.iter().map(|p| p.abs()).fold(0.0, f64::max);
+        assert!(d > 0.0 && d <= 1e-5 * m, "{d:e} of {m:e}");
+        // Point ILU(0) whose pivot 1e-40 inverts beyond f32.
+        let mut coo = Coo::<f64>::empty(2, 2).expect("coo");
+        coo.push(0, 0, 1e-40).expect("push");
+        coo.push(1, 1, 1.0).expect("push");
+        let m = Ilu0::new(&Csr::from(&coo)).expect("ilu");
+        let e = m.narrowed().expect_err("beyond f32").to_string();
+        assert!(
+            e.contains("inverse pivot value 0") && e.contains("single-precision range"),
+            "{e}"
+        );
     }
 
     /// Jacobi-sweep triangular solves ([`IluOptions::sweeps`]): one sweep is the

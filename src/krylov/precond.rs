@@ -425,25 +425,35 @@ impl<A: Element> DeviceBlockJacobi<A> {
     where
         A::Low: CompressedBasisKernels<A> + Element,
     {
-        let gpu = self.inv.gpu();
-        let len = self.inv.len();
-        let mut low = gpu.alloc::<A::Low>(len)?;
-        if len > 0 {
-            let args = BasisNarrow {
-                n: len,
-                x: self.inv.as_in(),
-                y: low.as_out(),
-            };
-            let cfg = LaunchConfig::for_elements(len, 256);
-            // SAFETY: the kernel reads `len` inverse entries and writes `len` into `low`.
-            unsafe { gpu.launch(&A::Low::BASIS_NARROW, cfg, args)? };
-        }
         Ok(DeviceBlockJacobi {
             b: self.b,
             n_block_rows: self.n_block_rows,
-            inv: low,
+            inv: narrow_on_device(&self.inv)?,
         })
     }
+}
+
+/// `values` rounded to single precision in a new buffer on the same stream (one
+/// kernel, the CPU's rounding): the device side of the `narrowed` preconditioners.
+pub(crate) fn narrow_on_device<A>(values: &DeviceBuffer<A>) -> Result<DeviceBuffer<A::Low>>
+where
+    A: Element,
+    A::Low: CompressedBasisKernels<A> + Element,
+{
+    let gpu = values.gpu();
+    let len = values.len();
+    let mut low = gpu.alloc::<A::Low>(len)?;
+    if len > 0 {
+        let args = BasisNarrow {
+            n: len,
+            x: values.as_in(),
+            y: low.as_out(),
+        };
+        let cfg = LaunchConfig::for_elements(len, 256);
+        // SAFETY: the kernel reads `len` entries of `values` and writes `len` into `low`.
+        unsafe { gpu.launch(&A::Low::BASIS_NARROW, cfg, args)? };
+    }
+    Ok(low)
 }
 
 impl<A, V> DeviceLinOp<V> for DeviceBlockJacobi<A>

@@ -12,6 +12,9 @@ use ferrocuda_kernels::probe::{
     ProbeDiverge, ProbeDmmaF64, ProbeGather, ProbeRead, ProbeShared, ProbeWrite, SHARED_WORDS,
 };
 
+use ferrocuda_kernels::hopper::{ProbeDmmaSm90, SM90_PROBE_DMMA};
+pub use ferrocuda_kernels::probe::DmmaShape;
+
 use crate::error::{Error, Result, check_device};
 
 fn at_least(op: &'static str, what: &'static str, need: usize, have: usize) -> Result<()> {
@@ -129,11 +132,13 @@ pub fn peak<T: PeakFloat>(
     Ok(())
 }
 
-/// Runs the DMMA kernel: every warp `DMMA_CHAINS` chains of `iters * UNROLL`
-/// `m8n8k4` products with `A = a`, `B = b`, accumulators starting at `c0`.
+/// Runs the DMMA kernel of `shape`: every warp `DMMA_CHAINS` chains of `iters * UNROLL`
+/// products with `A = a`, `B = b`, accumulators starting at `c0`. Errors: a Hopper shape
+/// on a device below compute capability 9.0, buffers too short or on another device.
 #[allow(clippy::too_many_arguments)]
 pub fn dmma(
     gpu: &Gpu,
+    shape: DmmaShape,
     blocks: u32,
     iters: u32,
     a: f64,
@@ -145,7 +150,38 @@ pub fn dmma(
     const OP: &str = "probe dmma";
     let cfg = timed_grid(OP, blocks, out.len(), clocks.len())?;
     on_device(OP, gpu, &[("out", out.gpu()), ("clocks", clocks.gpu())])?;
-    let args = ProbeDmmaF64 {
+    let sm90 = match shape {
+        DmmaShape::M8n8k4 => None,
+        DmmaShape::M16n8k4 => Some(0),
+        DmmaShape::M16n8k8 => Some(1),
+        DmmaShape::M16n8k16 => Some(2),
+    };
+    let Some(i) = sm90 else {
+        let args = ProbeDmmaF64 {
+            iters,
+            a,
+            b,
+            c0,
+            out: out.as_out(),
+            clocks: clocks.as_out(),
+        };
+        // SAFETY: as `peak` (a value per thread, 4 clocks per block, checked by `timed_grid`).
+        unsafe { gpu.launch(&PROBE_DMMA_F64, cfg, args)? };
+        return Ok(());
+    };
+    let cc = gpu.compute_capability()?;
+    if cc.0 < 9 {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            reason: format!(
+                "the shape {} needs compute capability 9.0 or newer; this device has {}.{}",
+                shape.name(),
+                cc.0,
+                cc.1
+            ),
+        });
+    }
+    let args = ProbeDmmaSm90 {
         iters,
         a,
         b,
@@ -153,8 +189,8 @@ pub fn dmma(
         out: out.as_out(),
         clocks: clocks.as_out(),
     };
-    // SAFETY: as `peak` (a value per thread, 4 clocks per block, checked by `timed_grid`).
-    unsafe { gpu.launch(&PROBE_DMMA_F64, cfg, args)? };
+    // SAFETY: as above; the Hopper module exists on this device (compute capability >= 9).
+    unsafe { gpu.launch(&SM90_PROBE_DMMA[i], cfg, args)? };
     Ok(())
 }
 

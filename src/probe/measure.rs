@@ -11,7 +11,7 @@ use ferrocuda_kernels::probe::{
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 use super::ceilings::Ceilings;
-use super::gpu::{self as k, LatencyOp, PeakFloat, threads};
+use super::gpu::{self as k, DmmaShape, LatencyOp, PeakFloat, threads};
 use super::{Figure, ProbeOptions, ProbeReport, Sweep, SweepPoint, fit_transfer};
 use crate::error::Result;
 use crate::gpu::{DeviceBuffer, Gpu};
@@ -235,24 +235,46 @@ impl FromF64 for f64 {
     }
 }
 
+/// Every DMMA shape the device has ([`DmmaShape`]: `m8n8k4`, and on compute capability
+/// 9.0 or newer the Hopper GEMM's `m16n8k4/k8/k16`) against the FP64 tensor-core
+/// ceiling, so the GEMM's ceiling is measured.
 fn dmma(cx: &Ctx, r: &mut ProbeReport) -> Result<()> {
+    let gpu = cx.gpu;
+    let hopper = gpu.compute_capability()?.0 >= 9;
+    if hopper {
+        // Module loading (a JIT compile for a PTX-only build) is not probe time.
+        gpu.preload_module("ferrocuda_kernels::hopper")?;
+    }
+    for shape in DmmaShape::ALL {
+        if shape.needs_sm90() && !hopper {
+            continue;
+        }
+        dmma_shape(cx, shape, r)?;
+    }
+    Ok(())
+}
+
+fn dmma_shape(cx: &Ctx, shape: DmmaShape, r: &mut ProbeReport) -> Result<()> {
     let gpu = cx.gpu;
     let n = threads(cx.blocks);
     let mut out = gpu.alloc::<f64>(n)?;
     let mut clocks = gpu.alloc_zeroed::<u64>(cx.blocks as usize * CLOCK_WORDS)?;
-    let iters: u32 = if cx.opts.quick { 256 } else { 1024 };
+    // The same instructions per run for every shape (k16 does 4x the work of k4).
+    let k = shape.mnk().2 as u32;
+    let iters: u32 = (if cx.opts.quick { 256 } else { 1024 }) * 4 / k;
     let (a, b, c0) = (0.5, 1.0 / 1048576.0, 1.0);
     progress(&format!(
-        "DMMA m8n8k4: {iters} x {UNROLL} x {DMMA_CHAINS} per warp"
+        "DMMA {}: {iters} x {UNROLL} x {DMMA_CHAINS} per warp",
+        shape.name()
     ));
     let stats = time_gpu(gpu, 1, cx.opts.reps, || {
-        k::dmma(gpu, cx.blocks, iters, a, b, c0, &mut out, &mut clocks)
+        k::dmma(gpu, shape, cx.blocks, iters, a, b, c0, &mut out, &mut clocks)
     })?;
     let hz = clock_hz(&clocks.download()?).unwrap_or(f64::NAN);
     let warps = n as f64 / 32.0;
     let steps = iters as u64 * UNROLL as u64;
-    let flops = warps * DMMA_CHAINS as f64 * steps as f64 * 512.0;
-    let want = dmma_value(steps, a, b, c0);
+    let flops = warps * DMMA_CHAINS as f64 * steps as f64 * shape.flops() as f64;
+    let want = dmma_value(shape, steps, a, b, c0);
     let got = out.download()?;
     let bad = got.iter().filter(|&&v| v != want).count();
     let ceiling = cx.c.fp64_tensor_at(hz).map(|v| {
@@ -268,7 +290,7 @@ fn dmma(cx: &Ctx, r: &mut ProbeReport) -> Result<()> {
     });
     r.figures.push(Figure::new(
         "compute",
-        "DMMA f64 (mma.sync m8n8k4, tensor cores)",
+        format!("DMMA f64 (mma.sync {}, tensor cores)", shape.name()),
         flops / (stats.median_ms * 1e-3) / 1e9,
         "GFLOP/s",
         ceiling,

@@ -17,7 +17,10 @@
 //!   8 independent registers) of dependent steps; FLOPs = threads x chains x steps x
 //!   (2 for an FMA, 1 otherwise) over the event-timed kernel. Ceiling: lanes per SM x
 //!   SMs x FLOPs per op x measured clock.
-//! - **DMMA**: `mma.sync.aligned.m8n8k4.row.col.f64`, 512 FLOPs per warp instruction.
+//! - **DMMA**: `mma.sync.aligned.<shape>.row.col.f64`, `2 m n k` FLOPs per warp
+//!   instruction: `m8n8k4` on every device with FP64 tensor cores, and on compute
+//!   capability 9.0 or newer also `m16n8k4`, `m16n8k8`, `m16n8k16`, the shapes of the
+//!   Hopper GEMM (so its ceiling is measured, not assumed).
 //!   Its ceiling is the FP64 tensor-core rate of the whitepapers, reached on sm_90 only
 //!   with the larger `m16n8k16` shape, which the `sm_80` PTX cannot use; the
 //!   percentage shows what the portable shape gets.

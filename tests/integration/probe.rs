@@ -4,7 +4,9 @@
 use ferrocuda::gpu::PcieLink;
 use ferrocuda::probe::ceilings::{Ceilings, arch_rates};
 use ferrocuda::probe::{Figure, ProbeReport, fit_transfer};
-use ferrocuda_kernels::probe::{ArithOp, UNROLL, chain_value, chase, diverge_value, dmma_value};
+use ferrocuda_kernels::probe::{
+    ArithOp, DmmaShape, UNROLL, chain_value, chase, diverge_value, dmma_value,
+};
 
 fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * b.abs()
@@ -239,11 +241,19 @@ fn twins_compute_known_values() {
     assert_eq!(chain_value::<f64, 1>(ArithOp::Mul, 1023, 7, 1.0, 0.0), 1.0);
     assert_eq!(ArithOp::Fma.flops(), 2);
     assert_eq!(ArithOp::Add.flops() + ArithOp::Mul.flops(), 2);
-    // DMMA: each product adds 4 a b to all 2 x 8 accumulators.
+    // DMMA: each m8n8k4 product adds 4 a b to all 2 x 8 accumulators, each m16n8k16
+    // one 16 a b to all 4 x 8.
     assert_eq!(
-        dmma_value(1024, 0.5, 1.0 / 1048576.0, 1.0),
+        dmma_value(DmmaShape::M8n8k4, 1024, 0.5, 1.0 / 1048576.0, 1.0),
         (1.0 + 1024.0 / 524288.0) * 16.0
     );
+    assert_eq!(
+        dmma_value(DmmaShape::M16n8k16, 1024, 0.5, 1.0 / 1048576.0, 1.0),
+        (1.0 + 4096.0 / 524288.0) * 32.0
+    );
+    assert_eq!(DmmaShape::M8n8k4.flops(), 512);
+    assert_eq!(DmmaShape::M16n8k8.flops(), 2048);
+    assert!(!DmmaShape::M8n8k4.needs_sm90() && DmmaShape::M16n8k4.needs_sm90());
     // Divergence: lane 5 of 4 paths takes path 1, i.e. c + 1.
     assert_eq!(
         diverge_value(37, 2, 4, 0.5, 0.25),

@@ -684,6 +684,11 @@ solve_instances!(Complex<f32>, Complex<f32>, "c32");
 solve_instances!(Complex<f64>, Complex<f64>, "c64");
 solve_instances!(f32, Complex<f32>, "f32_c32");
 solve_instances!(f64, Complex<f64>, "f64_c64");
+// Mixed-precision storage: factors in single precision, double-precision vectors (half
+// the bytes of the factors per solve).
+solve_instances!(f32, f64, "f32_f64");
+solve_instances!(f32, Complex<f64>, "f32_c64");
+solve_instances!(Complex<f32>, Complex<f64>, "c32_c64");
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {

@@ -59,8 +59,10 @@ use ferrocuda_kernels::precond::ilu::{
 
 use super::{BlockIlu0, Breakdown, Factors, Ilu0, IluOptions, LevelSchedule, RowKind, Source};
 use crate::blas1::Element;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::krylov::gpu::KrylovElement;
 use crate::krylov::op::DeviceLinOp;
+use crate::krylov::precond::narrow_on_device;
 use crate::sparse::{Bcsr, Csr, MatrixScalar};
 
 /// A level schedule with its rows on the device.
@@ -171,6 +173,42 @@ impl<A: Element + IluFactorKernels> DeviceFactors<A> {
             }
         }
         Ok(d)
+    }
+
+    /// The factors rounded to single precision (the CPU's `Factors::narrowed`), the
+    /// pattern and schedules moved over. Errors: factors whose norm exceeds the
+    /// single-precision range (a bound on every entry; the CPU names the entry).
+    fn narrowed(self, op: &'static str) -> Result<DeviceFactors<A::Low>>
+    where
+        A: KrylovElement,
+    {
+        for (what, v) in [
+            ("factor values", &self.values),
+            ("inverse pivot values", &self.inv_diag),
+        ] {
+            let norm = crate::RealScalar::to_f64(crate::blas1::gpu::nrm2(v)?);
+            if !(norm <= f32::MAX as f64) {
+                return Err(Error::InvalidArgument {
+                    op,
+                    reason: format!(
+                        "the ILU(0) {what} have norm {norm:e}, beyond the single-precision range: keep the factors in full precision (MatrixStorage::Full, --storage full)"
+                    ),
+                });
+            }
+        }
+        Ok(DeviceFactors {
+            b: self.b,
+            n: self.n,
+            point: self.point,
+            values: narrow_on_device(&self.values)?,
+            inv_diag: narrow_on_device(&self.inv_diag)?,
+            row_ptr: self.row_ptr,
+            col_idx: self.col_idx,
+            diag: self.diag,
+            lower: self.lower,
+            upper: self.upper,
+            sweeps: self.sweeps,
+        })
     }
 
     /// Whether the solves take the kernels built for 5 x 5 blocks (the same arithmetic,
@@ -406,6 +444,19 @@ impl<A: Element + IluFactorKernels> DeviceIlu0<A> {
     pub fn inverse_pivots(&self) -> &DeviceBuffer<A> {
         &self.f.inv_diag
     }
+
+    /// [`Ilu0::narrowed`] on the device, in place of these factors (the same rounding):
+    /// single-precision factors for double-precision vectors
+    /// ([`crate::krylov::MatrixStorage::F32`]). Errors: factors whose norm exceeds the
+    /// single-precision range, the device's.
+    pub fn into_narrowed(self) -> Result<DeviceIlu0<A::Low>>
+    where
+        A: KrylovElement,
+    {
+        Ok(DeviceIlu0 {
+            f: self.f.narrowed("DeviceIlu0::into_narrowed")?,
+        })
+    }
 }
 
 /// Block ILU(0) of a square [`Bcsr`] matrix with `b x b` blocks, factored and applied on
@@ -451,6 +502,17 @@ impl<A: Element + IluFactorKernels> DeviceBlockIlu0<A> {
     /// The inverted diagonal blocks, as [`BlockIlu0::inverse_diagonal_blocks`].
     pub fn inverse_diagonal_blocks(&self) -> &DeviceBuffer<A> {
         &self.f.inv_diag
+    }
+
+    /// [`BlockIlu0::narrowed`] on the device, in place of these factors (the same
+    /// rounding).
+    pub fn into_narrowed(self) -> Result<DeviceBlockIlu0<A::Low>>
+    where
+        A: KrylovElement,
+    {
+        Ok(DeviceBlockIlu0 {
+            f: self.f.narrowed("DeviceBlockIlu0::into_narrowed")?,
+        })
     }
 }
 

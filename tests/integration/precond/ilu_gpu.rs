@@ -11,6 +11,7 @@ use common::*;
 use ferrocuda::Error;
 use ferrocuda::blas1::Element;
 use ferrocuda::gpu::Gpu;
+use ferrocuda::krylov::gpu::KrylovElement;
 use ferrocuda::krylov::ilu::IluKernels;
 use ferrocuda::krylov::{
     BlockIlu0, DeviceBlockIlu0, DeviceIlu0, DeviceLinOp, DeviceSolver, GmresOptions, Ilu0,
@@ -240,6 +241,87 @@ fn ilu0_gpu_matches_cpu_bit_for_bit() {
         return;
     };
     each_scalar_pair!(pair(&gpu));
+}
+
+/// ILU(0) factors narrowed to single precision (`--storage f32`), factored in full
+/// precision first: the device's rounding equals the CPU's, bit for bit; the apply to
+/// double-precision vectors too (the mixed kernels `ilu0_*_f32_f64`, `_f32_c64`,
+/// `_c32_c64`), level solves and sweeps; and it stays within single-precision rounding
+/// of the full-precision apply.
+fn narrowed<A, V>(gpu: &Gpu)
+where
+    A: KrylovElement<Low: MatrixScalar<V> + IluKernels<V>> + MatrixScalar<V> + IluKernels<V>,
+    V: Element,
+{
+    let name = format!("{} x {}", tname::<A>(), tname::<V>());
+    let a = generate::trace_like::<A>(&TraceSpec::new(4, 6, 5, 3).seed(11)).expect("generate");
+    let csr = a.to_csr();
+    let levels = BlockIlu0::new(&a)
+        .and_then(|f| f.level_schedules())
+        .map(|(l, u)| l.n_levels().max(u.n_levels()))
+        .expect("levels");
+    for sweeps in [None, Some(2), Some(levels)] {
+        let opts = IluOptions::default().sweeps(sweeps);
+        let x = random_vec::<V>(csr.n_rows(), 21);
+        let what = format!("narrowed {name}, sweeps {sweeps:?}");
+        // Block.
+        let full = BlockIlu0::with_options(&a, &opts).expect("cpu");
+        let cpu = full.narrowed().expect("narrowed");
+        let dev = DeviceBlockIlu0::with_options(gpu, &a, &opts)
+            .and_then(|d| d.into_narrowed())
+            .expect("gpu");
+        let blocks = dev.blocks().download().expect("download");
+        assert_bits_eq(&format!("block {what}: factors"), &blocks, cpu.blocks());
+        let inv = dev.inverse_diagonal_blocks().download().expect("download");
+        assert_bits_eq(
+            &format!("block {what}: inverse pivots"),
+            &inv,
+            cpu.inverse_diagonal_blocks(),
+        );
+        let got = device_apply::<V>(gpu, &dev, &x);
+        assert_bits_eq(
+            &format!("block {what}: apply"),
+            &got,
+            &cpu_apply::<V>(&cpu, &x),
+        );
+        let exact = cpu_apply::<V>(&full, &x);
+        let (mut diff, mut norm) = (0.0f64, 0.0f64);
+        for (g, e) in got.iter().zip(&exact) {
+            diff = diff.max(abs(*g - *e));
+            norm = norm.max(abs(*e));
+        }
+        assert!(
+            diff <= 1e-4 * norm,
+            "block {what}: the f32 factors' apply is {diff:e} from the full one (max {norm:e})"
+        );
+        // Point.
+        let cpu = Ilu0::with_options(&csr, &opts)
+            .expect("cpu")
+            .narrowed()
+            .expect("narrowed");
+        let dev = DeviceIlu0::with_options(gpu, &csr, &opts)
+            .and_then(|d| d.into_narrowed())
+            .expect("gpu");
+        let vals = dev.values().download().expect("download");
+        assert_bits_eq(&format!("point {what}: factors"), &vals, cpu.values());
+        let got = device_apply::<V>(gpu, &dev, &x);
+        assert_bits_eq(
+            &format!("point {what}: apply"),
+            &got,
+            &cpu_apply::<V>(&cpu, &x),
+        );
+    }
+}
+
+#[test]
+fn ilu0_narrowed_gpu_matches_cpu_bit_for_bit() {
+    let Some(gpu) = gpu_or_skip("ilu0_narrowed_gpu_matches_cpu_bit_for_bit") else {
+        return;
+    };
+    use ferrocuda::Complex;
+    narrowed::<f64, f64>(&gpu);
+    narrowed::<Complex<f64>, Complex<f64>>(&gpu);
+    narrowed::<f64, Complex<f64>>(&gpu);
 }
 
 fn csr(n: usize, entries: &[(usize, usize, f64)]) -> Csr<f64> {

@@ -8,8 +8,8 @@ use common::gpu_or_skip;
 use ferrocuda::probe::gpu::{self as k, LatencyOp, latency_twin, threads};
 use ferrocuda::probe::{ProbeOptions, run};
 use ferrocuda_kernels::probe::{
-    ArithOp, CLOCK_WORDS, DMMA_CHAINS, SHARED_WORDS, UNROLL, chain_value, chase, diverge_value,
-    dmma_value, write_pattern,
+    ArithOp, CLOCK_WORDS, DMMA_CHAINS, DmmaShape, SHARED_WORDS, UNROLL, chain_value, chase,
+    diverge_value, dmma_value, write_pattern,
 };
 
 const BLOCKS: u32 = 3;
@@ -54,22 +54,37 @@ fn peak_kernels_match_the_cpu_twin_in_every_thread() {
     case::<f64>(&gpu, n);
 }
 
+/// Every DMMA shape the device has adds `k a b` per product to every accumulator (the
+/// output poisoned first); a Hopper shape below compute capability 9.0 is an error.
 #[test]
-fn dmma_adds_4ab_per_product() {
-    let Some(gpu) = gpu_or_skip("dmma_adds_4ab_per_product") else {
+fn dmma_adds_k_ab_per_product() {
+    let Some(gpu) = gpu_or_skip("dmma_adds_k_ab_per_product") else {
         return;
     };
     let n = threads(BLOCKS);
-    let mut out = gpu.alloc::<f64>(n).unwrap();
-    let mut clocks = gpu
-        .alloc_zeroed::<u64>(BLOCKS as usize * CLOCK_WORDS)
-        .unwrap();
+    let hopper = gpu.compute_capability().unwrap().0 >= 9;
     let iters = 3;
-    k::dmma(&gpu, BLOCKS, iters, 0.25, 0.125, 2.0, &mut out, &mut clocks).unwrap();
-    let want = dmma_value(iters as u64 * UNROLL as u64, 0.25, 0.125, 2.0);
-    assert_eq!(want, (2.0 + 48.0 * 0.125) * 2.0 * DMMA_CHAINS as f64);
-    for (t, g) in out.download().unwrap().iter().enumerate() {
-        assert_eq!(*g, want, "thread {t}");
+    for shape in DmmaShape::ALL {
+        let mut out = gpu.upload(&vec![f64::NAN; n]).unwrap();
+        let mut clocks = gpu
+            .alloc_zeroed::<u64>(BLOCKS as usize * CLOCK_WORDS)
+            .unwrap();
+        let r = k::dmma(&gpu, shape, BLOCKS, iters, 0.25, 0.125, 2.0, &mut out, &mut clocks);
+        if shape.needs_sm90() && !hopper {
+            let e = r.expect_err("a Hopper shape before sm_90").to_string();
+            assert!(e.contains("compute capability 9.0"), "{e}");
+            continue;
+        }
+        r.unwrap();
+        let want = dmma_value(shape, iters as u64 * UNROLL as u64, 0.25, 0.125, 2.0);
+        let k = shape.mnk().2 as f64;
+        assert_eq!(
+            want,
+            (2.0 + 48.0 * k / 4.0 * 0.125) * (shape.c_regs() * DMMA_CHAINS) as f64
+        );
+        for (t, g) in out.download().unwrap().iter().enumerate() {
+            assert_eq!(*g, want, "{}: thread {t}", shape.name());
+        }
     }
 }
 
