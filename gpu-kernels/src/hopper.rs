@@ -87,9 +87,7 @@ pub unsafe fn probe_dmma_sm90<const S: usize>(
     out: *mut f64,
     clocks: *mut u64,
 ) {
-    unsafe {
-        crate::rate::dmma_chains::<crate::gemm::Sm90M16n8k<S>>(iters, a, b, c0, out, clocks)
-    }
+    unsafe { crate::rate::dmma_chains::<crate::gemm::Sm90M16n8k<S>>(iters, a, b, c0, out, clocks) }
 }
 
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm90))]

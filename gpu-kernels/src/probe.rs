@@ -20,9 +20,9 @@
 //!   while the others wait.
 
 use crate::math::{fma_f32, fma_f64};
+pub use crate::rate::{CLOCK_WORDS, DMMA_CHAINS, DmmaShape, UNROLL, dmma_value};
 #[cfg(target_arch = "nvptx64")]
 use crate::rate::{clock64, dmma_chains, record_clocks};
-pub use crate::rate::{CLOCK_WORDS, DMMA_CHAINS, DmmaShape, UNROLL, dmma_value};
 
 /// Threads per block of the probe kernels (the host launches them with this).
 pub const BLOCK: u32 = 256;
@@ -174,7 +174,6 @@ use crate::device::{
 use crate::{instances, kernel};
 #[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
-
 
 /// Peak arithmetic: every thread runs `W` chains of `iters * UNROLL` steps of the
 /// operation `ArithOp::from_code(OP)` ([`chain_value`]) and stores their sum at

@@ -268,7 +268,17 @@ fn dmma_shape(cx: &Ctx, shape: DmmaShape, r: &mut ProbeReport) -> Result<()> {
         shape.name()
     ));
     let stats = time_gpu(gpu, 1, cx.opts.reps, || {
-        k::dmma(gpu, shape, cx.blocks, iters, a, b, c0, &mut out, &mut clocks)
+        k::dmma(
+            gpu,
+            shape,
+            cx.blocks,
+            iters,
+            a,
+            b,
+            c0,
+            &mut out,
+            &mut clocks,
+        )
     })?;
     let hz = clock_hz(&clocks.download()?).unwrap_or(f64::NAN);
     let warps = n as f64 / 32.0;

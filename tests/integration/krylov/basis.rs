@@ -88,8 +88,8 @@ fn reaches_the_tolerance<T: DeviceSolveElement + StorageScalar>(
     (rc.gmres.iterations, sc.x)
 }
 
-/// Everything reduced: the matrix, the (block-)Jacobi factors and the basis in f32;
-/// returns each preconditioner's solution.
+/// Everything reduced: the matrix, the (block-)Jacobi factors (ILU(0)'s with sweep
+/// solves) and the basis in f32; returns each preconditioner's solution.
 fn all_reduced<T: DeviceSolveElement + StorageScalar>(gpu: Option<&Gpu>, on: &str) -> Vec<Vec<T>> {
     let n = 2000;
     let coo = nonsymmetric::<T>(n, 47);
@@ -99,10 +99,12 @@ fn all_reduced<T: DeviceSolveElement + StorageScalar>(gpu: Option<&Gpu>, on: &st
     for (precond, bs) in [
         (Preconditioner::Jacobi, 1),
         (Preconditioner::BlockJacobi, 4),
+        (Preconditioner::Ilu0, 4),
     ] {
         let opts = SolveOptions::default()
             .precond(precond)
             .block_size(bs)
+            .ilu(ferrocuda::krylov::IluOptions::default().sweeps(Some(3)))
             .storage(MatrixStorage::F32)
             .gmres(
                 GmresOptions::default()

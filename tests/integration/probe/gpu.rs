@@ -69,7 +69,17 @@ fn dmma_adds_k_ab_per_product() {
         let mut clocks = gpu
             .alloc_zeroed::<u64>(BLOCKS as usize * CLOCK_WORDS)
             .unwrap();
-        let r = k::dmma(&gpu, shape, BLOCKS, iters, 0.25, 0.125, 2.0, &mut out, &mut clocks);
+        let r = k::dmma(
+            &gpu,
+            shape,
+            BLOCKS,
+            iters,
+            0.25,
+            0.125,
+            2.0,
+            &mut out,
+            &mut clocks,
+        );
         if shape.needs_sm90() && !hopper {
             let e = r.expect_err("a Hopper shape before sm_90").to_string();
             assert!(e.contains("compute capability 9.0"), "{e}");
