@@ -408,8 +408,9 @@ fn ptx_targets_the_declared_architecture() {
 fn the_sm90_module_holds_exactly_the_hopper_kernels() {
     let hopper = ferrocuda::kernels::module("hopper").expect("a hopper module");
     let hopper_gemm_f64 = ferrocuda_kernels::hopper::SM90_GEMM_F64.map(|k| k.name());
+    let hopper_probe = ferrocuda_kernels::hopper::SM90_PROBE_DMMA.map(|k| k.name());
     let found: BTreeSet<&str> = hopper.entries().into_iter().collect();
-    let known: BTreeSet<&str> = hopper_gemm_f64.into_iter().collect();
+    let known: BTreeSet<&str> = hopper_gemm_f64.into_iter().chain(hopper_probe).collect();
     assert_eq!(found, known, "the sm_90 module's entries");
     assert!(hopper_gemm_f64.iter().all(|k| hopper.has_entry(k)));
     assert!(
