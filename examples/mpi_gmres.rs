@@ -287,67 +287,78 @@ fn run_mpi(args: &Args) -> Result<()> {
             ))
         }),
     )?;
-    // All ranks on GPUs or all on the CPU; NCCL only where every rank can have its own.
+    // All ranks on GPUs or all on the CPU.
     let devices = devices(args);
-    let mut votes = [
-        f64::from(u8::from(devices > 0)),
-        f64::from(u8::from(mpi.local_size() <= devices)),
-    ];
-    mpi.all_reduce_sum(&mut votes)?;
-    let everywhere = |v: f64| v == size as f64;
-    let on_gpu = everywhere(votes[0]);
-    if !on_gpu && votes[0] > 0.0 {
+    let mut with_gpu = [f64::from(u8::from(devices > 0))];
+    mpi.all_reduce_sum(&mut with_gpu)?;
+    if with_gpu[0] > 0.0 && with_gpu[0] < size as f64 {
         return Err(bad(format!(
             "{} of {size} ranks see a GPU: all or none must (--cpu runs all on the CPU)",
-            votes[0]
+            with_gpu[0]
         )));
     }
-    let own_gpus = everywhere(votes[1]);
+    if with_gpu[0] == 0.0 {
+        if let Choice::Fixed(t) = args.transport {
+            return Err(bad(format!("--transport {t}: no GPU on this machine")));
+        }
+        let t = std::time::Instant::now();
+        let r = solve_cpu(&mpi, &p, local, &b_local)?;
+        if rank == 0 {
+            print(
+                "mpi",
+                size,
+                "CPU",
+                "host",
+                &p,
+                &r,
+                t.elapsed().as_secs_f64(),
+            );
+        }
+        return Ok(());
+    }
+    // The node's processes take its GPUs in turn (all the same one where there is one).
+    let (gpu, uuid) = agree(
+        &mpi,
+        "opening the GPU",
+        ferrocuda::gpu::open(mpi.local_rank() % devices).and_then(|g| {
+            let id = g.uuid()?;
+            Ok((g, id))
+        }),
+    )?;
+    // Whether any two ranks share a GPU: every rank's device (6 bytes of its UUID, exact
+    // in an f64) in its own slot of a sum, which gathers them. By UUID, not by count:
+    // under Slurm each task may see one GPU, a different one.
+    let mut ids = vec![0.0; size];
+    ids[rank] = 1.0 + uuid[..6].iter().fold(0u64, |k, &b| k << 8 | u64::from(b)) as f64;
+    mpi.all_reduce_sum(&mut ids)?;
+    ids.sort_by(f64::total_cmp);
+    let sharing = ids.windows(2).filter(|w| w[0] == w[1]).count();
     let transport = match args.transport {
-        _ if !on_gpu => None,
-        Choice::Fixed(Transport::Nccl) if !own_gpus => {
+        Choice::Fixed(Transport::Nccl) if sharing > 0 => {
             return Err(bad(format!(
                 "--transport nccl needs a GPU per rank: {} ranks on this node, {devices} GPU(s) \
-                 (--transport host lets ranks share a GPU)",
+                 visible, {sharing} rank(s) share one (--transport host lets ranks share a GPU)",
                 mpi.local_size()
             )));
         }
-        Choice::Fixed(t) => Some(t),
-        Choice::Auto if own_gpus => Some(Transport::Nccl),
-        Choice::Auto => Some(Transport::Host),
+        Choice::Fixed(t) => t,
+        Choice::Auto if sharing > 0 => Transport::Host,
+        Choice::Auto => Transport::Nccl,
     };
-    if !on_gpu && let Choice::Fixed(t) = args.transport {
-        return Err(bad(format!("--transport {t}: no GPU on this machine")));
-    }
+    let name = gpu.name()?;
     let t = std::time::Instant::now();
-    let (report, device, transport) = match transport {
-        None => (
-            solve_cpu(&mpi, &p, local, &b_local)?,
-            "CPU".to_string(),
-            "host",
-        ),
-        Some(transport) => {
-            let gpu = agree(
-                &mpi,
-                "opening the GPU",
-                ferrocuda::gpu::open(mpi.local_rank() % devices),
-            )?;
-            let name = gpu.name()?;
-            if transport == Transport::Host {
-                (solve_gpu(&mpi, &gpu, &p, &local, &b_local)?, name, "host")
-            } else {
-                let comm = nccl_over_mpi(mpi, &gpu)?;
-                let r = solve_gpu(&comm, &gpu, &p, &local, &b_local)?;
-                (r, name, "nccl")
-            }
-        }
+    let report = if transport == Transport::Host {
+        solve_gpu(&mpi, &gpu, &p, &local, &b_local)?
+    } else {
+        let comm = nccl_over_mpi(mpi, &gpu)?;
+        solve_gpu(&comm, &gpu, &p, &local, &b_local)?
     };
     if rank == 0 {
         print(
             "mpi",
             size,
-            &device,
-            transport,
+            &name,
+            &transport.to_string(),
             &p,
             &report,
             t.elapsed().as_secs_f64(),
