@@ -6,8 +6,8 @@
 //! processes than this machine may have cores (oversubscribed): 2 and 3 processes on a
 //! small grid, 4 on TRACE-like partitions of 16 and 64 grid blocks (the halo plans and
 //! all-reduces at a higher rank count, against the threads path), and on the GPU 2 and 4
-//! processes sharing it over the host transport (skipped visibly without a GPU, a
-//! failure with `FERROCUDA_REQUIRE_GPU=1`).
+//! processes sharing it over the host transport, 16 and 64 grid blocks (skipped visibly
+//! without a GPU, a failure with `FERROCUDA_REQUIRE_GPU=1`).
 #![cfg(feature = "mpi")]
 
 mod common;
@@ -221,7 +221,7 @@ fn gpu_rank() {
     let devices = ferrocuda::gpu::count();
     assert!(devices > 0, "rank {rank}: no GPU under mpirun");
     let gpu = ferrocuda::gpu::open(comm.local_rank() % devices).expect("open the GPU");
-    for blocks in [16, 32] {
+    for blocks in [16, 64] {
         let (spec, a, b, _) = trace_problem(blocks);
         let opts = GmresOptions::default().restart(20).rtol(1e-10);
         let part = RowPartition::grid_blocks(&spec, size).unwrap();
