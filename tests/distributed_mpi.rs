@@ -1,19 +1,31 @@
 //! Distributed GMRES with one process per rank under `mpirun` (cargo feature `mpi`), on
 //! the CPU: [`MpiComm`] carries the halo plan, the halo exchange and the all-reduces of
 //! the same distributed operator and solver that the thread tests check. Run with
-//! `cargo test --release --features mpi --test distributed_mpi`; the test starts
-//! `mpirun` on its own binary with 2 and 3 processes (skipped, visibly, where there is
-//! no `mpirun`).
+//! `cargo test --release --features mpi --test distributed_mpi`; each test starts
+//! `mpirun` on its own binary (skipped, visibly, where there is no `mpirun`), with more
+//! processes than this machine may have cores (oversubscribed): 2 and 3 processes on a
+//! small grid, 4 on TRACE-like partitions of 16 and 64 grid blocks (the halo plans and
+//! all-reduces at a higher rank count, against the threads path), and on the GPU 2 and 4
+//! processes sharing it over the host transport, 16 and 64 grid blocks (skipped visibly
+//! without a GPU, a failure with `FERROCUDA_REQUIRE_GPU=1`).
 #![cfg(feature = "mpi")]
+
+mod common;
 
 use std::process::Command;
 
 use ferrocuda::distributed::mpi::MpiComm;
-use ferrocuda::distributed::{Communicator, DistributedBcsr, RowPartition};
-use ferrocuda::krylov::{GmresOptions, LinOp, cpu};
+use ferrocuda::distributed::{
+    Communicator, DeviceDistributedBcsr, DistributedBcsr, RowPartition, Transport, run_on_gpus,
+    run_on_threads,
+};
+use ferrocuda::krylov::{GmresOptions, GmresReport, LinOp, cpu, gpu as kgpu};
+use ferrocuda::sparse::Bcsr;
 use ferrocuda::sparse::generate::{TraceSpec, trace_like};
 
 const NAME: &str = "distributed_mpi_gmres_matches_the_single_process_solve";
+const TRACE: &str = "distributed_mpi_trace_partitions_match_the_threads_path";
+const GPU: &str = "distributed_mpi_gpu_host_transport_matches_the_threads_path";
 
 /// Inside `mpirun`: this process is one rank.
 fn under_mpi() -> bool {
@@ -70,30 +82,177 @@ fn one_rank() {
     assert!(err < 1e-7, "rank {rank}: max |x - x_single| = {err:e}");
 }
 
-#[test]
-fn distributed_mpi_gmres_matches_the_single_process_solve() {
-    if under_mpi() {
-        one_rank();
-        return;
-    }
+/// Starts `mpirun -np <np>` on this test binary, running only the test `name`, for each
+/// `np`; `false` (after saying so) where there is no `mpirun`.
+fn launch(name: &str, nps: &[usize]) -> bool {
     let exe = std::env::current_exe().unwrap();
-    for np in [2, 3] {
+    for &np in nps {
         let run = Command::new("mpirun")
             .args(["-np", &np.to_string()])
             .arg(&exe)
-            .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+            .args(["--exact", name, "--nocapture", "--test-threads=1"])
             // Open MPI: allow root (containers, CI) and more ranks than cores.
             .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
             .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
             .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
             .status();
         match run {
-            Ok(status) => assert!(status.success(), "mpirun -np {np}: {status}"),
+            Ok(status) => assert!(status.success(), "{name}: mpirun -np {np}: {status}"),
             Err(e) => {
                 use std::io::Write;
-                let _ = writeln!(std::io::stderr(), "SKIPPED {NAME}: no mpirun ({e})");
-                return;
+                let _ = writeln!(std::io::stderr(), "SKIPPED {name}: no mpirun ({e})");
+                return false;
             }
         }
     }
+    true
+}
+
+#[test]
+fn distributed_mpi_gmres_matches_the_single_process_solve() {
+    if under_mpi() {
+        one_rank();
+        return;
+    }
+    launch(NAME, &[2, 3]);
+}
+
+/// The TRACE-like problem of `blocks` small grid blocks: the matrix, `b = A x_true` for
+/// a varied `x_true`, and the options.
+fn trace_problem(blocks: usize) -> (TraceSpec, Bcsr<f64>, Vec<f64>, GmresOptions) {
+    let spec = TraceSpec::new(3, 4, 2, blocks).seed(11);
+    let a = trace_like::<f64>(&spec).unwrap();
+    let xt: Vec<f64> = (0..a.n_cols())
+        .map(|i| 1.0 + (i % 7) as f64 / 7.0)
+        .collect();
+    let mut b = vec![0.0; a.n_rows()];
+    a.apply(&xt, &mut b).unwrap();
+    (spec, a, b, GmresOptions::default().restart(20).rtol(1e-10))
+}
+
+/// This rank's (report, x) against the threads path's on the same partition: the same
+/// iteration count, the residual histories and solutions within a tight tolerance
+/// (only the order of the sums may differ).
+fn check_against_threads(
+    what: &str,
+    rank: usize,
+    got: &(GmresReport, Vec<f64>),
+    want: &(GmresReport, Vec<f64>),
+) {
+    let ((r, x), (t, xt)) = (got, want);
+    assert!(r.converged, "{what}, rank {rank}: {r:?}");
+    assert_eq!(
+        r.iterations, t.iterations,
+        "{what}, rank {rank}: iterations under MPI and on threads"
+    );
+    for (i, (a, b)) in r.history.iter().zip(&t.history).enumerate() {
+        assert!(
+            (a - b).abs() <= 1e-9 * b.abs(),
+            "{what}, rank {rank}: residual {i}: {a:e} under MPI, {b:e} on threads"
+        );
+    }
+    let scale = xt.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+    let err = x
+        .iter()
+        .zip(xt)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    assert!(
+        err <= 1e-10 * scale,
+        "{what}, rank {rank}: max |x_mpi - x_threads| = {err:e}"
+    );
+}
+
+fn trace_rank() {
+    let comm = MpiComm::init().expect("MPI_Init");
+    let (rank, size) = (comm.rank(), comm.size());
+    for blocks in [16, 64] {
+        let (spec, a, b, opts) = trace_problem(blocks);
+        let part = RowPartition::grid_blocks(&spec, size).unwrap();
+        let solve = |c: &dyn Communicator| -> ferrocuda::Result<(GmresReport, Vec<f64>)> {
+            let op = DistributedBcsr::new(c, &part, part.local_rows(&a, c.rank())?)?;
+            let bl = part.local(c.rank(), 5, &b)?;
+            let mut x = vec![0.0; bl.len()];
+            let r = cpu::gmres_distributed(c, &op, None, bl, &mut x, &opts)?;
+            Ok((r, x))
+        };
+        let threads = run_on_threads(size, |c| solve(c)).unwrap();
+        let mine = solve(&comm).unwrap();
+        let what = format!("{blocks} grid blocks on {size} ranks");
+        check_against_threads(&what, rank, &mine, &threads[rank]);
+        // And the one-process solve, within the tolerance.
+        let mut x_one = vec![0.0; a.n_rows()];
+        let single = cpu::gmres(&a, None, &b, &mut x_one, &opts).unwrap();
+        assert!(
+            mine.0.iterations.abs_diff(single.iterations) <= 1,
+            "{what}: {} iterations, one process {}",
+            mine.0.iterations,
+            single.iterations
+        );
+        let want = part.local(rank, 5, &x_one).unwrap();
+        let err = mine
+            .1
+            .iter()
+            .zip(want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        assert!(
+            err < 1e-7,
+            "{what}, rank {rank}: max |x - x_single| = {err:e}"
+        );
+    }
+}
+
+#[test]
+fn distributed_mpi_trace_partitions_match_the_threads_path() {
+    if under_mpi() {
+        trace_rank();
+        return;
+    }
+    launch(TRACE, &[4]);
+}
+
+/// Under `mpirun`, on the GPU: every process on GPU `local_rank % count` (all on one
+/// where there is one), the halo through MPI (host transport), against the same
+/// partition solved by threads sharing the GPU.
+fn gpu_rank() {
+    let comm = MpiComm::init().expect("MPI_Init");
+    let (rank, size) = (comm.rank(), comm.size());
+    let devices = ferrocuda::gpu::count();
+    assert!(devices > 0, "rank {rank}: no GPU under mpirun");
+    let gpu = ferrocuda::gpu::open(comm.local_rank() % devices).expect("open the GPU");
+    for blocks in [16, 64] {
+        let (spec, a, b, _) = trace_problem(blocks);
+        let opts = GmresOptions::default().restart(20).rtol(1e-10);
+        let part = RowPartition::grid_blocks(&spec, size).unwrap();
+        let solve = |c: &dyn Communicator,
+                     g: &ferrocuda::gpu::Gpu|
+         -> ferrocuda::Result<(GmresReport, Vec<f64>)> {
+            let local = part.local_rows(&a, c.rank())?;
+            let op = DeviceDistributedBcsr::<f64, f64>::new(c, g, &part, &local)?;
+            let bl = part.local(c.rank(), 5, &b)?;
+            let bd = g.upload(bl)?;
+            let mut xd = g.alloc_zeroed::<f64>(bl.len())?;
+            let r = kgpu::gmres_distributed(c, &op, None, &bd, &mut xd, &opts)?;
+            Ok((r, xd.download()?))
+        };
+        let mine = solve(&comm, &gpu).unwrap();
+        let threads = run_on_gpus(size, Transport::Host, solve).unwrap();
+        let what = format!("GPU, {blocks} grid blocks on {size} ranks");
+        check_against_threads(&what, rank, &mine, &threads[rank]);
+    }
+}
+
+#[test]
+fn distributed_mpi_gpu_host_transport_matches_the_threads_path() {
+    if under_mpi() {
+        gpu_rank();
+        return;
+    }
+    let Some(gpu) = common::gpu_or_skip(GPU) else {
+        return;
+    };
+    // The processes open their own contexts.
+    drop(gpu);
+    launch(GPU, &[2, 4]);
 }

@@ -335,6 +335,14 @@ impl Gpu {
         check(self.device.ctx.name(), || "cuDeviceGetName".into())
     }
 
+    /// The device's UUID: the same in every process that uses this device, whichever
+    /// devices each of them sees (`CUDA_VISIBLE_DEVICES`, Slurm's cgroups), so processes
+    /// can tell whether they share a GPU.
+    pub fn uuid(&self) -> Result<[u8; 16]> {
+        let u = check(self.device.ctx.uuid(), || "cuDeviceGetUuid".into())?;
+        Ok(u.bytes.map(|b| b as u8))
+    }
+
     /// `(free, total)` device memory in bytes, as the driver reports it: memory that
     /// freed buffers left in the memory pool counts as used ([`Gpu::available_memory`]
     /// counts it as free).

@@ -48,6 +48,7 @@ pub struct MpiComm {
     rank: usize,
     size: usize,
     local_rank: usize,
+    local_size: usize,
 }
 
 // SAFETY: every MPI call goes through `inner`'s lock, and MPI was initialised with at
@@ -63,6 +64,7 @@ impl std::fmt::Debug for MpiComm {
             .field("rank", &self.rank)
             .field("size", &self.size)
             .field("local_rank", &self.local_rank)
+            .field("local_size", &self.local_size)
             .finish()
     }
 }
@@ -86,19 +88,27 @@ impl MpiComm {
         let world = universe.world();
         let (rank, size) = (world.rank() as usize, world.size() as usize);
         // Processes sharing a node get consecutive local ranks: one GPU each.
-        let local_rank = world.split_shared(world.rank()).rank() as usize;
+        let node = world.split_shared(world.rank());
+        let (local_rank, local_size) = (node.rank() as usize, node.size() as usize);
         universe.set_buffer_size(INITIAL_BUFFER);
         Ok(MpiComm {
             inner: Mutex::new(Inner { universe, world }),
             rank,
             size,
             local_rank,
+            local_size,
         })
     }
 
     /// This process's rank among those on its node (the GPU it should use).
     pub fn local_rank(&self) -> usize {
         self.local_rank
+    }
+
+    /// How many processes of the job share this node: with at least as many GPUs each
+    /// can have its own (NCCL), with fewer they share them (host transport).
+    pub fn local_size(&self) -> usize {
+        self.local_size
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
