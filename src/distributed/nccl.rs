@@ -162,23 +162,33 @@ pub fn run_on_gpus<T: Send>(
         Transport::Host => (0..ranks).map(|_| None).collect(),
     };
     let f = &f;
-    std::thread::scope(|s| {
-        let handles: Vec<_> = ThreadComm::world(ranks)
+    let world = ThreadComm::world(ranks);
+    let first = world.first().cloned();
+    let results = std::thread::scope(|s| {
+        let handles: Vec<_> = world
             .into_iter()
             .zip(gpus.iter())
             .zip(nccl.iter_mut().map(Option::take))
             .map(|((host, gpu), nc)| {
                 s.spawn(move || -> Result<T> {
-                    match nc {
+                    // A rank that fails marks the world failed at once: the others'
+                    // host calls end with an error naming it, and their NCCL
+                    // communicators are aborted when their own functions return.
+                    let marker = host.clone();
+                    crate::comm::run_rank(&marker, || match nc {
                         Some(nc) if transport == Transport::NcclHostSums => {
                             f(&WithNccl::new(host, nc)?.host_sums(), gpu)
                         }
                         Some(nc) => f(&WithNccl::new(host, nc)?, gpu),
                         None => f(&host, gpu),
-                    }
+                    })
                 })
             })
             .collect();
         crate::comm::join_ranks("run_on_gpus", handles)
-    })
+    });
+    crate::comm::collect_ranks(
+        results,
+        first.as_ref().and_then(|c| c.failure()).map(|f| f.0),
+    )
 }
