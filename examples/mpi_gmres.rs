@@ -346,7 +346,7 @@ fn run_mpi(args: &Args) -> Result<()> {
         Choice::Auto if sharing > 0 => Transport::Host,
         Choice::Auto => Transport::Nccl,
     };
-    let name = mpi.or_abort(gpu.name().map_err(Error::from));
+    let name = mpi.or_abort(gpu.name());
     let t = std::time::Instant::now();
     // A rank that fails in the solve ends the job: its peers would wait for it.
     let report = if transport == Transport::Host {

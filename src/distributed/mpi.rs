@@ -142,7 +142,7 @@ impl MpiComm {
     }
 
     /// `result`'s value, or, on an error, [`Self::abort`] with it: the job ends.
-    pub fn or_abort<T>(&self, result: Result<T>) -> T {
+    pub fn or_abort<T, E: std::fmt::Display>(&self, result: std::result::Result<T, E>) -> T {
         match result {
             Ok(v) => v,
             Err(e) => self.abort(e),
