@@ -614,11 +614,10 @@ mod tests {
             })
             .collect();
         assert!(!timed_out.is_empty(), "{res:?}");
-        for r in 0..2 {
+        for (r, result) in res.iter().enumerate().take(2) {
             assert!(
-                timed_out.contains(&r) || names_rank(&res[r], timed_out[0]),
-                "rank {r}: {:?}",
-                res[r]
+                timed_out.contains(&r) || names_rank(result, timed_out[0]),
+                "rank {r}: {result:?}"
             );
         }
         // The world stays failed: a later call is an error at once.

@@ -187,7 +187,8 @@ impl<A: Element + IluFactorKernels> DeviceFactors<A> {
             ("inverse pivot values", &self.inv_diag),
         ] {
             let norm = crate::RealScalar::to_f64(crate::blas1::gpu::nrm2(v)?);
-            if !(norm <= f32::MAX as f64) {
+            // NaN too.
+            if norm.is_nan() || norm > f32::MAX as f64 {
                 return Err(Error::InvalidArgument {
                     op,
                     reason: format!(
