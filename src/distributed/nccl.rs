@@ -138,6 +138,10 @@ impl std::fmt::Display for Transport {
 /// Runs `f(comm, gpu)` on `ranks` ranks, each on its own thread, and returns the results
 /// in rank order. Rank `r` runs on GPU `r` ([`Transport::Nccl`]: there must be a GPU per
 /// rank) or GPU `r % count` ([`Transport::Host`]). A panic on a rank becomes an error.
+/// A rank that fails (an error or a panic) ends the others: their host calls return
+/// [`Error::RankFailed`] naming it, and with NCCL a watchdog thread aborts every rank's
+/// NCCL communicator ([`NcclComm::abort`]) so that no rank waits on its GPU for the
+/// failed one; the error returned is the failed rank's own (see `docs/reliability.md`).
 ///
 /// ```no_run
 /// use ferrocuda::distributed::{Communicator, Transport, run_on_gpus};
