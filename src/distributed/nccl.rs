@@ -63,7 +63,7 @@ impl<C: Communicator> WithNccl<C> {
         self
     }
 
-    /// The host communicator (e.g. an [`crate::distributed::mpi::MpiComm`], to abort
+    /// The host communicator (e.g. an `MpiComm` of the `mpi` feature, to abort
     /// the job on an error).
     pub fn host(&self) -> &C {
         &self.host
