@@ -213,11 +213,15 @@ pub fn run_on_gpus<T: Send>(
                         None => f(&host, gpu),
                     });
                     finished.fetch_add(1, Ordering::Release);
-                    // Values computed while the communicator was aborted under them
-                    // cannot be trusted.
+                    // Another rank failed and this one's communicator was aborted under
+                    // it: a value it computed cannot be trusted, and an error it met
+                    // (an aborted call, numbers from an aborted exchange) is a
+                    // consequence. Either way the failed rank is named.
                     match (result, marker.failure()) {
-                        (Ok(_), Some((rank, reason)))
-                            if aborted.as_ref().is_some_and(|c| c.is_aborted()) =>
+                        (Err(e @ Error::RankFailed { .. }), _) => Err(e),
+                        (_, Some((rank, reason)))
+                            if rank != marker.rank()
+                                && aborted.as_ref().is_some_and(|c| c.is_aborted()) =>
                         {
                             Err(Error::RankFailed {
                                 op: "run_on_gpus",
