@@ -302,7 +302,8 @@ fn run_mpi(args: &Args) -> Result<()> {
             return Err(bad(format!("--transport {t}: no GPU on this machine")));
         }
         let t = std::time::Instant::now();
-        let r = solve_cpu(&mpi, &p, local, &b_local)?;
+        // A rank that fails in the solve ends the job: its peers would wait for it.
+        let r = mpi.or_abort(solve_cpu(&mpi, &p, local, &b_local));
         if rank == 0 {
             print(
                 "mpi",
@@ -345,13 +346,15 @@ fn run_mpi(args: &Args) -> Result<()> {
         Choice::Auto if sharing > 0 => Transport::Host,
         Choice::Auto => Transport::Nccl,
     };
-    let name = gpu.name()?;
+    let name = mpi.or_abort(gpu.name());
     let t = std::time::Instant::now();
+    // A rank that fails in the solve ends the job: its peers would wait for it.
     let report = if transport == Transport::Host {
-        solve_gpu(&mpi, &gpu, &p, &local, &b_local)?
+        mpi.or_abort(solve_gpu(&mpi, &gpu, &p, &local, &b_local))
     } else {
         let comm = nccl_over_mpi(mpi, &gpu)?;
-        solve_gpu(&comm, &gpu, &p, &local, &b_local)?
+        comm.host()
+            .or_abort(solve_gpu(&comm, &gpu, &p, &local, &b_local))
     };
     if rank == 0 {
         print(

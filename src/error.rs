@@ -165,6 +165,19 @@ pub enum Error {
         /// The steps taken up to the failure.
         report: Box<crate::rock4::Rock4Report>,
     },
+    /// Another rank of a distributed run failed (returned an error, panicked, or timed
+    /// out waiting for its peers), so this rank's communication cannot complete: it ends
+    /// with this error instead of waiting forever. `reason` is the failed rank's own
+    /// error.
+    #[error("{op}: rank {rank} failed: {reason}")]
+    RankFailed {
+        /// The operation that could not complete.
+        op: &'static str,
+        /// The rank that failed first.
+        rank: usize,
+        /// Its error.
+        reason: String,
+    },
     /// An argument outside its valid range.
     #[error("{op}: {reason}")]
     InvalidArgument {

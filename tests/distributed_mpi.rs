@@ -7,12 +7,16 @@
 //! small grid, 4 on TRACE-like partitions of 16 and 64 grid blocks (the halo plans and
 //! all-reduces at a higher rank count, against the threads path), and on the GPU 2 and 4
 //! processes sharing it over the host transport, 16 and 64 grid blocks (skipped visibly
-//! without a GPU, a failure with `FERROCUDA_REQUIRE_GPU=1`).
+//! without a GPU, a failure with `FERROCUDA_REQUIRE_GPU=1`). Injected failures: rank 1 of
+//! 2 fails in the middle of the GMRES (an error, then a panic); the job must end with a
+//! non-zero status and a message naming rank 1 within seconds, never hang.
 #![cfg(feature = "mpi")]
 
 mod common;
 
-use std::process::Command;
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use ferrocuda::distributed::mpi::MpiComm;
 use ferrocuda::distributed::{
@@ -26,6 +30,9 @@ use ferrocuda::sparse::generate::{TraceSpec, trace_like};
 const NAME: &str = "distributed_mpi_gmres_matches_the_single_process_solve";
 const TRACE: &str = "distributed_mpi_trace_partitions_match_the_threads_path";
 const GPU: &str = "distributed_mpi_gpu_host_transport_matches_the_threads_path";
+const FAULT: &str = "distributed_mpi_a_failed_rank_ends_every_rank";
+/// Under `mpirun`, which failure to inject on rank 1 (`error` or `panic`).
+const INJECT: &str = "FERROCUDA_TEST_INJECT";
 
 /// Inside `mpirun`: this process is one rank.
 fn under_mpi() -> bool {
@@ -255,4 +262,150 @@ fn distributed_mpi_gpu_host_transport_matches_the_threads_path() {
     // The processes open their own contexts.
     drop(gpu);
     launch(GPU, &[2, 4]);
+}
+
+/// An operator that fails on its `fail_at`-th application (1-based) where `fail_at` is
+/// not zero: `error` returns an error (as a device error would), `panic` panics.
+struct Faulty<'a> {
+    inner: &'a dyn LinOp<f64>,
+    applied: std::sync::atomic::AtomicUsize,
+    fail_at: usize,
+    panic: bool,
+}
+
+impl LinOp<f64> for Faulty<'_> {
+    fn nrows(&self) -> usize {
+        self.inner.nrows()
+    }
+    fn ncols(&self) -> usize {
+        self.inner.ncols()
+    }
+    fn apply_unchecked(&self, x: &[f64], y: &mut [f64]) -> ferrocuda::Result<()> {
+        let n = 1 + self
+            .applied
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if n == self.fail_at {
+            if self.panic {
+                panic!("injected panic in application {n}");
+            }
+            return Err(ferrocuda::Error::InvalidArgument {
+                op: "Faulty::apply",
+                reason: format!("injected failure in application {n}"),
+            });
+        }
+        self.inner.apply_unchecked(x, y)
+    }
+}
+
+/// Under `mpirun`: rank 1 fails (as `INJECT` says) in its 5th operator application,
+/// in the middle of the GMRES; its error ends the job through `MpiComm::or_abort`, its
+/// panic through `MpiComm`'s drop. Rank 0 meanwhile waits for it in a collective or a
+/// receive: only the abort ends it.
+fn faulty_rank() {
+    let comm = MpiComm::init().expect("MPI_Init");
+    let rank = comm.rank();
+    let panic = std::env::var(INJECT).is_ok_and(|v| v == "panic");
+    let (spec, a, b, opts) = trace_problem(16);
+    let part = RowPartition::grid_blocks(&spec, comm.size()).unwrap();
+    let op = DistributedBcsr::new(&comm, &part, part.local_rows(&a, rank).unwrap()).unwrap();
+    let faulty = Faulty {
+        inner: &op,
+        applied: 0.into(),
+        fail_at: if rank == 1 { 5 } else { 0 },
+        panic,
+    };
+    let bl = part.local(rank, 5, &b).unwrap();
+    let mut x = vec![0.0; bl.len()];
+    let r = cpu::gmres_distributed(&comm, &faulty, None, bl, &mut x, &opts);
+    let r = comm.or_abort(r);
+    panic!("rank {rank} finished the solve ({r:?}) although rank 1 failed in it");
+}
+
+/// Runs `mpirun -np 2` on this test binary's `FAULT` test with `INJECT=mode`; returns
+/// its status (`None`: still running after `limit`, then killed), its output, and how
+/// long it ran. `None` overall where there is no `mpirun`.
+fn launch_faulty(
+    mode: &str,
+    limit: Duration,
+) -> Option<(Option<std::process::ExitStatus>, String, Duration)> {
+    let exe = std::env::current_exe().unwrap();
+    let started = Instant::now();
+    let child = Command::new("mpirun")
+        .args(["-np", "2"])
+        .arg(&exe)
+        .args(["--exact", FAULT, "--nocapture", "--test-threads=1"])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env(INJECT, mode)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "SKIPPED {FAULT}: no mpirun ({e})");
+            return None;
+        }
+    };
+    // Read both pipes on their own threads, so that a full pipe never blocks the job.
+    let pipe = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = pipe(Box::new(child.stdout.take().unwrap()));
+    let err = pipe(Box::new(child.stderr.take().unwrap()));
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = started.elapsed();
+    let text = format!("{}{}", out.join().unwrap(), err.join().unwrap());
+    Some((status, text, took))
+}
+
+#[test]
+fn distributed_mpi_a_failed_rank_ends_every_rank() {
+    if under_mpi() {
+        faulty_rank();
+        return;
+    }
+    for mode in ["error", "panic"] {
+        // Generous for a loaded machine; the job itself ends in about a second.
+        let limit = Duration::from_secs(60);
+        let Some((status, text, took)) = launch_faulty(mode, limit) else {
+            return;
+        };
+        let status = status.unwrap_or_else(|| {
+            panic!("{mode}: the job still ran after {limit:?} (a hang); output:\n{text}")
+        });
+        assert!(!status.success(), "{mode}: {status}; output:\n{text}");
+        assert!(
+            text.contains("ferrocuda: rank 1 of 2 failed"),
+            "{mode}: no message naming rank 1; output:\n{text}"
+        );
+        if mode == "error" {
+            assert!(text.contains("injected failure in application 5"), "{text}");
+        } else {
+            assert!(text.contains("injected panic in application 5"), "{text}");
+        }
+        assert!(
+            !text.contains("finished the solve"),
+            "{mode}: a rank finished; output:\n{text}"
+        );
+        eprintln!("{FAULT}: {mode} on rank 1: {status} after {took:.2?}");
+        assert!(took < Duration::from_secs(30), "{mode}: {took:?}");
+    }
 }

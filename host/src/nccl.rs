@@ -129,7 +129,9 @@ pub struct NcclComm {
     size: usize,
     /// The communication stream, on the rank's device.
     stream: Gpu,
-    lock: Mutex<()>,
+    /// Serialises the calls; `true` once [`NcclComm::abort`]ed (the handle is then freed:
+    /// no call may use it again).
+    lock: Mutex<bool>,
 }
 
 // SAFETY: the communicator handle is only used under `lock` (or with `&mut self` in
@@ -188,7 +190,7 @@ impl NcclComm {
                     rank,
                     size,
                     stream,
-                    lock: Mutex::new(()),
+                    lock: Mutex::new(false),
                 }),
                 Err(e) => {
                     // SAFETY: a communicator from ncclCommInitAll, used by nobody else.
@@ -225,7 +227,7 @@ impl NcclComm {
             rank,
             size,
             stream,
-            lock: Mutex::new(()),
+            lock: Mutex::new(false),
         })
     }
 
@@ -270,7 +272,8 @@ impl NcclComm {
         self.same_device(OP, "the buffer", buf.gpu())?;
         self.stream.wait_for(buf.gpu())?;
         {
-            let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+            let guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+            self.check_live(OP, *guard)?;
             self.stream.bind()?;
             let p = buf.device_ptr() as *mut std::ffi::c_void;
             // SAFETY: `buf` holds len() elements of T on this device; in place is allowed.
@@ -332,7 +335,8 @@ impl NcclComm {
         meanwhile()?;
         let size = std::mem::size_of::<T>();
         let raw = self.stream.raw_stream() as sys::cudaStream_t;
-        let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        self.check_live(OP, *guard)?;
         self.stream.bind()?;
         check("ncclGroupStart", result::group_start())?;
         // Sends first, then receives, all in one group; the first failed call stops the
@@ -381,6 +385,41 @@ impl NcclComm {
         Ok(queued.and(ended)?)
     }
 
+    /// Aborts the communicator (`ncclCommAbort`): its queued and running operations
+    /// end (the kernels on the communication stream stop, so host waits on the streams
+    /// that wait for them return, with whatever the buffers then hold), and every later
+    /// call on it is an error. For a peer that failed: call it from any thread, also
+    /// while this rank's own thread waits on its streams (it waits for a call in
+    /// progress on another thread to return first). Calling it again does nothing.
+    pub fn abort(&self) {
+        let mut aborted = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        if !*aborted {
+            *aborted = true;
+            // SAFETY: our own communicator; the lock keeps every other call out, and
+            // `aborted` keeps them out afterwards.
+            let _ = unsafe { result::comm_abort(self.comm) };
+        }
+    }
+
+    /// Whether [`NcclComm::abort`] has been called.
+    pub fn is_aborted(&self) -> bool {
+        *self.lock.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn check_live(&self, op: &'static str, aborted: bool) -> Result<()> {
+        if aborted {
+            Err(Error::Nccl {
+                call: op,
+                reason: format!(
+                    "the communicator of rank {} of {} was aborted (a rank failed)",
+                    self.rank, self.size
+                ),
+            })
+        } else {
+            Ok(())
+        }
+    }
+
     /// Makes `gpu`'s stream (same device) wait for the communication queued so far.
     pub fn join(&self, gpu: &Gpu) -> Result<()> {
         self.same_device("NcclComm::join", "the stream", gpu)?;
@@ -390,8 +429,16 @@ impl NcclComm {
 
 impl Drop for NcclComm {
     fn drop(&mut self) {
-        // Errors cannot be reported from drop; a failed sync still frees the handle.
-        let _ = self.stream.synchronize();
+        if *self.lock.get_mut().unwrap_or_else(PoisonError::into_inner) {
+            return;
+        }
+        // Let the operations queued so far finish, except while a panic unwinds: its
+        // peers may never post their side, and the abort below ends them instead of a
+        // wait without end. Errors cannot be reported from drop; a failed sync still
+        // frees the handle.
+        if !std::thread::panicking() {
+            let _ = self.stream.synchronize();
+        }
         // Abort, not destroy: it never waits for peers that are gone.
         // SAFETY: our own communicator, no longer used by anyone.
         let _ = unsafe { result::comm_abort(self.comm) };

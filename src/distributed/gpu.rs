@@ -102,14 +102,35 @@ impl<A, V> std::fmt::Debug for DeviceDistributedBcsr<'_, A, V> {
 impl<'c, A: Element, V: Element> DeviceDistributedBcsr<'c, A, V> {
     /// Uploads the rows `local` (global block columns, from
     /// [`RowPartition::local_rows`]) of `comm.rank()` to `gpu`. Collective (the halo
-    /// plan is agreed on, as for [`super::DistributedBcsr::new`]).
+    /// plan is agreed on, as for [`super::DistributedBcsr::new`]). Every rank checks
+    /// its communicator (its NCCL communicator's rank, size and device) and its rows
+    /// first, and the ranks agree on the outcome before any message: an invalid input
+    /// on one rank is an error on every rank, never a wait.
     pub fn new(
         comm: &'c dyn Communicator,
         gpu: &Gpu,
         part: &RowPartition,
         local: &Bcsr<A>,
     ) -> Result<Self> {
-        let plan = HaloPlan::build(comm, part, local)?;
+        let nccl_problem = comm.nccl().and_then(|nccl| {
+            (!nccl.stream().same_device(gpu)
+                || nccl.rank() != comm.rank()
+                || nccl.size() != comm.size())
+            .then(|| Error::InvalidArgument {
+                op: "DeviceDistributedBcsr::new",
+                reason: format!(
+                    "the NCCL communicator is rank {} of {} on device {}, the operator \
+                     rank {} of {} on device {}",
+                    nccl.rank(),
+                    nccl.size(),
+                    nccl.stream().ordinal(),
+                    comm.rank(),
+                    comm.size(),
+                    gpu.ordinal()
+                ),
+            })
+        });
+        let plan = HaloPlan::build_checked(comm, part, local, nccl_problem)?;
         let own = part.range(comm.rank());
         let b = local.b();
         // Spans: what each peer sends us, laid end to end.
@@ -133,25 +154,6 @@ impl<'c, A: Element, V: Element> DeviceDistributedBcsr<'c, A, V> {
             .collect();
         let (interior, halo) = split_spans(local, &own, &plan, &seg_start, total);
         let interior = Part::upload(gpu, &interior)?;
-        if let Some(nccl) = comm.nccl()
-            && (!nccl.stream().same_device(gpu)
-                || nccl.rank() != comm.rank()
-                || nccl.size() != comm.size())
-        {
-            return Err(Error::InvalidArgument {
-                op: "DeviceDistributedBcsr::new",
-                reason: format!(
-                    "the NCCL communicator is rank {} of {} on device {}, the operator \
-                         rank {} of {} on device {}",
-                    nccl.rank(),
-                    nccl.size(),
-                    nccl.stream().ordinal(),
-                    comm.rank(),
-                    comm.size(),
-                    gpu.ordinal()
-                ),
-            });
-        }
         let elements = |list: &[(usize, Range<usize>)]| -> Vec<(usize, Range<usize>)> {
             list.iter()
                 .map(|(p, r)| (*p, r.start * b..r.end * b))

@@ -35,41 +35,74 @@ impl HaloPlan {
     /// tell each other what they need (a count matrix by all-reduce, then the index
     /// lists point to point), so no rank needs the global matrix.
     /// Errors: the partition does not match the communicator or the rows, a column
-    /// beyond the matrix.
+    /// beyond the matrix, ranks with different block sizes or partitions. Every rank
+    /// checks its own input first and the ranks agree on the outcome (one all-reduce)
+    /// before any message, so an invalid input on one rank is an error on all of them,
+    /// never a wait.
     pub fn build<T: Element>(
         comm: &dyn Communicator,
         part: &RowPartition,
         local: &Bcsr<T>,
     ) -> Result<Self> {
+        Self::build_checked(comm, part, local, None)
+    }
+
+    /// [`Self::build`], with `caller`: the error of a check the caller made before the
+    /// plan (e.g. a communicator on another device), which enters the same agreement:
+    /// this rank returns it, every other rank fails too, none waits.
+    pub(crate) fn build_checked<T: Element>(
+        comm: &dyn Communicator,
+        part: &RowPartition,
+        local: &Bcsr<T>,
+        caller: Option<Error>,
+    ) -> Result<Self> {
         let (me, size) = (comm.rank(), comm.size());
+        if me >= size {
+            // Not a world this rank can take part in: no collective at all.
+            return Err(bad(format!(
+                "the communicator says rank {me} of {size}: a rank must be below the size"
+            )));
+        }
         let own = part.range(me);
-        let mut problem = None;
-        if part.parts() != size {
-            problem = Some(format!(
-                "the partition has {} ranks, the communicator {size}",
-                part.parts()
-            ));
-        } else if local.n_block_rows() != own.len() {
-            problem = Some(format!(
-                "rank {me} holds {} block rows, the partition gives it {}",
-                local.n_block_rows(),
-                own.len()
-            ));
-        } else if local.n_block_cols() != part.n_block_rows() {
-            problem = Some(format!(
-                "the rows have {} block columns, the partition covers {} block rows (square matrices only)",
-                local.n_block_cols(),
-                part.n_block_rows()
-            ));
+        let problem = caller.or_else(|| input_problem(me, size, part, local).map(bad));
+        // Agree before any message, so no rank waits for a failed one: which ranks
+        // failed their checks (one slot each), and whether all have the same block size
+        // and partition size (sums and sums of squares: for integers, size * variance =
+        // sum(v^2) - sum(v)^2 / size is 0 when all are equal, else at least 1/2; exact
+        // in f64 while the sums of squares stay below ~1e14, a loose check beyond).
+        let shared = [local.b() as f64, part.n_block_rows() as f64];
+        let mut v = vec![0.0; size + 2 * shared.len()];
+        v[me] = f64::from(u8::from(problem.is_some()));
+        for (i, x) in shared.iter().enumerate() {
+            v[size + 2 * i] = *x;
+            v[size + 2 * i + 1] = x * x;
         }
-        // Agree on failure before any exchange, so no rank waits for a failed one.
-        let mut failed = [f64::from(u8::from(problem.is_some()))];
-        comm.all_reduce_sum(&mut failed)?;
-        if let Some(p) = problem {
-            return Err(bad(p));
+        comm.all_reduce_sum(&mut v)?;
+        if let Some(e) = problem {
+            return Err(e);
         }
-        if failed[0] > 0.0 {
-            return Err(bad("another rank's rows do not fit the partition".into()));
+        let failed: Vec<String> = (0..size)
+            .filter(|&r| v[r] > 0.0)
+            .map(|r| r.to_string())
+            .collect();
+        if !failed.is_empty() {
+            return Err(bad(format!(
+                "rank(s) {} refused their input (each names the reason in its own error), \
+                 so rank {me} stops before the exchange",
+                failed.join(", ")
+            )));
+        }
+        let n = size as f64;
+        for (i, what) in ["block size", "partition (block rows)"].iter().enumerate() {
+            let (sum, squares) = (v[size + 2 * i], v[size + 2 * i + 1]);
+            if squares - sum * sum / n > 0.25 + 8.0 * f64::EPSILON * squares {
+                return Err(bad(format!(
+                    "the ranks disagree on the {what}: rank {me} has {}, the mean over the \
+                     ranks is {}",
+                    shared[i],
+                    sum / n
+                )));
+            }
         }
 
         let mut ghosts: Vec<usize> = local
@@ -130,6 +163,36 @@ impl HaloPlan {
     /// Blocks sent per SpMV.
     pub fn sent_blocks(&self) -> usize {
         self.send.iter().map(|(_, l)| l.len()).sum()
+    }
+}
+
+/// Why this rank's rows do not fit the partition and the communicator, if they do not.
+fn input_problem<T: Element>(
+    me: usize,
+    size: usize,
+    part: &RowPartition,
+    local: &Bcsr<T>,
+) -> Option<String> {
+    let own = part.range(me);
+    if part.parts() != size {
+        Some(format!(
+            "the partition has {} ranks, the communicator {size}",
+            part.parts()
+        ))
+    } else if local.n_block_rows() != own.len() {
+        Some(format!(
+            "rank {me} holds {} block rows, the partition gives it {}",
+            local.n_block_rows(),
+            own.len()
+        ))
+    } else if local.n_block_cols() != part.n_block_rows() {
+        Some(format!(
+            "the rows have {} block columns, the partition covers {} block rows (square matrices only)",
+            local.n_block_cols(),
+            part.n_block_rows()
+        ))
+    } else {
+        None
     }
 }
 

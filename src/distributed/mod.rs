@@ -53,7 +53,7 @@ pub mod partition;
 
 /// The communicator lives below `krylov` ([`crate::comm`]); this keeps its old path.
 pub use crate::comm;
-pub use crate::comm::{Communicator, SingleRank, ThreadComm, run_on_threads};
+pub use crate::comm::{Communicator, SingleRank, ThreadComm, run_on_threads, run_world};
 pub use gpu::DeviceDistributedBcsr;
 pub use halo::{HaloPlan, SplitRows, split_rows};
 pub use nccl::{Transport, WithNccl, run_on_gpus};

@@ -14,6 +14,13 @@
 //! # }
 //! # Ok::<(), ferrocuda::Error>(())
 //! ```
+//!
+//! MPI has no timeout: a rank that stops while its peers wait in a collective or a
+//! receive would leave them waiting for ever. A rank that fails after [`MpiComm::init`]
+//! therefore ends the whole job: [`MpiComm::abort`] (or [`MpiComm::or_abort`] on a
+//! result) prints the error with the rank and calls `MPI_Abort`, and an `MpiComm`
+//! dropped while its thread panics does the same; `mpirun` then ends every process and
+//! exits with a non-zero status.
 
 use std::sync::{Mutex, PoisonError};
 
@@ -42,7 +49,9 @@ struct Inner {
 }
 
 /// The processes of `MPI_COMM_WORLD` as a [`Communicator`]. Sends are buffered
-/// (`MPI_Bsend`), as the trait requires; the all-reduce is `MPI_Allreduce`.
+/// (`MPI_Bsend`), as the trait requires; the all-reduce is `MPI_Allreduce`. Dropped
+/// while its thread panics, it aborts the job ([`MpiComm::abort`]) instead of
+/// finalising MPI, which would wait for the other ranks.
 pub struct MpiComm {
     inner: Mutex<Inner>,
     rank: usize,
@@ -111,6 +120,35 @@ impl MpiComm {
         self.local_size
     }
 
+    /// Ends the whole MPI job because this rank failed: prints
+    /// `ferrocuda: rank R of N failed: REASON; aborting the MPI job` on stderr and calls
+    /// `MPI_Abort` on `MPI_COMM_WORLD` with error code 1, so that no rank waits for
+    /// this one (`mpirun` ends them all and exits with a non-zero status). For an error
+    /// after which this rank cannot take part in its peers' next collective or
+    /// message; errors the ranks have agreed on (every rank fails) can simply return.
+    pub fn abort(&self, reason: impl std::fmt::Display) -> ! {
+        let inner = self.lock();
+        {
+            use std::io::Write;
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(
+                err,
+                "ferrocuda: rank {} of {} failed: {reason}; aborting the MPI job",
+                self.rank, self.size
+            );
+            let _ = err.flush();
+        }
+        inner.world.abort(1)
+    }
+
+    /// `result`'s value, or, on an error, [`Self::abort`] with it: the job ends.
+    pub fn or_abort<T, E: std::fmt::Display>(&self, result: std::result::Result<T, E>) -> T {
+        match result {
+            Ok(v) => v,
+            Err(e) => self.abort(e),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -126,6 +164,16 @@ impl MpiComm {
                     self.rank, self.size
                 ),
             ))
+        }
+    }
+}
+
+impl Drop for MpiComm {
+    fn drop(&mut self) {
+        // Finalising MPI waits for the other ranks, which may be waiting for this one:
+        // a panicking rank ends the job instead.
+        if std::thread::panicking() {
+            self.abort(format!("rank {} panicked", self.rank));
         }
     }
 }
@@ -185,7 +233,9 @@ impl Communicator for MpiComm {
 }
 
 /// NCCL over MPI: rank 0 makes the NCCL identifier, MPI broadcasts it, and every rank
-/// opens its NCCL communicator on `gpu` (one GPU per process). Collective.
+/// opens its NCCL communicator on `gpu` (one GPU per process). Collective. A rank
+/// whose NCCL initialisation fails aborts the job ([`MpiComm::abort`]): its peers would
+/// wait for it in theirs.
 pub fn nccl_over_mpi(comm: MpiComm, gpu: &Gpu) -> Result<WithNccl<MpiComm>> {
     // Every rank learns whether rank 0 could make an identifier before anyone waits in
     // NCCL's initialisation.
@@ -214,6 +264,12 @@ pub fn nccl_over_mpi(comm: MpiComm, gpu: &Gpu) -> Result<WithNccl<MpiComm>> {
     }
     let mut id = [0u8; 128];
     id.copy_from_slice(&bytes[..128]);
-    let nccl = NcclComm::from_id(gpu, comm.rank(), comm.size(), &NcclId(id))?;
+    // A rank whose initialisation fails would leave the others waiting in theirs.
+    let nccl = comm.or_abort(NcclComm::from_id(
+        gpu,
+        comm.rank(),
+        comm.size(),
+        &NcclId(id),
+    ));
     WithNccl::new(comm, nccl)
 }

@@ -8,6 +8,10 @@
 //! the devices. The host communicator still carries the rare host-side messages (the
 //! halo plan at set-up, failure agreement, norms at restarts).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
 use ferrocuda_host::NcclComm;
 
 use crate::comm::{Communicator, ThreadComm};
@@ -18,13 +22,19 @@ use crate::gpu::Gpu;
 #[derive(Debug)]
 pub struct WithNccl<C> {
     host: C,
-    nccl: NcclComm,
+    /// Shared with [`run_on_gpus`]'s watchdog, which aborts it when another rank fails.
+    nccl: Arc<NcclComm>,
     device_sums: bool,
 }
 
 impl<C: Communicator> WithNccl<C> {
     /// Pairs `host` with `nccl`; they must agree on the rank and the number of ranks.
     pub fn new(host: C, nccl: NcclComm) -> Result<Self> {
+        Self::shared(host, Arc::new(nccl))
+    }
+
+    /// [`Self::new`] with a communicator that others may abort.
+    pub(crate) fn shared(host: C, nccl: Arc<NcclComm>) -> Result<Self> {
         if host.rank() != nccl.rank() || host.size() != nccl.size() {
             return Err(Error::InvalidArgument {
                 op: "WithNccl::new",
@@ -51,6 +61,12 @@ impl<C: Communicator> WithNccl<C> {
     pub fn host_sums(mut self) -> Self {
         self.device_sums = false;
         self
+    }
+
+    /// The host communicator (e.g. an `MpiComm` of the `mpi` feature, to abort
+    /// the job on an error).
+    pub fn host(&self) -> &C {
+        &self.host
     }
 }
 
@@ -122,6 +138,10 @@ impl std::fmt::Display for Transport {
 /// Runs `f(comm, gpu)` on `ranks` ranks, each on its own thread, and returns the results
 /// in rank order. Rank `r` runs on GPU `r` ([`Transport::Nccl`]: there must be a GPU per
 /// rank) or GPU `r % count` ([`Transport::Host`]). A panic on a rank becomes an error.
+/// A rank that fails (an error or a panic) ends the others: their host calls return
+/// [`Error::RankFailed`] naming it, and with NCCL a watchdog thread aborts every rank's
+/// NCCL communicator ([`NcclComm::abort`]) so that no rank waits on its GPU for the
+/// failed one; the error returned is the failed rank's own (see `docs/reliability.md`).
 ///
 /// ```no_run
 /// use ferrocuda::distributed::{Communicator, Transport, run_on_gpus};
@@ -155,30 +175,91 @@ pub fn run_on_gpus<T: Send>(
     let gpus = (0..ranks)
         .map(|r| crate::gpu::open(r % devices))
         .collect::<Result<Vec<_>>>()?;
-    let mut nccl: Vec<Option<NcclComm>> = match transport {
-        Transport::Nccl | Transport::NcclHostSums => {
-            NcclComm::world(&gpus)?.into_iter().map(Some).collect()
-        }
+    let nccl: Vec<Option<Arc<NcclComm>>> = match transport {
+        Transport::Nccl | Transport::NcclHostSums => NcclComm::world(&gpus)?
+            .into_iter()
+            .map(|c| Some(Arc::new(c)))
+            .collect(),
         Transport::Host => (0..ranks).map(|_| None).collect(),
     };
     let f = &f;
-    std::thread::scope(|s| {
-        let handles: Vec<_> = ThreadComm::world(ranks)
+    let world = ThreadComm::world(ranks);
+    let first = world.first().cloned();
+    let finished = AtomicUsize::new(0);
+    let results = std::thread::scope(|s| {
+        if let Some(watched) = &first
+            && nccl.iter().any(Option::is_some)
+        {
+            let (finished, nccl) = (&finished, &nccl);
+            s.spawn(move || watchdog(watched, nccl, finished, ranks));
+        }
+        let handles: Vec<_> = world
             .into_iter()
             .zip(gpus.iter())
-            .zip(nccl.iter_mut().map(Option::take))
+            .zip(nccl.iter().cloned())
             .map(|((host, gpu), nc)| {
+                let finished = &finished;
                 s.spawn(move || -> Result<T> {
-                    match nc {
+                    // A rank that fails marks the world failed at once: the others'
+                    // host calls end with an error naming it, and the watchdog aborts
+                    // every NCCL communicator, which ends their NCCL waits.
+                    let marker = host.clone();
+                    let aborted = nc.clone();
+                    let result = crate::comm::run_rank(&marker, || match nc {
                         Some(nc) if transport == Transport::NcclHostSums => {
-                            f(&WithNccl::new(host, nc)?.host_sums(), gpu)
+                            f(&WithNccl::shared(host, nc)?.host_sums(), gpu)
                         }
-                        Some(nc) => f(&WithNccl::new(host, nc)?, gpu),
+                        Some(nc) => f(&WithNccl::shared(host, nc)?, gpu),
                         None => f(&host, gpu),
+                    });
+                    finished.fetch_add(1, Ordering::Release);
+                    // Another rank failed and this one's communicator was aborted under
+                    // it: a value it computed cannot be trusted, and an error it met
+                    // (an aborted call, numbers from an aborted exchange) is a
+                    // consequence. Either way the failed rank is named.
+                    match (result, marker.failure()) {
+                        (Err(e @ Error::RankFailed { .. }), _) => Err(e),
+                        (_, Some((rank, reason)))
+                            if rank != marker.rank()
+                                && aborted.as_ref().is_some_and(|c| c.is_aborted()) =>
+                        {
+                            Err(Error::RankFailed {
+                                op: "run_on_gpus",
+                                rank,
+                                reason: reason.to_string(),
+                            })
+                        }
+                        (result, _) => result,
                     }
                 })
             })
             .collect();
         crate::comm::join_ranks("run_on_gpus", handles)
-    })
+    });
+    crate::comm::collect_ranks(
+        results,
+        first.as_ref().and_then(|c| c.failure()).map(|f| f.0),
+    )
+}
+
+/// Watches the ranks of [`run_on_gpus`] until they have all `finished`: once the world
+/// has failed (a rank's error or panic), it aborts every NCCL communicator, so that a
+/// rank waiting for an NCCL operation its failed peer will never join stops waiting
+/// (its next NCCL or host call is then an error). Polls every millisecond: the ranks'
+/// own calls stay as fast as without it.
+fn watchdog(
+    world: &ThreadComm,
+    nccl: &[Option<Arc<NcclComm>>],
+    finished: &AtomicUsize,
+    ranks: usize,
+) {
+    while finished.load(Ordering::Acquire) < ranks {
+        if world.failure().is_some() {
+            for c in nccl.iter().flatten() {
+                c.abort();
+            }
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }

@@ -421,3 +421,6 @@ fn distributed_thread_comm_reports_errors_instead_of_hanging() {
 
 /// The GPU twins of these tests (poisoned outputs, compared with the CPU or a reference).
 mod gpu;
+
+/// Injected failures: every rank ends with an error, never a hang.
+mod faults;
