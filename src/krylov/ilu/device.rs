@@ -406,7 +406,7 @@ macro_rules! device_factor_accessors {
 }
 
 /// Point ILU(0) of a square [`Csr`] matrix, factored and applied on the GPU; the
-/// device twin of [`Ilu0`] ([module docs](self)).
+/// device twin of [`Ilu0`] ([ILU(0) docs](super)).
 pub struct DeviceIlu0<A> {
     f: DeviceFactors<A>,
 }
@@ -460,7 +460,7 @@ impl<A: Element + IluFactorKernels> DeviceIlu0<A> {
 }
 
 /// Block ILU(0) of a square [`Bcsr`] matrix with `b x b` blocks, factored and applied on
-/// the GPU; the device twin of [`BlockIlu0`] ([module docs](self)).
+/// the GPU; the device twin of [`BlockIlu0`] ([ILU(0) docs](super)).
 pub struct DeviceBlockIlu0<A> {
     f: DeviceFactors<A>,
 }
