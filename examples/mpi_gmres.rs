@@ -23,20 +23,21 @@ use ferrocuda::distributed::{
     run_on_threads,
 };
 use ferrocuda::gpu::Gpu;
-use ferrocuda::krylov::{GmresOptions, GmresReport, LinOp, cpu, gpu as kgpu};
+use ferrocuda::krylov::{GmresOptions, GmresReport, LinOp, Orthogonalization, cpu, gpu as kgpu};
 use ferrocuda::sparse::Bcsr;
 use ferrocuda::sparse::generate::{TraceSpec, trace_like};
 use ferrocuda::{Error, Result};
 
 const USAGE: &str = "usage: mpi_gmres [BLOCKS] [--cells NXxNYxNZ] [--transport auto|nccl|host] \
-[--threads P] [--cpu]
+[--threads P] [--cpu] [--pipelined]
   BLOCKS            grid blocks of the TRACE-like matrix, at least one per rank (default 8)
   --cells NXxNYxNZ  cells per grid block (default 40x80x40)
   --transport T     between GPUs: nccl (one GPU per rank of a node), host (through MPI or
                     the threads' host messages; ranks may share a GPU), auto (default:
                     nccl where every rank of the node has its own GPU, else host)
   --threads P       P ranks as threads of this process instead of the MPI processes
-  --cpu             solve on the CPU even where there is a GPU";
+  --cpu             solve on the CPU even where there is a GPU
+  --pipelined       pipelined GMRES (each step's all-reduce overlaps the next operator)";
 
 /// Where the ranks' parts are solved and how their GPUs talk.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -51,6 +52,7 @@ struct Args {
     transport: Choice,
     threads: Option<usize>,
     cpu: bool,
+    pipelined: bool,
 }
 
 fn bad(reason: String) -> Error {
@@ -76,6 +78,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args> {
         transport: Choice::Auto,
         threads: None,
         cpu: false,
+        pipelined: false,
     };
     let mut blocks = None;
     while let Some(a) = it.next() {
@@ -109,6 +112,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args> {
             }
             "--threads" => args.threads = Some(positive("--threads", &value("--threads")?)?),
             "--cpu" => args.cpu = true,
+            "--pipelined" => args.pipelined = true,
             s if s.starts_with('-') => return Err(bad(format!("unknown option {s:?}"))),
             s if blocks.is_none() => blocks = Some(positive("grid blocks", s)?),
             s => return Err(bad(format!("unexpected argument {s:?}"))),
@@ -139,7 +143,14 @@ impl Problem {
             )));
         }
         let part = RowPartition::grid_blocks(&spec, ranks)?;
-        let opts = GmresOptions::default().restart(30).rtol(1e-8);
+        let opts = GmresOptions::default()
+            .restart(30)
+            .rtol(1e-8)
+            .orthogonalization(if args.pipelined {
+                Orthogonalization::Pipelined
+            } else {
+                Orthogonalization::Cgs2
+            });
         Ok(Problem { spec, part, opts })
     }
 

@@ -155,6 +155,7 @@ fn gmres_rows(gpu: &Gpu, case: &str, device: &str, peers: bool) -> Result<Vec<La
                     | SolverKind::GpuCgs2Device
                     | SolverKind::GpuCgs2Fused
                     | SolverKind::GpuMgs
+                    | SolverKind::GpuPipelined
             )
         })
         .map(|row| LatencyRow {

@@ -88,6 +88,9 @@ pub enum SolveOrth {
     Cgs2,
     /// Modified Gram-Schmidt.
     Mgs,
+    /// Pipelined GMRES (p(1)-GMRES): classical Gram-Schmidt once, the operator applied
+    /// one step ahead while the step's dots travel (for distributed solves).
+    Pipelined,
 }
 
 /// How `ferrocuda solve` stores the matrix GMRES iterates with (`--storage`) and the
@@ -540,6 +543,7 @@ where
         .orthogonalization(match args.orth {
             SolveOrth::Cgs2 => Orthogonalization::Cgs2,
             SolveOrth::Mgs => Orthogonalization::Mgs,
+            SolveOrth::Pipelined => Orthogonalization::Pipelined,
         })
         .basis(match args.basis {
             SolveStorage::Full => BasisStorage::Full,
@@ -677,6 +681,7 @@ where
         orth: match args.orth {
             SolveOrth::Cgs2 => "cgs2",
             SolveOrth::Mgs => "mgs",
+            SolveOrth::Pipelined => "pipelined",
         },
         matrix: args.matrix.clone(),
         rhs: args.rhs.clone(),

@@ -98,7 +98,7 @@ fn tree_sum<S: Scalar>(a: [S; LANES]) -> S {
 
 fma_kernel! {
 /// `sum conj(x_i) y_i` over one chunk, [`LANES`] interleaved accumulators.
-fn dot_chunk[T: Element](x: &[T], y: &[T]) -> T {
+pub(crate) fn dot_chunk[T: Element](x: &[T], y: &[T]) -> T {
     let mut acc = [T::ZERO; LANES];
     let (xb, yb) = (x.chunks_exact(LANES), y.chunks_exact(LANES));
     let (xr, yr) = (xb.remainder(), yb.remainder());

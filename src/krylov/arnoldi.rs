@@ -37,6 +37,20 @@ pub(crate) trait Space {
     /// MGS step `k`: `w <- A M^{-1} V_k`, `h_j = V_j^H w`, `w <- w - h_j V_j` for `j <= k`
     /// in order, `V_{k+1} <- w / |w|`; returns `(h_0..=h_k, |w|^2)`. One round trip.
     fn mgs(&mut self, k: usize) -> Result<(Vec<C>, f64)>;
+    /// The start of a pipelined cycle: `Z_0 <- A M^{-1} V_0` (`V_0` normalised).
+    fn pipe_begin(&mut self) -> Result<()>;
+    /// Pipelined step `k`: where `prev` holds coefficients `c_j` (`j < k`) and a factor
+    /// `f`, first `V_k <- (Z_{k-1} - sum_j c_j V_j) f` and, unless `last`, `Z_k <- (q -
+    /// sum_j c_j Z_j) f` (`q = A M^{-1} Z_{k-1}`, from the step before); then the dots
+    /// ([`PipeDots`]; with `last` only `|V_k|^2`), with `q <- A M^{-1} Z_k` computed
+    /// while they are summed where `ahead`. One reduction.
+    fn pipe_step(
+        &mut self,
+        k: usize,
+        prev: Option<(&[C], f64)>,
+        last: bool,
+        ahead: bool,
+    ) -> Result<PipeDots>;
     /// `x <- x + M^{-1} sum_j y_j V_j`.
     fn update_solution(&mut self, y: &[C]) -> Result<()>;
     /// `x_best <- x`: keeps the iterate with the smallest true residual so far.
@@ -66,6 +80,17 @@ pub(crate) trait Space {
     ) -> Result<Option<Vec<f64>>> {
         Ok(None)
     }
+}
+
+/// The reduction of a pipelined step `k` ([`Space::pipe_step`]), over the stored
+/// (unnormalised) columns.
+pub(crate) struct PipeDots {
+    /// `V_j^H Z_k`, `j <= k`.
+    pub d: Vec<C>,
+    /// `|Z_k|^2`.
+    pub zz: f64,
+    /// `|V_k|^2`.
+    pub vv: f64,
 }
 
 /// `v` as `Complex<f64>`.
@@ -196,6 +221,7 @@ pub(crate) fn run(
             (Some(st), _) => finish_cycle(&st, 0, &mut cycle),
             (None, Orthogonalization::Mgs) => mgs_cycle(space, m, beta, &mut cycle)?,
             (None, Orthogonalization::Cgs2) => dcgs2_cycle(space, m, &mut cycle)?,
+            (None, Orthogonalization::Pipelined) => pipelined_cycle(space, m, beta, &mut cycle)?,
         };
         if !y.is_empty() {
             space.update_solution(&y)?;
@@ -306,4 +332,66 @@ fn dcgs2_cycle(
         }
     }
     Ok(finish_cycle(&st, cyc::steps(&st), cycle))
+}
+
+/// One pipelined cycle of at most `m` steps, stepped from the host (the algebra:
+/// [`cyc::pipelined_column`]); returns `y` (for the stored columns) and whether the space
+/// broke down. The stored `V_j`, `Z_j` are `v_j`, `z_j` over a scale `s_j` (`v_j = s_j
+/// V_j`), measured by the pass that makes them: the update needs no exact norm, so
+/// Pythagoras only scales it, and each Hessenberg column is finished a step later from
+/// the measured norm.
+fn pipelined_cycle(
+    space: &mut dyn Space,
+    m: usize,
+    beta: f64,
+    cycle: &mut Cycle<'_, '_, '_>,
+) -> Result<(Vec<C>, bool)> {
+    space.scale_first(beta)?;
+    let mut st = vec![0.0; cyc::state_len(m)];
+    cyc::begin(&mut st, m, cycle.target, cycle.eps);
+    cyc::mgs_begin(&mut st, beta);
+    space.pipe_begin()?;
+    let mut scale = vec![1.0; m + 1];
+    // Step k - 1's projections, alpha (the update's scale) and |z_{k-1}|.
+    let mut prev: Option<(Vec<C>, f64, f64)> = None;
+    for k in 0..=m {
+        let coef = prev.as_ref().map(|(h, alpha, _)| {
+            let c: Vec<C> = (0..k).map(|j| h[j] * (scale[j] / scale[k - 1])).collect();
+            (c, scale[k - 1] / alpha)
+        });
+        let dots = space.pipe_step(
+            k,
+            coef.as_ref().map(|(c, f)| (&c[..], *f)),
+            k == m,
+            k + 1 < m,
+        )?;
+        if let Some((h, alpha, znorm)) = prev.take() {
+            let nu = dots.vv.sqrt();
+            scale[k] = 1.0 / nu;
+            let go = cyc::pipelined_column(&mut st, k, |i| h[i], alpha * nu, znorm);
+            cycle.record(cyc::estimate(&st, k - 1));
+            if !go {
+                break;
+            }
+        }
+        // Column k's projections and |z_k|, over the unit vectors.
+        let h: Vec<C> = (0..=k).map(|j| dots.d[j] * (scale[j] * scale[k])).collect();
+        let z2 = dots.zz * scale[k] * scale[k];
+        let alpha2 = z2 - h.iter().map(|v| v.norm_sqr()).sum::<f64>();
+        // Only a scale for the update (the next step measures the norm); never below the
+        // subtraction's own rounding.
+        let alpha = alpha2.max(16.0 * (k + 2) as f64 * cycle.eps * z2).sqrt();
+        if !(alpha > 0.0 && alpha.is_finite()) {
+            // Nothing left of z (or NaN): column k ends the cycle as a breakdown.
+            cyc::pipelined_column(&mut st, k + 1, |i| h[i], 0.0, z2.sqrt());
+            cycle.record(cyc::estimate(&st, k));
+            break;
+        }
+        prev = Some((h, alpha, z2.sqrt()));
+    }
+    let (mut y, stalled) = finish_cycle(&st, cyc::steps(&st), cycle);
+    for (yj, s) in y.iter_mut().zip(&scale) {
+        *yj *= *s;
+    }
+    Ok((y, stalled))
 }

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::arnoldi::{self, C, Space, from_c, to_c};
+use super::arnoldi::{self, C, PipeDots, Space, from_c, to_c};
 use super::{GmresOptions, GmresReport, LinOp};
 use crate::alloc;
 use crate::blas1::{Element, cpu as b1};
@@ -44,6 +44,42 @@ fn update_chunk[V: Element](
             sb = k::basis_term(sb, bj, v);
         }
         (*ui, *ni) = k::gs_update(*ui, w[i], sa, sb, c, inv);
+    }
+}
+}
+
+fma_kernel! {
+/// Pipelined update of rows `lo..lo + vc.len()` ([`k::pipe_update`]): `V_k` and, where
+/// `with_z`, `Z_k` from `Z_{k-1}`, `q` and the columns `j < k = h.len()` of both bases
+/// (`vhead`, `zhead`).
+fn pipe_chunk[V: Element](
+    lo: usize,
+    n: usize,
+    vhead: &[V],
+    zhead: &[V],
+    h: &[V],
+    inv: V::Real,
+    q: &[V],
+    with_z: bool,
+    vc: &mut [V],
+    zc: &mut [V],
+) {
+    let k = h.len();
+    for (o, (vi, zi)) in vc.iter_mut().zip(zc.iter_mut()).enumerate() {
+        let i = lo + o;
+        let (mut sv, mut sz) = (V::ZERO, V::ZERO);
+        for (j, &hj) in h.iter().enumerate() {
+            sv = k::basis_term(sv, hj, vhead[j * n + i]);
+            if with_z {
+                sz = k::basis_term(sz, hj, zhead[j * n + i]);
+            }
+        }
+        let qi = if with_z { q[i] } else { V::ZERO };
+        let (v, z) = k::pipe_update(zhead[(k - 1) * n + i], qi, sv, sz, inv);
+        *vi = v;
+        if with_z {
+            *zi = z;
+        }
     }
 }
 }
@@ -255,6 +291,8 @@ struct CpuSpace<'a, V: Element> {
     /// The iterate with the smallest true residual so far.
     best: Vec<V>,
     basis: Vec<V>,
+    /// `Z = A M^{-1} V` of a pipelined solve (empty otherwise).
+    zbasis: Vec<V>,
     /// CB-GMRES ([`super::BasisStorage::F32`], a double-precision `V`): every basis
     /// entry written is rounded to `V::Low` ([`k::basis_round`]): the values the GPU's
     /// compressed basis holds, kept in `V` here (the same arithmetic, not the memory).
@@ -279,7 +317,9 @@ impl<'a, V: Element> CpuSpace<'a, V> {
         opts: &GmresOptions,
     ) -> Result<Self> {
         let what = opts.workspace_name(n);
-        let vectors = opts.basis_vectors() as u128 + 4;
+        let pipelined = opts.orthogonalization == super::Orthogonalization::Pipelined;
+        let zvectors = if pipelined { opts.basis_vectors() } else { 0 };
+        let vectors = (opts.basis_vectors() + zvectors) as u128 + 4;
         alloc::check_host_bytes(&what, alloc::bytes_of(vectors * n as u128, size_of::<V>()))?;
         // The check bounds the product by isize::MAX bytes.
         let mut x = alloc::try_with_capacity(&what, n)?;
@@ -294,6 +334,7 @@ impl<'a, V: Element> CpuSpace<'a, V> {
             x,
             best: alloc::try_vec(&what, n, V::ZERO)?,
             basis: alloc::try_vec(&what, opts.basis_vectors() * n, V::ZERO)?,
+            zbasis: alloc::try_vec(&what, zvectors * n, V::ZERO)?,
             compressed: opts.basis == super::BasisStorage::F32
                 && size_of::<V::Low>() < size_of::<V>(),
             w: alloc::try_vec(&what, n, V::ZERO)?,
@@ -330,8 +371,17 @@ impl<'a, V: Element> CpuSpace<'a, V> {
 
     /// `w <- A M^{-1} V_k`.
     fn apply(&mut self, k: usize) -> Result<()> {
+        self.apply_column(false, k)
+    }
+
+    /// `w <- A M^{-1} V_k`, or `A M^{-1} Z_k` where `from_z`.
+    fn apply_column(&mut self, from_z: bool, k: usize) -> Result<()> {
         let n = self.n;
-        let v = &self.basis[k * n..(k + 1) * n];
+        let v = if from_z {
+            &self.zbasis[k * n..(k + 1) * n]
+        } else {
+            &self.basis[k * n..(k + 1) * n]
+        };
         let v = match self.m {
             Some(m) => {
                 let t = Instant::now();
@@ -473,6 +523,77 @@ impl<V: Element> Space for CpuSpace<'_, V> {
             .for_each(|(yc, wc)| normalize_chunk(norm, wc, yc));
         self.t_orth += t.elapsed().as_secs_f64();
         Ok((h, w2.re().to_f64()))
+    }
+
+    fn pipe_begin(&mut self) -> Result<()> {
+        let n = self.n;
+        self.apply(0)?;
+        self.zbasis[..n].copy_from_slice(&self.w);
+        Ok(())
+    }
+
+    fn pipe_step(
+        &mut self,
+        kk: usize,
+        prev: Option<(&[C], f64)>,
+        last: bool,
+        ahead: bool,
+    ) -> Result<PipeDots> {
+        let t = Instant::now();
+        let n = self.n;
+        if let Some((h, inv_alpha)) = prev {
+            let h: Vec<V> = h.iter().map(|&v| from_c(v)).collect();
+            let inv = V::Real::from_f64(inv_alpha);
+            let (vhead, vtail) = self.basis.split_at_mut(kk * n);
+            let (zhead, ztail) = self.zbasis.split_at_mut(kk * n);
+            let (vhead, zhead, q): (&[V], &[V], &[V]) = (vhead, zhead, &self.w);
+            vtail[..n]
+                .par_chunks_mut(CHUNK)
+                .zip(ztail[..n].par_chunks_mut(CHUNK))
+                .enumerate()
+                .for_each(|(ci, (vc, zc))| {
+                    pipe_chunk(ci * CHUNK, n, vhead, zhead, &h, inv, q, !last, vc, zc)
+                });
+        }
+        let (basis, zk) = (&self.basis, &self.zbasis[kk * n..(kk + 1) * n]);
+        let vk = &basis[kk * n..(kk + 1) * n];
+        // Fixed chunks, summed in order: the same bits for any thread count.
+        let sets = kk + 3;
+        let partial: Vec<Vec<V>> = (0..n.div_ceil(CHUNK))
+            .into_par_iter()
+            .map(|c| {
+                let (lo, hi) = (c * CHUNK, ((c + 1) * CHUNK).min(n));
+                let (zc, vc) = (&zk[lo..hi], &vk[lo..hi]);
+                let mut acc = vec![V::ZERO; sets];
+                if !last {
+                    for (j, a) in acc[..=kk].iter_mut().enumerate() {
+                        *a = b1::dot_chunk(&basis[j * n + lo..j * n + hi], zc);
+                    }
+                    acc[kk + 1] = b1::dot_chunk(zc, zc);
+                }
+                acc[kk + 2] = b1::dot_chunk(vc, vc);
+                acc
+            })
+            .collect();
+        let mut total = vec![V::ZERO; sets];
+        for p in &partial {
+            for (t, &v) in total.iter_mut().zip(p) {
+                *t = *t + v;
+            }
+        }
+        self.t_orth += t.elapsed().as_secs_f64();
+        // The next operator application before the sums over the ranks: the order of
+        // the GPU path, where it overlaps them.
+        if ahead {
+            self.apply_column(true, kk)?;
+        }
+        let t = Instant::now();
+        let mut c: Vec<C> = total.into_iter().map(to_c).collect();
+        self.reduce(&mut c)?;
+        self.t_orth += t.elapsed().as_secs_f64();
+        let (zz, vv) = (c[kk + 1].re, c[kk + 2].re);
+        c.truncate(kk + 1);
+        Ok(PipeDots { d: c, zz, vv })
     }
 
     fn update_solution(&mut self, y: &[C]) -> Result<()> {

@@ -25,15 +25,16 @@ use ferrocuda_kernels::krylov::fused::{
 };
 use ferrocuda_kernels::krylov::{
     BLOCK, BasisCombine, BasisCombineCb, BasisNarrow, BasisWiden, CompressedBasis,
-    CompressedBasisKernels, DOTS_CHUNK, GmresDcgs2Step, GmresMgsStep, GmresSolutionCoefficients,
-    GmresSolutionUpdate, GsDotsPartial, GsDotsPartialCb, GsUpdate, GsUpdateCb, GsUpdateDevice,
-    GsUpdateDeviceScalars, GsUpdateScalars, KrylovKernels, MgsEliminate, MgsNormalize,
-    dcgs2_scratch_len, device_coef_len, solution_scratch_len,
+    CompressedBasisKernels, DOTS_CHUNK, GmresDcgs2Step, GmresMgsStep, GmresPipePass,
+    GmresSolutionCoefficients, GmresSolutionUpdate, GsDotsPartial, GsDotsPartialCb, GsUpdate,
+    GsUpdateCb, GsUpdateDevice, GsUpdateDeviceScalars, GsUpdateScalars, KrylovKernels,
+    MgsEliminate, MgsNormalize, PIPE_DOTS, PIPE_LAST, PIPE_UPDATE, PipeScalars, dcgs2_scratch_len,
+    device_coef_len, pipe_sets, pipe_shared_bytes, solution_scratch_len,
 };
 use ferrocuda_kernels::spmv::sbell_row_threads;
 use ferrocuda_kernels::{RealScalar, Scalar};
 
-use super::arnoldi::{self, C, Space, from_c, to_c};
+use super::arnoldi::{self, C, PipeDots, Space, from_c, to_c};
 use super::cpu::{agree, check_system};
 use super::{
     BasisStorage, CycleControl, CyclePhases, DeviceLinOp, FUSED_AUTO_MAX_ROWS,
@@ -149,7 +150,8 @@ fn single<V: KrylovElement>(
 /// [`crate::distributed::DeviceDistributedBcsr`]), `m` is rank-local, `b` and `x` are
 /// this rank's parts. The dot products of each step are downloaded as usual and summed
 /// over the ranks through `comm` before the host uses them, so every rank takes the same
-/// steps; `arnoldi::run` is unchanged. CGS2 only: MGS would need one all-reduce per
+/// steps; `arnoldi::run` is unchanged. CGS2 or pipelined ([`Orthogonalization::Pipelined`], whose all-reduce overlaps the
+/// next operator application on the host transport); MGS would need one all-reduce per
 /// basis vector inside a step. Collective; errors as [`gmres`], on every rank when any
 /// rank's input is invalid.
 pub fn gmres_distributed<V: KrylovElement>(
@@ -162,10 +164,10 @@ pub fn gmres_distributed<V: KrylovElement>(
 ) -> Result<GmresReport> {
     let started = Instant::now();
     let local = (|| {
-        if opts.orthogonalization != super::Orthogonalization::Cgs2 {
+        if opts.orthogonalization == super::Orthogonalization::Mgs {
             return Err(Error::InvalidArgument {
                 op: "gmres",
-                reason: "distributed GPU GMRES orthogonalises by CGS2 (MGS needs an all-reduce per basis vector)".into(),
+                reason: "distributed GPU GMRES orthogonalises by CGS2 or pipelined (MGS needs an all-reduce per basis vector)".into(),
             });
         }
         if opts.basis == BasisStorage::F32 {
@@ -287,6 +289,14 @@ struct GpuSpace<'a, V: KrylovElement> {
     coef_host: Vec<V>,
     /// MGS column `h_0..=h_{k+1}`.
     h: DeviceBuffer<V>,
+    /// A pipelined solve's second basis `Z = A M^{-1} V` (empty otherwise).
+    zbasis: DeviceBuffer<V>,
+    /// A pipelined solve's dots, copied to the host without waiting for the operator
+    /// queued behind them (allocated on first use).
+    pipe_dots: Option<Snapshots<V>>,
+    /// Blocks of the pipelined pass: few enough that the columns it reads twice stay in
+    /// L2 between the reads.
+    pipe_blocks: usize,
     timers: [EventTimer; 4],
     pending: [bool; 4],
     ms: [f64; 4],
@@ -353,12 +363,29 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
                 size_of::<V>()
             },
         );
-        let elems = 4 * n as u128 + 2 * basis as u128 * eb as u128;
+        let pipelined = opts.orthogonalization == Orthogonalization::Pipelined;
+        let zvectors = if pipelined { basis } else { 0 };
+        if pipelined && pipe_shared_bytes(basis - 1, BLOCK, size_of::<V>()) > 48 * 1024 {
+            return Err(Error::InvalidArgument {
+                op: "gmres",
+                reason: format!(
+                    "pipelined GMRES keeps its dots in 48 KiB of shared memory: restart {} is too long for this scalar type (at most {})",
+                    opts.restart,
+                    48 * 1024 / (BLOCK / 32 * size_of::<V>()) - 3
+                ),
+            });
+        }
+        let elems = 4 * n as u128 + 2 * basis as u128 * eb as u128 + zvectors as u128 * n as u128;
         crate::alloc::check_device_bytes(
             gpu,
             &opts.workspace_name(n),
             crate::alloc::bytes_of(elems, size_of::<V>()).saturating_add(basis_bytes),
         )?;
+        let pipe_blocks = if pipelined {
+            eb.min(2 * gpu.multiprocessors()?)
+        } else {
+            eb
+        };
         // The check bounds every size below by the device's memory.
         let restart = basis - 1;
         let mut x = gpu.alloc::<V>(n)?;
@@ -388,12 +415,17 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
             coef: gpu.alloc(2 * restart)?,
             coef_host: vec![V::ZERO; 2 * restart],
             h: gpu.alloc(restart + 2)?,
+            zbasis: gpu.alloc(zvectors * n)?,
+            pipe_dots: None,
+            pipe_blocks,
             timers: [gpu.timer()?, gpu.timer()?, gpu.timer()?, gpu.timer()?],
             pending: [false; 4],
             ms: [0.0; 4],
             control: opts.cycle_control,
-            // Inside device cycles nothing is timed (no event waits): the total only.
-            timed: matches!(opts.cycle_control, CycleControl::Host | CycleControl::Auto),
+            // Inside device cycles nothing is timed (no event waits): the total only; nor
+            // in pipelined steps (a wait for the operator would end its overlap).
+            timed: matches!(opts.cycle_control, CycleControl::Host | CycleControl::Auto)
+                && !pipelined,
             on_device: None,
             phases: CyclePhases::default(),
             known_rhs_norm: None,
@@ -660,18 +692,24 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
         check_every: usize,
         start: &[f64],
     ) -> Result<Vec<f64>> {
-        let dc = self.device_cycle_buffers()?;
-        // SAFETY: `start` is a Vec (pageable): the driver stages it before returning.
-        unsafe { dc.state.copy_from_host_staged(start)? };
         let last = match orthogonalization {
             Orthogonalization::Cgs2 => m,
             Orthogonalization::Mgs => m - 1,
+            Orthogonalization::Pipelined => {
+                return Err(Error::InvalidArgument {
+                    op: "gmres",
+                    reason: "pipelined cycles are stepped from the host".into(),
+                });
+            }
         };
+        let dc = self.device_cycle_buffers()?;
+        // SAFETY: `start` is a Vec (pageable): the driver stages it before returning.
+        unsafe { dc.state.copy_from_host_staged(start)? };
         let mut previous = None;
         for k in 0..=last {
             match orthogonalization {
                 Orthogonalization::Cgs2 => self.queue_dcgs2_step(k, m)?,
-                Orthogonalization::Mgs => self.queue_mgs_step(k, m)?,
+                _ => self.queue_mgs_step(k, m)?,
             }
             if check_every > 0 && (k + 1) % check_every == 0 && k < last {
                 // Look at the check before this one: the GPU still has the steps since.
@@ -1076,6 +1114,115 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         ))
     }
 
+    fn pipe_begin(&mut self) -> Result<()> {
+        let n = self.n;
+        let v0 = self.basis.view(..n)?;
+        let mut z0 = self.zbasis.view_mut(..n)?;
+        match self.m {
+            Some(m) => {
+                m.apply_unchecked(&v0, &mut self.z.view_mut(..)?)?;
+                self.a.apply_unchecked(&self.z.view(..)?, &mut z0)?;
+            }
+            None => self.a.apply_unchecked(&v0, &mut z0)?,
+        }
+        Ok(())
+    }
+
+    fn pipe_step(
+        &mut self,
+        k: usize,
+        prev: Option<(&[C], f64)>,
+        last: bool,
+        ahead: bool,
+    ) -> Result<PipeDots> {
+        let n = self.n;
+        let (mode, inv_alpha) = match prev {
+            Some((h, inv)) => {
+                for (j, &hj) in h.iter().enumerate() {
+                    self.coef_host[j] = from_c(hj);
+                }
+                // SAFETY: coef_host is a Vec (pageable): the driver stages it before
+                // returning.
+                unsafe { self.coef.copy_from_host_staged(&self.coef_host)? };
+                (if last { PIPE_LAST } else { PIPE_UPDATE }, inv)
+            }
+            None => (PIPE_DOTS, 0.0),
+        };
+        let blocks = self.pipe_blocks;
+        let sets = pipe_sets(k);
+        let cfg = LaunchConfig::blocks(blocks as u32, BLOCK as u32)
+            .with_shared_bytes(pipe_shared_bytes(k, BLOCK, size_of::<V>()) as u32);
+        let args = GmresPipePass {
+            p: PipeScalars {
+                n,
+                k,
+                ld: n,
+                mode,
+                inv_alpha: V::Real::from_f64(inv_alpha),
+            },
+            h: self.coef.as_in(),
+            q: self.w.as_in(),
+            basis: self.basis.as_out(),
+            zbasis: self.zbasis.as_out(),
+            partials: self.partials.as_out(),
+        };
+        // SAFETY: the kernel reads h[0..k] (coef holds 2 restart >= k), q = w (n), columns
+        // 0..=k of both bases (each (restart + 1) n elements, k <= restart) and writes
+        // column k of them where it updates, and (k + 3) blocks partials, blocks <= eb
+        // (partials hold 2 (restart + 1) eb >= (k + 3) blocks for k <= restart, restart
+        // >= 1); its shared memory is `pipe_shared_bytes(k)`, checked against 48 KiB for
+        // the restart length in `GpuSpace::new`.
+        unsafe { self.gpu.launch(&V::GMRES_PIPE_PASS, cfg, args)? };
+        // SAFETY: partials hold the sets' `blocks` values each; dots_out has room for
+        // 2 (restart + 1) >= k + 3 sums.
+        unsafe {
+            b1::finish_sum(
+                &self.gpu,
+                blocks,
+                &self.partials,
+                self.dots_out.as_out(),
+                sets,
+            )?
+        };
+        let nccl = self
+            .comm
+            .filter(|c| c.sums_on_device())
+            .and_then(|c| c.nccl());
+        if let Some(nc) = nccl {
+            nc.all_reduce_sum(&mut self.dots_out.view_mut(..sets)?.cast::<V::Real>()?)?;
+        }
+        let len = pipe_sets(self.restart);
+        let snaps = match &mut self.pipe_dots {
+            Some(s) => s,
+            None => self.pipe_dots.insert(self.gpu.snapshots(len, 1)?),
+        };
+        let slot = snaps.take(&self.dots_out.view(..len)?)?;
+        // The next operator application, queued before the host waits for the dots.
+        if ahead {
+            let col = self.zbasis.view(k * n..(k + 1) * n)?;
+            match self.m {
+                Some(m) => {
+                    m.apply_unchecked(&col, &mut self.z.view_mut(..)?)?;
+                    self.a
+                        .apply_unchecked(&self.z.view(..)?, &mut self.w.view_mut(..)?)?;
+                }
+                None => self.a.apply_unchecked(&col, &mut self.w.view_mut(..)?)?,
+            }
+        }
+        let snaps = self.pipe_dots.as_mut().expect("taken above");
+        let mut c: Vec<C> = snaps.read(slot)?[..sets].iter().map(|&v| to_c(v)).collect();
+        if let (Some(comm), None) = (self.comm, nccl) {
+            let mut flat: Vec<f64> = c.iter().flat_map(|z| [z.re, z.im]).collect();
+            comm.all_reduce_sum(&mut flat)?;
+            for (z, p) in c.iter_mut().zip(flat.chunks_exact(2)) {
+                *z = C::new(p[0], p[1]);
+            }
+        }
+        let (zz, vv) = (c[k + 1].re, c[k + 2].re);
+        c.truncate(k + 1);
+        Ok(PipeDots { d: c, zz, vv })
+    }
+
     fn update_solution(&mut self, y: &[C]) -> Result<()> {
         if std::mem::take(&mut self.solution_updated) {
             // The device restart added V y to x: the same y (`cyc::solve` on the same
@@ -1163,8 +1310,11 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         target: f64,
         eps: f64,
     ) -> Result<Option<Vec<f64>>> {
-        // Distributed and compressed-basis cycles are stepped from the host.
-        if self.comm.is_some() || self.low.is_some() {
+        // Distributed, compressed-basis and pipelined cycles are stepped from the host.
+        if self.comm.is_some()
+            || self.low.is_some()
+            || orthogonalization == Orthogonalization::Pipelined
+        {
             return Ok(None);
         }
         let fusable = orthogonalization == Orthogonalization::Cgs2 && self.m.is_none();

@@ -306,11 +306,14 @@ fn distributed_gmres_matches_the_single_process_solve() {
     let a = trace_like::<f64>(&spec).unwrap();
     let cgs2 = GmresOptions::default().restart(20).rtol(1e-10);
     let mgs = cgs2.clone().orthogonalization(Orthogonalization::Mgs);
+    let pipelined = cgs2.clone().orthogonalization(Orthogonalization::Pipelined);
     for ranks in [1, 2, 3, 4] {
         let grid = RowPartition::grid_blocks(&spec, ranks).unwrap();
         let balanced = RowPartition::balanced(&a, ranks).unwrap();
         check_gmres::<f64>(&a, &grid, &cgs2, false);
         check_gmres::<f64>(&a, &balanced, &mgs, false);
+        check_gmres::<f64>(&a, &balanced, &pipelined, false);
+        check_gmres::<C64>(&a, &grid, &pipelined, true);
         check_gmres::<f64>(&a, &grid, &cgs2, true);
         check_gmres::<C64>(&a, &grid, &cgs2, true);
     }

@@ -20,7 +20,11 @@ where
     let a = nonsymmetric::<A>(n, 7 + n as u64);
     let b: Vec<V> = random_vec(n, 11);
     let want = dense_solve(&a, &b);
-    for orth in [Orthogonalization::Cgs2, Orthogonalization::Mgs] {
+    for orth in [
+        Orthogonalization::Cgs2,
+        Orthogonalization::Mgs,
+        Orthogonalization::Pipelined,
+    ] {
         let opts = GmresOptions::default()
             .restart(restart)
             .rtol(rtol)
@@ -105,7 +109,11 @@ fn gmres_uses_the_initial_guess_and_the_preconditioner() {
         dense[(r as usize, c as usize)] += v;
     }
     let inv = Inverse(dense.try_inverse().expect("invertible"));
-    for orth in [Orthogonalization::Cgs2, Orthogonalization::Mgs] {
+    for orth in [
+        Orthogonalization::Cgs2,
+        Orthogonalization::Mgs,
+        Orthogonalization::Pipelined,
+    ] {
         let mut x = vec![0.0; n];
         let opts = GmresOptions::default().orthogonalization(orth);
         let r = cpu::gmres(&a, Some(&inv), &b, &mut x, &opts).expect("gmres");
@@ -182,7 +190,11 @@ fn gmres_happy_breakdown_on_a_small_krylov_space() {
         a.push(i, i, [1.0, 2.0, 5.0][i % 3]).expect("push");
     }
     let b: Vec<f64> = random_vec(n, 2);
-    for orth in [Orthogonalization::Cgs2, Orthogonalization::Mgs] {
+    for orth in [
+        Orthogonalization::Cgs2,
+        Orthogonalization::Mgs,
+        Orthogonalization::Pipelined,
+    ] {
         let mut x = vec![0.0; n];
         let opts = GmresOptions::default().orthogonalization(orth).rtol(1e-12);
         let r = cpu::gmres(&a, None, &b, &mut x, &opts).expect("gmres");
@@ -199,7 +211,11 @@ fn gmres_residual_estimate_does_not_grow_within_a_cycle() {
     let n = 300;
     let a = nonsymmetric::<Complex<f64>>(n, 21);
     let b: Vec<Complex<f64>> = random_vec(n, 4);
-    for orth in [Orthogonalization::Cgs2, Orthogonalization::Mgs] {
+    for orth in [
+        Orthogonalization::Cgs2,
+        Orthogonalization::Mgs,
+        Orthogonalization::Pipelined,
+    ] {
         let mut x = vec![Complex::new(0.0, 0.0); n];
         let opts = GmresOptions::default().orthogonalization(orth).restart(300);
         let r = cpu::gmres(&a, None, &b, &mut x, &opts).expect("gmres");
@@ -224,7 +240,11 @@ where
     let point = BlockJacobi::point(&bcsr).expect("point");
     let block = BlockJacobi::new(&bcsr).expect("block");
     for (which, m) in [("point", &point), ("block", &block)] {
-        for orth in [Orthogonalization::Cgs2, Orthogonalization::Mgs] {
+        for orth in [
+            Orthogonalization::Cgs2,
+            Orthogonalization::Mgs,
+            Orthogonalization::Pipelined,
+        ] {
             let opts = GmresOptions::default()
                 .restart(10)
                 .rtol(rtol)
@@ -418,7 +438,11 @@ fn gmres_on_singular_systems_stops_with_a_reason_and_keeps_the_best_iterate() {
     let b: Vec<f64> = random_vec(n, 5);
     let mut reasons = Vec::new();
     for (name, a) in singular_cases::<f64>(n, 3) {
-        for orth in [Orthogonalization::Cgs2, Orthogonalization::Mgs] {
+        for orth in [
+            Orthogonalization::Cgs2,
+            Orthogonalization::Mgs,
+            Orthogonalization::Pipelined,
+        ] {
             for m in [5, 30, 60] {
                 let case = format!("{name} {orth:?} m={m}");
                 let x0 = vec![0.01; n];
@@ -502,3 +526,56 @@ mod basis;
 mod gpu;
 /// `MatrixStorage::F32`'s edges, CPU and GPU.
 mod storage;
+
+/// Pipelined GMRES against the classical DCGS2 (the oracle) on TRACE-like cases, real
+/// and complex, with and without block Jacobi: the same steps within a few, the tolerance
+/// met on the true residual (recomputed in f64), the first cycle's estimates alike.
+#[test]
+fn gmres_pipelined_matches_classical_convergence() {
+    fn case<V: Element>(name: &str, rtol: f64)
+    where
+        f64: MatrixScalar<V>,
+    {
+        for seed in [5, 9, 11] {
+            let a =
+                generate::trace_like::<f64>(&TraceSpec::new(8, 6, 4, 3).seed(seed)).expect("case");
+            let coo = Coo::from(&Csr::from(&a));
+            let xt: Vec<V> = random_vec(a.n_cols(), 3);
+            let mut b = vec![V::ZERO; a.n_rows()];
+            a.apply(&xt, &mut b).expect("b");
+            let block = BlockJacobi::new(&a).expect("block");
+            for (precond, m) in [("none", None), ("block Jacobi", Some(&block))] {
+                let m = m.map(|m| m as &dyn LinOp<V>);
+                let what = format!("{name} seed {seed} {precond}");
+                let classical = GmresOptions::default().restart(20).rtol(rtol);
+                let pipelined = classical
+                    .clone()
+                    .orthogonalization(Orthogonalization::Pipelined);
+                let mut x = vec![V::ZERO; a.n_cols()];
+                let rc = cpu::gmres(&a, m, &b, &mut x, &classical).expect("classical");
+                let mut x = vec![V::ZERO; a.n_cols()];
+                let rp = cpu::gmres(&a, m, &b, &mut x, &pipelined).expect("pipelined");
+                assert!(rc.converged && rp.converged, "{what}: {rc:?} {rp:?}");
+                assert!(
+                    rp.iterations <= rc.iterations + rc.iterations / 10 + 2,
+                    "{what}: pipelined {} steps, classical {}: {:?} {:?}",
+                    rp.iterations,
+                    rc.iterations,
+                    rp.history,
+                    rc.history
+                );
+                let (res, _) = true_residual(&coo, &b, &x);
+                let bn = b.iter().map(|&v| to_c64(v).norm_sqr()).sum::<f64>().sqrt();
+                assert!(res <= 1.5 * rtol * bn, "{what}: {res:e} of {bn:e}");
+                for (i, (p, c)) in rp.history.iter().zip(&rc.history).take(8).enumerate() {
+                    assert!(
+                        (p - c).abs() <= 1e-6 * c,
+                        "{what} step {i}: {p} against {c}"
+                    );
+                }
+            }
+        }
+    }
+    case::<f64>("f64", 1e-10);
+    case::<Complex<f64>>("c64", 1e-10);
+}

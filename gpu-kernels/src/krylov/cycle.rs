@@ -435,6 +435,43 @@ pub fn mgs_step(st: &mut [f64], k: usize, h: impl Fn(usize) -> C, w2: f64) -> bo
     true
 }
 
+/// Pipelined step `k >= 1` of the cycle in `st` (p(1)-GMRES, classical Gram-Schmidt
+/// once): finishes Hessenberg column `k - 1` from its projections `h(i) = v_i^H z`, `i <
+/// k`, of `z = A M^{-1} v_{k-1}`, and `sub`, the measured norm of what the projection
+/// left of `z` (so that the column is exact up to rounding, whatever scale the update
+/// used); `znorm = |z|`. Records the estimate; returns whether the cycle goes on. What
+/// classical Gram-Schmidt leaves of a vector in the span is its rounding, about `(k + 1)
+/// eps |z|`: `sub` below 16 times that is a breakdown (NaN too).
+pub fn pipelined_column(
+    st: &mut [f64],
+    k: usize,
+    h: impl Fn(usize) -> C,
+    sub: f64,
+    znorm: f64,
+) -> bool {
+    if done(st) {
+        return false;
+    }
+    let l = Layout::of(st);
+    let (target, eps) = (st[Header::TARGET], st[Header::EPS]);
+    let est = push_column(st, |_, i| if i < k { h(i) } else { C::new(sub, 0.0) });
+    if !est.is_finite() {
+        finish(st, false);
+        return false;
+    }
+    let breakdown = sub.partial_cmp(&(16.0 * (k + 1) as f64 * eps * znorm))
+        != Some(core::cmp::Ordering::Greater);
+    if est <= target || breakdown {
+        finish(st, breakdown && est > target);
+        return false;
+    }
+    if k == l.m {
+        finish(st, false);
+        return false;
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

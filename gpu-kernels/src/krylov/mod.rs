@@ -30,6 +30,15 @@ pub fn gs_update<T: Scalar>(u: T, w: T, sa: T, sb: T, c: T, inv_alpha: T::Real) 
     (q, next)
 }
 
+/// One element of the pipelined step's update ([`gmres_pipe_pass`]): from `z = Z_{k-1}`,
+/// `q = A M^{-1} Z_{k-1}`, the sums `sv = sum_j h_j V_j`, `sz = sum_j h_j Z_j` (`j < k`)
+/// and `1 / alpha`: `(V_k, Z_k) = ((z - sv) / alpha, (q - sz) / alpha)`.
+#[inline(always)]
+pub fn pipe_update<T: Scalar>(z: T, q: T, sv: T, sz: T, inv_alpha: T::Real) -> (T, T) {
+    let inv = T::from_real(inv_alpha);
+    ((z - sv) * inv, (q - sz) * inv)
+}
+
 /// `acc + coef * v`: one term of the basis sums, in basis order.
 #[inline(always)]
 pub fn basis_term<T: Scalar>(acc: T, coef: T, v: T) -> T {
@@ -804,6 +813,199 @@ pub unsafe fn gmres_solution_update<T: Scalar>(
     });
 }
 
+/// The scalars of [`gmres_pipe_pass`].
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct PipeScalars<T: Scalar> {
+    /// Rows of the basis vectors.
+    pub n: usize,
+    /// The step: the pass leaves the dots of `Z_k`.
+    pub k: usize,
+    /// Elements between the starts of two columns (of `V` and of `Z`).
+    pub ld: usize,
+    /// [`PIPE_DOTS`], [`PIPE_UPDATE`] or [`PIPE_LAST`].
+    pub mode: usize,
+    /// The factor of the update (read where `mode` updates).
+    pub inv_alpha: T::Real,
+}
+
+/// [`gmres_pipe_pass`]: `V_k` and `Z_k` are there; the dots only.
+pub const PIPE_DOTS: usize = 0;
+/// [`gmres_pipe_pass`]: `V_k` and `Z_k` from step `k - 1`, then the dots.
+pub const PIPE_UPDATE: usize = 1;
+/// [`gmres_pipe_pass`]: the cycle's last pass: `V_k` alone and its squared norm.
+pub const PIPE_LAST: usize = 2;
+
+/// Dots (sets) of a [`gmres_pipe_pass`] at step `k`: `V_j^H Z_k` (`j <= k`), `|Z_k|^2`,
+/// `|V_k|^2`.
+pub const fn pipe_sets(k: usize) -> usize {
+    k + 3
+}
+
+/// Dynamic shared memory of a [`gmres_pipe_pass`] block of `threads` threads at step
+/// `k`, in bytes: one accumulator per dot and warp.
+pub const fn pipe_shared_bytes(k: usize, threads: usize, elem: usize) -> usize {
+    pipe_sets(k) * (threads / 32) * elem
+}
+
+/// Pipelined GMRES (p(1)-GMRES, Ghysels et al. 2013): one pass over the bases `V` and
+/// `Z = A M^{-1} V` (column `j` at `basis + j ld`, `zbasis + j ld`; stored unnormalised,
+/// the host keeps their scales) per step `k`. With [`PIPE_UPDATE`] it first makes the
+/// step's vectors from step `k - 1` ([`pipe_update`]: coefficients `h[j]`, `j < k`, `q =
+/// A M^{-1} Z_{k-1}`); then it takes the dots the host needs: `V_j^H Z_k` (set `j <= k`),
+/// `Z_k^H Z_k` (set `k + 1`) and `V_k^H V_k` (set `k + 2`, the new vector's measured
+/// norm), partial per block: `partials[set * grid + block]`. [`PIPE_LAST`] makes `V_k`
+/// alone and its norm (the other sets are zero). The columns `V_j`, `j < k`, are read a
+/// second time for the dots right after the update read them (from L2 where the grid is
+/// small, as the host launches it). Needs [`pipe_shared_bytes`] of dynamic shared
+/// memory.
+#[kernel(args = GmresPipePass)]
+pub unsafe fn gmres_pipe_pass<T: Scalar>(
+    p: PipeScalars<T>,
+    h: *const T,
+    q: *const T,
+    basis: *mut T,
+    zbasis: *mut T,
+    partials: *mut T,
+) {
+    let PipeScalars {
+        n,
+        k,
+        ld,
+        mode,
+        inv_alpha,
+    } = p;
+    let sets = pipe_sets(k);
+    let warps = block_dim() / WARP_SIZE;
+    let acc = dynamic_shared::<T>();
+    let mut s = thread_idx();
+    while s < sets * warps {
+        unsafe { *acc.add(s) = T::ZERO };
+        s += block_dim();
+    }
+    sync_threads();
+    let stride = grid_dim() * block_dim();
+    // A trip count the same for the whole warp: every lane reaches every warp sum.
+    let mut base = block_idx() * block_dim();
+    while base < n {
+        let i = base + thread_idx();
+        let live = i < n;
+        let (vk, zk) = if !live {
+            (T::ZERO, T::ZERO)
+        } else if mode == PIPE_DOTS {
+            unsafe { (*basis.add(k * ld + i), *zbasis.add(k * ld + i)) }
+        } else {
+            let with_z = mode == PIPE_UPDATE;
+            let (sv, sz) = unsafe { pipe_sums(k, h, basis, zbasis, ld, i, with_z) };
+            let qi = if with_z {
+                unsafe { *q.add(i) }
+            } else {
+                T::ZERO
+            };
+            let zprev = unsafe { *zbasis.add((k - 1) * ld + i) };
+            let (vk, zk) = pipe_update(zprev, qi, sv, sz, inv_alpha);
+            unsafe { *basis.add(k * ld + i) = vk };
+            if with_z {
+                unsafe { *zbasis.add(k * ld + i) = zk };
+            }
+            (vk, zk)
+        };
+        if mode != PIPE_LAST {
+            // Each product summed over the warp at once: the accumulators stay in shared
+            // memory, one per dot and warp, whatever the restart length.
+            let mut j = 0;
+            while j < k {
+                let mut v = [T::ZERO; DOTS_CHUNK];
+                for (c, vc) in v.iter_mut().enumerate() {
+                    if live && j + c < k {
+                        *vc = unsafe { *basis.add((j + c) * ld + i) };
+                    }
+                }
+                for (c, &vc) in v.iter().enumerate() {
+                    if j + c < k {
+                        unsafe { pipe_accumulate(acc, (j + c) * warps, vc, zk) };
+                    }
+                }
+                j += DOTS_CHUNK;
+            }
+            unsafe {
+                pipe_accumulate(acc, k * warps, vk, zk);
+                pipe_accumulate(acc, (k + 1) * warps, zk, zk);
+            }
+        }
+        unsafe { pipe_accumulate(acc, (k + 2) * warps, vk, vk) };
+        base += stride;
+    }
+    sync_threads();
+    // Warp w sums sets w, w + warps, ... over the warps, in warp order.
+    let mut set = warp();
+    while set < sets {
+        let v = if lane() < warps {
+            unsafe { *acc.add(set * warps + lane()) }
+        } else {
+            T::ZERO
+        };
+        let t = warp_sum(v);
+        if lane() == 0 {
+            unsafe { *partials.add(set * grid_dim() + block_idx()) = t };
+        }
+        set += warps;
+    }
+}
+
+/// Adds the warp's sum of `conj(x) y` to its accumulator of the set starting at `at`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn pipe_accumulate<T: Scalar>(acc: *mut T, at: usize, x: T, y: T) {
+    let t = warp_sum(dot_step(T::ZERO, x, y));
+    if lane() == 0 {
+        unsafe {
+            let a = acc.add(at + warp());
+            *a = *a + t;
+        }
+    }
+}
+
+/// Row `i` of the pipelined update's sums `(sum_j h_j V_j, sum_j h_j Z_j)`, `j < k`, in
+/// basis order ([`basis_term`]), [`DOTS_CHUNK`] columns' loads before their sums; the
+/// second zero unless `with_z`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn pipe_sums<T: Scalar>(
+    k: usize,
+    h: *const T,
+    basis: *const T,
+    zbasis: *const T,
+    ld: usize,
+    i: usize,
+    with_z: bool,
+) -> (T, T) {
+    let (mut sv, mut sz) = (T::ZERO, T::ZERO);
+    let mut j = 0;
+    while j < k {
+        let mut v = [T::ZERO; DOTS_CHUNK];
+        let mut z = [T::ZERO; DOTS_CHUNK];
+        for c in 0..DOTS_CHUNK {
+            if j + c < k {
+                let at = (j + c) * ld + i;
+                v[c] = unsafe { *basis.add(at) };
+                if with_z {
+                    z[c] = unsafe { *zbasis.add(at) };
+                }
+            }
+        }
+        for c in 0..DOTS_CHUNK {
+            if j + c < k {
+                let hj = unsafe { *h.add(j + c) };
+                sv = basis_term(sv, hj, v[c]);
+                sz = basis_term(sz, hj, z[c]);
+            }
+        }
+        j += DOTS_CHUNK;
+    }
+    (sv, sz)
+}
+
 /// MGS: `w <- w - h[j] x` with `h[j]` read on the device (no host round trip).
 #[kernel(args = MgsEliminate)]
 pub unsafe fn mgs_eliminate<T: Scalar>(n: usize, h: *const T, j: usize, x: *const T, w: *mut T) {
@@ -844,6 +1046,8 @@ pub trait KrylovKernels: Scalar {
     const GMRES_SOLUTION_COEFFICIENTS: Kernel<GmresSolutionCoefficients<'static, Self>>;
     /// `gmres_solution_update_<t>`
     const GMRES_SOLUTION_UPDATE: Kernel<GmresSolutionUpdate<'static, Self>>;
+    /// `gmres_pipe_pass_<t>`
+    const GMRES_PIPE_PASS: Kernel<GmresPipePass<'static, Self>>;
 }
 
 /// The entry points of one scalar type; the names are those the notes, results and
@@ -864,6 +1068,7 @@ macro_rules! krylov_instances {
                     concat!("gmres_solution_coefficients_", $sfx)
                 );
                 GMRES_SOLUTION_UPDATE = gmres_solution_update::<$t>(concat!("gmres_solution_update_", $sfx));
+                GMRES_PIPE_PASS = gmres_pipe_pass::<$t>(concat!("gmres_pipe_pass_", $sfx));
             }
         }
     };

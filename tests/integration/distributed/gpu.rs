@@ -106,12 +106,20 @@ fn distributed_gpu_spmv_equals_the_global_spmv() {
 
 /// GPU and CPU distributed GMRES on the same partition: same iterations (within one),
 /// solutions within the tolerance, every rank the same history.
-fn check_gmres<V>(base: &Gpu, a: &Bcsr<f64>, p: &RowPartition, precond: bool)
-where
+fn check_gmres<V>(
+    base: &Gpu,
+    a: &Bcsr<f64>,
+    p: &RowPartition,
+    precond: bool,
+    orth: Orthogonalization,
+) where
     V: kgpu::KrylovElement,
     f64: MatrixScalar<V> + SpmvKernels<V> + PrecondKernels<V>,
 {
-    let opts = GmresOptions::default().restart(20).rtol(1e-10);
+    let opts = GmresOptions::default()
+        .restart(20)
+        .rtol(1e-10)
+        .orthogonalization(orth);
     let xt: Vec<V> = random_vec(a.n_cols(), 9);
     let mut rhs = vec![V::ZERO; a.n_rows()];
     a.apply(&xt, &mut rhs).unwrap();
@@ -142,7 +150,7 @@ where
         .unwrap()
     };
     let (g, c) = (run(true), run(false));
-    assert_gmres_runs_agree("", p, g, c);
+    assert_gmres_runs_agree(&format!("{orth:?} "), p, g, c);
 }
 
 /// The GPU ranks' GMRES (`g`) against the CPU distributed solve (`c`), both per rank:
@@ -188,9 +196,11 @@ fn distributed_gpu_gmres_matches_the_cpu_distributed_solve() {
     let a = trace_like::<f64>(&spec).unwrap();
     for ranks in [1, 2, 4] {
         let p = RowPartition::grid_blocks(&spec, ranks).unwrap();
-        check_gmres::<f64>(&base, &a, &p, false);
-        check_gmres::<f64>(&base, &a, &p, true);
-        check_gmres::<C64>(&base, &a, &p, true);
+        for orth in [Orthogonalization::Cgs2, Orthogonalization::Pipelined] {
+            check_gmres::<f64>(&base, &a, &p, false, orth);
+            check_gmres::<f64>(&base, &a, &p, true, orth);
+            check_gmres::<C64>(&base, &a, &p, true, orth);
+        }
     }
     let p = RowPartition::grid_blocks(&spec, 2).unwrap();
     let refused = |opts: GmresOptions| {
@@ -270,8 +280,10 @@ fn distributed_nccl_spmv_and_gmres_match_the_references() {
         nccl_spmv::<f64, f64>(&real, &balanced, 2);
         nccl_spmv::<C64, C64>(&complex, &grid, 3);
         nccl_spmv::<f64, C64>(&real, &grid, 4);
-        nccl_gmres::<f64>(&real, &grid);
-        nccl_gmres::<C64>(&real, &grid);
+        for orth in [Orthogonalization::Cgs2, Orthogonalization::Pipelined] {
+            nccl_gmres::<f64>(&real, &grid, orth);
+            nccl_gmres::<C64>(&real, &grid, orth);
+        }
     }
 }
 
@@ -301,12 +313,15 @@ where
     check_gathered("NCCL ", p, b, &pieces, &want);
 }
 
-fn nccl_gmres<V>(a: &Bcsr<f64>, p: &RowPartition)
+fn nccl_gmres<V>(a: &Bcsr<f64>, p: &RowPartition, orth: Orthogonalization)
 where
     V: kgpu::KrylovElement,
     f64: MatrixScalar<V> + SpmvKernels<V>,
 {
-    let opts = GmresOptions::default().restart(20).rtol(1e-10);
+    let opts = GmresOptions::default()
+        .restart(20)
+        .rtol(1e-10)
+        .orthogonalization(orth);
     let xt: Vec<V> = random_vec(a.n_cols(), 9);
     let mut rhs = vec![V::ZERO; a.n_rows()];
     a.apply(&xt, &mut rhs).unwrap();
@@ -329,7 +344,7 @@ where
         Ok((r, x))
     })
     .unwrap();
-    assert_gmres_runs_agree("NCCL ", p, g, c);
+    assert_gmres_runs_agree(&format!("NCCL {orth:?} "), p, g, c);
 }
 
 /// Misuse of the NCCL communicator is an error, not a hang or a crash: a peer outside
