@@ -262,6 +262,18 @@ impl<T: Pod> DeviceBuffer<T> {
         unsafe { self.queue_htod("copy_from_host_staged", data) }
     }
 
+    /// Queues the copy of `data` (same length) into the buffer on its stream and returns
+    /// at once: from page-locked memory ([`crate::PinnedBuffer`]) the copy engine reads
+    /// `data` when the stream reaches the copy, with no wait on the host.
+    ///
+    /// # Safety
+    /// `data` must stay valid and unchanged until the stream has run the copy (e.g. until
+    /// an event recorded after it has completed).
+    pub unsafe fn copy_from_host_async(&mut self, data: &[T]) -> Result<()> {
+        // SAFETY: the caller's promise.
+        unsafe { self.queue_htod("copy_from_host_async", data) }
+    }
+
     /// Queues the copy of `data` (same length) into the buffer on its stream.
     ///
     /// # Safety

@@ -292,8 +292,10 @@ struct GpuSpace<'a, V: KrylovElement> {
     /// A pipelined solve's second basis `Z = A M^{-1} V` (empty otherwise).
     zbasis: DeviceBuffer<V>,
     /// A pipelined solve's dots, copied to the host without waiting for the operator
-    /// queued behind them (allocated on first use).
-    pipe_dots: Option<Snapshots<V>>,
+    /// queued behind them, and its coefficients' page-locked source (the copy engine
+    /// reads them when the stream gets there, so the host does not wait for the operator
+    /// to upload them); allocated on first use.
+    pipe_dots: Option<(Snapshots<V>, ferrocuda_host::PinnedBuffer<V>)>,
     /// Blocks of the pipelined pass: few enough that the columns it reads twice stay in
     /// L2 between the reads.
     pipe_blocks: usize,
@@ -1136,14 +1138,23 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         ahead: bool,
     ) -> Result<PipeDots> {
         let n = self.n;
+        let len = pipe_sets(self.restart);
+        if self.pipe_dots.is_none() {
+            self.pipe_dots = Some((
+                self.gpu.snapshots(len, 1)?,
+                self.gpu.alloc_pinned(self.coef.len())?,
+            ));
+        }
+        let (_, coef_host) = self.pipe_dots.as_mut().expect("allocated above");
         let (mode, inv_alpha) = match prev {
             Some((h, inv)) => {
-                for (j, &hj) in h.iter().enumerate() {
-                    self.coef_host[j] = from_c(hj);
+                for (c, &hj) in coef_host.as_mut_slice().iter_mut().zip(h) {
+                    *c = from_c(hj);
                 }
-                // SAFETY: coef_host is a Vec (pageable): the driver stages it before
-                // returning.
-                unsafe { self.coef.copy_from_host_staged(&self.coef_host)? };
+                // SAFETY: the page-locked source is next written at the next step, after
+                // the host waited for this step's snapshot, which the stream takes after
+                // this copy.
+                unsafe { self.coef.copy_from_host_async(coef_host.as_slice())? };
                 (if last { PIPE_LAST } else { PIPE_UPDATE }, inv)
             }
             None => (PIPE_DOTS, 0.0),
@@ -1191,11 +1202,7 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         if let Some(nc) = nccl {
             nc.all_reduce_sum(&mut self.dots_out.view_mut(..sets)?.cast::<V::Real>()?)?;
         }
-        let len = pipe_sets(self.restart);
-        let snaps = match &mut self.pipe_dots {
-            Some(s) => s,
-            None => self.pipe_dots.insert(self.gpu.snapshots(len, 1)?),
-        };
+        let (snaps, _) = self.pipe_dots.as_mut().expect("allocated above");
         let slot = snaps.take(&self.dots_out.view(..len)?)?;
         // The next operator application, queued before the host waits for the dots.
         if ahead {
@@ -1209,7 +1216,7 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
                 None => self.a.apply_unchecked(&col, &mut self.w.view_mut(..)?)?,
             }
         }
-        let snaps = self.pipe_dots.as_mut().expect("taken above");
+        let (snaps, _) = self.pipe_dots.as_mut().expect("allocated above");
         let mut c: Vec<C> = snaps.read(slot)?[..sets].iter().map(|&v| to_c(v)).collect();
         if let (Some(comm), None) = (self.comm, nccl) {
             let mut flat: Vec<f64> = c.iter().flat_map(|z| [z.re, z.im]).collect();

@@ -138,7 +138,7 @@ use crate::blas1::dot_step;
 #[cfg(target_arch = "nvptx64")]
 use crate::device::{
     WARP_SIZE, block_dim, block_idx, dynamic_shared, for_each_block_index, for_each_index,
-    grid_dim, lane, sync_threads, thread_idx, warp, warp_sum,
+    grid_dim, lane, shfl_down, sync_threads, thread_idx, warp, warp_sum,
 };
 use crate::{instances, kernel};
 
@@ -911,19 +911,29 @@ pub unsafe fn gmres_pipe_pass<T: Scalar>(
             (vk, zk)
         };
         if mode != PIPE_LAST {
-            // Each product summed over the warp at once: the accumulators stay in shared
+            // The products of a chunk of columns summed over the warp together (their
+            // shuffles independent of each other); the accumulators stay in shared
             // memory, one per dot and warp, whatever the restart length.
             let mut j = 0;
             while j < k {
-                let mut v = [T::ZERO; DOTS_CHUNK];
-                for (c, vc) in v.iter_mut().enumerate() {
-                    if live && j + c < k {
-                        *vc = unsafe { *basis.add((j + c) * ld + i) };
-                    }
+                let mut prod = [T::ZERO; DOTS_CHUNK];
+                for (c, pc) in prod.iter_mut().enumerate() {
+                    let v = if live && j + c < k {
+                        unsafe { *basis.add((j + c) * ld + i) }
+                    } else {
+                        T::ZERO
+                    };
+                    *pc = dot_step(T::ZERO, v, zk);
                 }
-                for (c, &vc) in v.iter().enumerate() {
-                    if j + c < k {
-                        unsafe { pipe_accumulate(acc, (j + c) * warps, vc, zk) };
+                warp_sums(&mut prod);
+                if lane() == 0 {
+                    for (c, &pc) in prod.iter().enumerate() {
+                        if j + c < k {
+                            unsafe {
+                                let a = acc.add((j + c) * warps + warp());
+                                *a = *a + pc;
+                            }
+                        }
                     }
                 }
                 j += DOTS_CHUNK;
@@ -950,6 +960,18 @@ pub unsafe fn gmres_pipe_pass<T: Scalar>(
             unsafe { *partials.add(set * grid_dim() + block_idx()) = t };
         }
         set += warps;
+    }
+}
+
+/// [`warp_sum`] of each value, the levels of all of them together (the same tree, the
+/// same bits): lane 0 holds the sums.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn warp_sums<T: Scalar>(p: &mut [T; DOTS_CHUNK]) {
+    for d in [16, 8, 4, 2, 1] {
+        for v in p.iter_mut() {
+            *v = *v + shfl_down(*v, d);
+        }
     }
 }
 
