@@ -94,6 +94,8 @@ pub(crate) struct Device {
     /// capture, pull the freeing stream into it, and another thread's synchronisation of
     /// that stream then crashed inside the driver).
     pub(crate) capture_gate: RwLock<()>,
+    /// Page-locked buffers given back for reuse ([`Gpu::take_pinned`]).
+    pub(crate) pinned_cache: Mutex<Vec<crate::pinned::PinnedBuffer<u8>>>,
 }
 
 impl Device {
@@ -249,6 +251,7 @@ impl Gpu {
                     main: Mutex::new(Weak::new()),
                     streams: Mutex::new(Vec::new()),
                     capture_gate: RwLock::new(()),
+                    pinned_cache: Mutex::new(Vec::new()),
                 });
                 retain_freed_memory(&d)?;
                 registry.push((ordinal, Arc::downgrade(&d)));

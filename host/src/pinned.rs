@@ -92,6 +92,81 @@ impl<T> PinnedBuffer<T> {
     }
 }
 
+impl<T: Pod> PinnedBuffer<T> {
+    /// The same allocation as `len` elements of `U` (at most its bytes; cuMemHostAlloc
+    /// aligns to pages); `None` where it does not hold them.
+    fn recast<U: Pod>(self, len: usize) -> Option<PinnedBuffer<U>> {
+        let bytes = self.len.checked_mul(size_of::<T>())?;
+        if len == 0 || size_of::<U>() == 0 || len.checked_mul(size_of::<U>())? > bytes {
+            return None;
+        }
+        let me = std::mem::ManuallyDrop::new(self);
+        Some(PinnedBuffer {
+            // SAFETY: moved out of `me`, which is never used or dropped again.
+            ctx: unsafe { std::ptr::read(&me.ctx) },
+            ptr: me.ptr as *mut U,
+            len,
+            _t: PhantomData,
+        })
+    }
+}
+
+/// Page-locked buffers the device cache keeps at most.
+const PINNED_CACHE: usize = 8;
+
+impl Gpu {
+    /// `len` elements of page-locked host memory, from this device's cache of buffers
+    /// given back ([`Gpu::give_pinned`]) where one is large enough, else newly allocated:
+    /// allocating page-locked memory takes long enough to show in a call that needs a
+    /// few values of it each time. The contents are unspecified.
+    pub fn take_pinned<T: Pod>(&self, len: usize) -> Result<PinnedBuffer<T>> {
+        let bytes = self.bytes_of::<T>(len)?;
+        if bytes > 0 {
+            let mut cache = self
+                .device()
+                .pinned_cache
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(at) = cache.iter().position(|b| b.len() >= bytes) {
+                let b = cache.swap_remove(at);
+                drop(cache);
+                let total = b.len();
+                return match b.recast::<T>(len) {
+                    Some(t) => Ok(t),
+                    None => Err(Error::InvalidArgument {
+                        op: "Gpu::take_pinned",
+                        reason: format!(
+                            "a cached buffer of {total} bytes does not hold {len} elements"
+                        ),
+                    }),
+                };
+            }
+        }
+        self.alloc_pinned(len)
+    }
+
+    /// Gives `buf` to this device's cache for a later [`Gpu::take_pinned`] (the copies
+    /// from or into it must have completed). The cache keeps a few, the largest.
+    pub fn give_pinned<T: Pod>(&self, buf: PinnedBuffer<T>) {
+        let bytes = buf.len().saturating_mul(size_of::<T>());
+        let Some(b) = buf.recast::<u8>(bytes) else {
+            return;
+        };
+        let mut cache = self
+            .device()
+            .pinned_cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        cache.push(b);
+        if cache.len() > PINNED_CACHE {
+            let smallest = (0..cache.len())
+                .min_by_key(|&i| cache[i].len())
+                .expect("not empty");
+            cache.swap_remove(smallest);
+        }
+    }
+}
+
 impl<T> Drop for PinnedBuffer<T> {
     fn drop(&mut self) {
         if self.len == 0 || size_of::<T>() == 0 || self.ctx.bind_to_thread().is_err() {
@@ -143,6 +218,40 @@ impl Gpu {
 }
 
 impl<T: Pod> Snapshots<T> {
+    /// [`Gpu::snapshots`] in page-locked buffers from the device's cache
+    /// ([`Gpu::take_pinned`]); [`Snapshots::release`] gives them back.
+    pub fn cached(gpu: &Gpu, len: usize, slots: usize) -> Result<Snapshots<T>> {
+        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING);
+        let slots = (0..slots.max(1))
+            .map(|_| {
+                let event =
+                    crate::error::check(gpu.context().new_event(flags), || "cuEventCreate".into())?;
+                Ok((gpu.take_pinned::<T>(len)?, event))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Snapshots {
+            gpu: gpu.clone(),
+            len,
+            slots,
+            next: 0,
+        })
+    }
+
+    /// Waits for the copies in flight and gives the page-locked slots to the device's
+    /// cache ([`Gpu::give_pinned`]); `false` where a wait failed (that slot is freed, not
+    /// cached).
+    pub fn release(mut self) -> bool {
+        let mut all = true;
+        for (host, event) in std::mem::take(&mut self.slots) {
+            if event.synchronize().is_ok() {
+                self.gpu.give_pinned(host);
+            } else {
+                all = false;
+            }
+        }
+        all
+    }
+
     /// Enqueues a copy of `src` (the snapshots' length, on their stream) into the next
     /// slot, after the work queued so far; returns the slot.
     pub fn take(&mut self, src: &impl crate::DeviceSlice<T>) -> Result<usize> {

@@ -326,6 +326,18 @@ struct GpuSpace<'a, V: KrylovElement> {
     fused_grid: Option<(usize, Option<(u32, u32)>)>,
 }
 
+impl<V: KrylovElement> Drop for GpuSpace<'_, V> {
+    fn drop(&mut self) {
+        // The page-locked buffers back to the device's cache for the next solve.
+        if let Some((snaps, coef)) = self.pipe_dots.take() {
+            // The last upload from `coef` ran before the last snapshot, waited for here.
+            if snaps.release() {
+                self.gpu.give_pinned(coef);
+            }
+        }
+    }
+}
+
 struct DeviceCycle<V> {
     state: DeviceBuffer<f64>,
     coef: DeviceBuffer<V>,
@@ -1141,8 +1153,8 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         let len = pipe_sets(self.restart);
         if self.pipe_dots.is_none() {
             self.pipe_dots = Some((
-                self.gpu.snapshots(len, 1)?,
-                self.gpu.alloc_pinned(self.coef.len())?,
+                Snapshots::cached(&self.gpu, len, 1)?,
+                self.gpu.take_pinned(self.coef.len())?,
             ));
         }
         let (_, coef_host) = self.pipe_dots.as_mut().expect("allocated above");
