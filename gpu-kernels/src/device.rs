@@ -232,6 +232,43 @@ pub fn group_sum<T: Scalar>(value: T, width: usize) -> T {
     group_reduce(value, width, |v, other| v + other)
 }
 
+/// Eight sums over the warp at once, by a transposing butterfly: each level halves the
+/// values a lane keeps and exchanges the other half with its partner (4 + 2 + 1 + 1 + 1
+/// shuffles in all, against 40 for eight [`warp_sum`]s). Returns, in every lane `l`, the
+/// sum of value `(l >> 2) & 7` (in a fixed order, the same in the four lanes that hold
+/// it). Every lane of the warp calls it.
+#[inline(always)]
+pub fn warp_sum8<T: Scalar>(p: [T; 8]) -> T {
+    let l = lane();
+    let (b4, b3, b2) = (l & 16 != 0, l & 8 != 0, l & 4 != 0);
+    let mut four = [T::ZERO; 4];
+    for i in 0..4 {
+        let (keep, send) = if b4 {
+            (p[i + 4], p[i])
+        } else {
+            (p[i], p[i + 4])
+        };
+        four[i] = keep + shfl_xor(send, 16);
+    }
+    let mut two = [T::ZERO; 2];
+    for i in 0..2 {
+        let (keep, send) = if b3 {
+            (four[i + 2], four[i])
+        } else {
+            (four[i], four[i + 2])
+        };
+        two[i] = keep + shfl_xor(send, 8);
+    }
+    let (keep, send) = if b2 {
+        (two[1], two[0])
+    } else {
+        (two[0], two[1])
+    };
+    let mut one = keep + shfl_xor(send, 4);
+    one = one + shfl_xor(one, 2);
+    one + shfl_xor(one, 1)
+}
+
 /// Maximum over the warp (`f64`); lane 0 holds the result. The maximum does not depend
 /// on the order, NaN aside (a NaN operand is dropped by `>`).
 #[inline(always)]

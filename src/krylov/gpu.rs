@@ -28,8 +28,8 @@ use ferrocuda_kernels::krylov::{
     CompressedBasisKernels, DOTS_CHUNK, GmresDcgs2Step, GmresMgsStep, GmresPipePass,
     GmresSolutionCoefficients, GmresSolutionUpdate, GsDotsPartial, GsDotsPartialCb, GsUpdate,
     GsUpdateCb, GsUpdateDevice, GsUpdateDeviceScalars, GsUpdateScalars, KrylovKernels,
-    MgsEliminate, MgsNormalize, PIPE_DOTS, PIPE_LAST, PIPE_UPDATE, PipeScalars, dcgs2_scratch_len,
-    device_coef_len, pipe_sets, pipe_shared_bytes, solution_scratch_len,
+    MgsEliminate, MgsNormalize, PIPE_DOTS, PIPE_LAST, PIPE_THREADS, PIPE_UPDATE, PipeScalars,
+    dcgs2_scratch_len, device_coef_len, pipe_sets, pipe_shared_bytes, solution_scratch_len,
 };
 use ferrocuda_kernels::spmv::sbell_row_threads;
 use ferrocuda_kernels::{RealScalar, Scalar};
@@ -296,8 +296,8 @@ struct GpuSpace<'a, V: KrylovElement> {
     /// reads them when the stream gets there, so the host does not wait for the operator
     /// to upload them); allocated on first use.
     pipe_dots: Option<(Snapshots<V>, ferrocuda_host::PinnedBuffer<V>)>,
-    /// Blocks of the pipelined pass: few enough that the columns it reads twice stay in
-    /// L2 between the reads.
+    /// Blocks of the pipelined pass (the device's resident blocks at most: the columns it
+    /// reads twice stay in L1 between the reads).
     pipe_blocks: usize,
     timers: [EventTimer; 4],
     pending: [bool; 4],
@@ -379,13 +379,13 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
         );
         let pipelined = opts.orthogonalization == Orthogonalization::Pipelined;
         let zvectors = if pipelined { basis } else { 0 };
-        if pipelined && pipe_shared_bytes(basis - 1, BLOCK, size_of::<V>()) > 48 * 1024 {
+        if pipelined && pipe_shared_bytes(basis - 1, PIPE_THREADS, size_of::<V>()) > 48 * 1024 {
             return Err(Error::InvalidArgument {
                 op: "gmres",
                 reason: format!(
                     "pipelined GMRES keeps its dots in 48 KiB of shared memory: restart {} is too long for this scalar type (at most {})",
                     opts.restart,
-                    48 * 1024 / (BLOCK / 32 * size_of::<V>()) - 3
+                    48 * 1024 / (PIPE_THREADS / 32 * size_of::<V>()) - 3
                 ),
             });
         }
@@ -395,8 +395,10 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
             &opts.workspace_name(n),
             crate::alloc::bytes_of(elems, size_of::<V>()).saturating_add(basis_bytes),
         )?;
+        // As many blocks as fit on the device at once (5 per SM at the pass's registers),
+        // at most one per reduction block (the partials' room).
         let pipe_blocks = if pipelined {
-            eb.min(2 * gpu.multiprocessors()?)
+            eb.min(5 * gpu.multiprocessors()?)
         } else {
             eb
         };
@@ -1173,8 +1175,8 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
         };
         let blocks = self.pipe_blocks;
         let sets = pipe_sets(k);
-        let cfg = LaunchConfig::blocks(blocks as u32, BLOCK as u32)
-            .with_shared_bytes(pipe_shared_bytes(k, BLOCK, size_of::<V>()) as u32);
+        let cfg = LaunchConfig::blocks(blocks as u32, PIPE_THREADS as u32)
+            .with_shared_bytes(pipe_shared_bytes(k, PIPE_THREADS, size_of::<V>()) as u32);
         let args = GmresPipePass {
             p: PipeScalars {
                 n,

@@ -138,7 +138,7 @@ use crate::blas1::dot_step;
 #[cfg(target_arch = "nvptx64")]
 use crate::device::{
     WARP_SIZE, block_dim, block_idx, dynamic_shared, for_each_block_index, for_each_index,
-    grid_dim, lane, shfl_down, sync_threads, thread_idx, warp, warp_sum,
+    grid_dim, lane, sync_threads, thread_idx, warp, warp_sum, warp_sum8,
 };
 use crate::{instances, kernel};
 
@@ -836,6 +836,10 @@ pub const PIPE_UPDATE: usize = 1;
 /// [`gmres_pipe_pass`]: the cycle's last pass: `V_k` alone and its squared norm.
 pub const PIPE_LAST: usize = 2;
 
+/// Threads per block of [`gmres_pipe_pass`]: at its register count, blocks of 128 fit
+/// more warps on an SM than blocks of 256 (20 against 16 on sm_90), and its loads wait.
+pub const PIPE_THREADS: usize = 128;
+
 /// Dots (sets) of a [`gmres_pipe_pass`] at step `k`: `V_j^H Z_k` (`j <= k`), `|Z_k|^2`,
 /// `|V_k|^2`.
 pub const fn pipe_sets(k: usize) -> usize {
@@ -925,15 +929,13 @@ pub unsafe fn gmres_pipe_pass<T: Scalar>(
                     };
                     *pc = dot_step(T::ZERO, v, zk);
                 }
-                warp_sums(&mut prod);
-                if lane() == 0 {
-                    for (c, &pc) in prod.iter().enumerate() {
-                        if j + c < k {
-                            unsafe {
-                                let a = acc.add((j + c) * warps + warp());
-                                *a = *a + pc;
-                            }
-                        }
+                // Lane 4 c holds column j + c's sum.
+                let sum = warp_sum8(prod);
+                let c = (lane() >> 2) & 7;
+                if lane() & 3 == 0 && j + c < k {
+                    unsafe {
+                        let a = acc.add((j + c) * warps + warp());
+                        *a = *a + sum;
                     }
                 }
                 j += DOTS_CHUNK;
@@ -960,18 +962,6 @@ pub unsafe fn gmres_pipe_pass<T: Scalar>(
             unsafe { *partials.add(set * grid_dim() + block_idx()) = t };
         }
         set += warps;
-    }
-}
-
-/// [`warp_sum`] of each value, the levels of all of them together (the same tree, the
-/// same bits): lane 0 holds the sums.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-fn warp_sums<T: Scalar>(p: &mut [T; DOTS_CHUNK]) {
-    for d in [16, 8, 4, 2, 1] {
-        for v in p.iter_mut() {
-            *v = *v + shfl_down(*v, d);
-        }
     }
 }
 
