@@ -296,8 +296,8 @@ struct GpuSpace<'a, V: KrylovElement> {
     /// reads them when the stream gets there, so the host does not wait for the operator
     /// to upload them); allocated on first use.
     pipe_dots: Option<(Snapshots<V>, ferrocuda_host::PinnedBuffer<V>)>,
-    /// Blocks of the pipelined pass (the device's resident blocks at most: the columns it
-    /// reads twice stay in L1 between the reads).
+    /// Blocks of the pipelined pass: one wave of resident blocks (the columns it reads
+    /// twice stay in L1 between the reads).
     pipe_blocks: usize,
     timers: [EventTimer; 4],
     pending: [bool; 4],
@@ -395,10 +395,13 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
             &opts.workspace_name(n),
             crate::alloc::bytes_of(elems, size_of::<V>()).saturating_add(basis_bytes),
         )?;
-        // As many blocks as fit on the device at once (5 per SM at the pass's registers),
-        // at most one per reduction block (the partials' room).
+        // As many blocks as are resident on the device at once (one wave: the occupancy
+        // calculator's answer at the pass's registers and its largest shared memory), at
+        // most one per reduction block (the partials' room).
         let pipe_blocks = if pipelined {
-            eb.min(5 * gpu.multiprocessors()?)
+            let shared = pipe_shared_bytes(basis - 1, PIPE_THREADS, size_of::<V>());
+            let resident = gpu.resident_blocks(&V::GMRES_PIPE_PASS, PIPE_THREADS as u32, shared)?;
+            eb.min(resident.max(1))
         } else {
             eb
         };
