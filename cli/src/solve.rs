@@ -5,7 +5,7 @@
 //! ```text
 //! ferrocuda solve --matrix A.mtx --rhs b.mtx --out x.mtx \
 //!     [--x0 x0.mtx] [--restart 30] [--tol 1e-8] [--atol 0] [--max-iter 1000] \
-//!     [--orth cgs2|mgs] [--precond none|jacobi|block-jacobi|ilu0] [--block-size 5] \
+//!     [--orth cgs2|mgs|pipelined] [--precond none|jacobi|block-jacobi|ilu0] [--block-size 5] \
 //!     [--storage full|f32] [--basis full|f32] \
 //!     [--device cpu|gpu|N] [--json] [--quiet] [--progress-interval 0.5]
 //!

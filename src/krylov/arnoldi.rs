@@ -354,7 +354,12 @@ fn pipelined_cycle(
     let mut scale = vec![1.0; m + 1];
     // Step k - 1's projections, alpha (the update's scale) and |z_{k-1}|.
     let mut prev: Option<(Vec<C>, f64, f64)> = None;
+    // Whether this step finishes the cycle: its pass makes the last vector alone and no
+    // operator runs ahead (at the restart length, or where the column before looked
+    // like the end: Pythagoras' alpha gives its estimate a step early).
+    let mut last = m == 0;
     for k in 0..=m {
+        last |= k == m;
         let coef = prev.as_ref().map(|(h, alpha, _)| {
             let c: Vec<C> = (0..k).map(|j| h[j] * (scale[j] / scale[k - 1])).collect();
             (c, scale[k - 1] / alpha)
@@ -362,8 +367,8 @@ fn pipelined_cycle(
         let dots = space.pipe_step(
             k,
             coef.as_ref().map(|(c, f)| (&c[..], *f)),
-            k == m,
-            k + 1 < m,
+            last,
+            !last && k + 1 < m,
         )?;
         if let Some((h, alpha, znorm)) = prev.take() {
             let nu = dots.vv.sqrt();
@@ -373,6 +378,12 @@ fn pipelined_cycle(
             if !go {
                 break;
             }
+        }
+        if last {
+            // The look ahead was wrong (the measured norm kept the cycle going): without
+            // the next vector the cycle ends here, and the restart goes on.
+            cyc::end(&mut st);
+            break;
         }
         // Column k's projections and |z_k|, over the unit vectors.
         let h: Vec<C> = (0..=k).map(|j| dots.d[j] * (scale[j] * scale[k])).collect();
@@ -387,6 +398,7 @@ fn pipelined_cycle(
             cycle.record(cyc::estimate(&st, k));
             break;
         }
+        last = cyc::estimate_with(&st, |i| h[i], alpha) <= cycle.target;
         prev = Some((h, alpha, z2.sqrt()));
     }
     let (mut y, stalled) = finish_cycle(&st, cyc::steps(&st), cycle);

@@ -201,6 +201,28 @@ fn push_column(st: &mut [f64], col: impl Fn(&[f64], usize) -> C) -> f64 {
     est
 }
 
+/// The estimate that column `j = steps` with entries `col(i)` (`i <= j`) and `sub` below
+/// them would record, the state left as it is ([`push_column`]'s arithmetic, read only):
+/// a pipelined cycle looks ahead with it.
+pub fn estimate_with(st: &[f64], col: impl Fn(usize) -> C, sub: f64) -> f64 {
+    let l = Layout::of(st);
+    let j = steps(st);
+    let mut a = col(0);
+    for i in 0..j {
+        let b = col(i + 1);
+        let (c, s) = (st[l.rot(i)], get(st, l.rot(i) + 1));
+        a = -s.conj() * a + b * c;
+    }
+    let (_, s, _) = givens(a, C::new(sub, 0.0));
+    abs(-s.conj() * get(st, l.g(j)))
+}
+
+/// Ends the cycle in `st` where it stands (not as a breakdown): a pipelined cycle that
+/// looked ahead wrongly and has no next vector to go on with.
+pub fn end(st: &mut [f64]) {
+    finish(st, false);
+}
+
 /// `y` solving `R y = g[..steps]` by back substitution into `y[..steps]`; a zero
 /// diagonal entry gives `y_i = 0`. Column by column, from the last: `y_j` is final once
 /// every later column was eliminated from it ([`solve_pivot`]), then column `j` is
@@ -491,6 +513,43 @@ mod tests {
             assert!(abs(top - r) < 1e-14, "{a} {b}");
             assert!(abs(bottom) < 1e-14, "{a} {b}");
             assert!((c * c + s.norm_sqr() - 1.0).abs() < 1e-14);
+        }
+    }
+
+    /// `estimate_with` predicts what pushing the column records, leaving the state alone.
+    #[test]
+    fn estimate_with_predicts_the_next_estimate() {
+        let m = 5;
+        let mut st = vec![0.0; state_len(m)];
+        begin(&mut st, m, 0.0, f64::EPSILON);
+        mgs_begin(&mut st, 1.5);
+        let cols = [
+            [
+                C::new(0.7, 0.1),
+                C::new(0.3, -0.2),
+                C::new(0.0, 0.0),
+                C::new(0.0, 0.0),
+            ],
+            [
+                C::new(-0.2, 0.4),
+                C::new(0.9, 0.0),
+                C::new(0.25, 0.1),
+                C::new(0.0, 0.0),
+            ],
+            [
+                C::new(0.1, 0.0),
+                C::new(-0.3, 0.2),
+                C::new(0.8, -0.1),
+                C::new(0.4, 0.0),
+            ],
+        ];
+        for (k, col) in cols.iter().enumerate() {
+            let sub = col[k + 1].re;
+            let before = st.clone();
+            let want = estimate_with(&st, |i| col[i], sub);
+            assert_eq!(st, before);
+            mgs_step(&mut st, k, |i| col[i], sub * sub);
+            assert_eq!(estimate(&st, k), want, "column {k}");
         }
     }
 
