@@ -11,6 +11,11 @@
 //! `sum_partials_f64`). The same per-point functions as [`super::cpu`], so the
 //! deterministic smoothers give the CPU's iterates bit for bit.
 //!
+//! On base-2 hierarchies the residual and its restriction run as one launch
+//! (`mg_residual_restrict_<t>`: each thread block forms its tile's fine residuals in shared
+//! memory and restricts from there), so the residual is never written to the grid and
+//! read back; [`Solver::set_fused_restriction`] turns that off (same bits).
+//!
 //! A V or W cycle is some 20 launches per level, each a few microseconds of host work
 //! for kernels that run about as long on small grids. Two things cut that, each giving
 //! the same bits ([`Solver::set_cycle_graphs`] and [`Solver::set_fused_levels`] turn
@@ -27,8 +32,9 @@ use std::time::Instant;
 use ferrocuda_host::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Gpu, Graph, LaunchConfig};
 use ferrocuda_kernels::multigrid::{
     MAX_GPU_BLOCK, MgCoarseSolve, MgFillRhs, MgInterp, MgNormsPartial, MgOp, MgOps, MgResidual,
-    MgRestrict, MgSmooth, NORM_SETS, NORM_THREADS, OPS_LEVEL_WORDS, OPS_MAX_BLOCK, OPS_MAX_N,
-    OPS_MAX_SMOOTHER_BLOCKS, OPS_THREADS, OpsParams, SmoothParams, THREADS, blocks_per_dim,
+    MgResidualRestrict, MgRestrict, MgSmooth, NORM_SETS, NORM_THREADS, OPS_LEVEL_WORDS,
+    OPS_MAX_BLOCK, OPS_MAX_N, OPS_MAX_SMOOTHER_BLOCKS, OPS_THREADS, OpsParams, RR_THREADS,
+    SmoothParams, THREADS, blocks_per_dim, rr_grid, rr_shared_bytes,
     smoother_shared_bytes_per_thread, smoother_threads, smoother_threads_x,
 };
 
@@ -71,6 +77,8 @@ pub struct Solver<T: MgReal> {
     graphs: Vec<CycleGraph>,
     /// Cycle starting states met once and not captured yet.
     seen: Vec<Vec<usize>>,
+    /// Whether the residual and its restriction run as one launch (base 2).
+    fused_restriction: bool,
     /// Levels `0..=t` record their operations for the operation-list kernel (`None`:
     /// every operation is its own launch); `fusable` is where they can.
     fused_top: Option<usize>,
@@ -178,6 +186,7 @@ impl<T: MgReal> Solver<T> {
             omega: opts.omega_value(),
             setup_seconds: 0.0,
             use_graphs: true,
+            fused_restriction: true,
             graphs: Vec::new(),
             seen: Vec::new(),
             fused_top: fusable,
@@ -246,6 +255,16 @@ impl<T: MgReal> Solver<T> {
     /// bits.
     pub fn set_fused_levels(&mut self, on: bool) {
         self.fused_top = if on { self.fusable } else { None };
+        self.graphs.clear();
+        self.seen.clear();
+    }
+
+    /// Whether the residual and its restriction run as one launch that keeps the fine
+    /// residual in shared memory (the default: `true`; base 2 only, on the levels outside
+    /// the operation-list kernel), or as two launches through the grid (`false`, the
+    /// baseline). Either gives the same bits.
+    pub fn set_fused_restriction(&mut self, on: bool) {
+        self.fused_restriction = on;
         self.graphs.clear();
         self.seen.clear();
     }
@@ -347,6 +366,35 @@ impl<T: MgReal> Solver<T> {
         // (allocated per level in `new`); the grid covers x < n (checked in the kernel),
         // y, z < n.
         unsafe { self.gpu.launch(&T::RESIDUAL, points_config(n), args)? };
+        Ok(())
+    }
+
+    /// `f_{l-1} <- R (f_l - A u_l)` in one launch (base 2), the fine residual in shared
+    /// memory only.
+    fn residual_restrict(&mut self, level: usize) -> Result<()> {
+        let (coarse, fine) = self.levels.split_at_mut(level);
+        let (coarse, fine) = (&mut coarse[level - 1], &fine[0]);
+        let (nf, nc) = (fine.n, coarse.n);
+        debug_assert_eq!(nf, 2 * (nc - 1) + 1);
+        let h = 1.0 / (nf - 1) as f64;
+        let [gx, gy, gz] = rr_grid(nc);
+        let cfg = LaunchConfig::blocks(gx as u32, RR_THREADS as u32)
+            .with_grid_y(gy as u32)
+            .with_grid_z(gz as u32)
+            .with_shared_bytes(rr_shared_bytes(size_of::<T>()) as u32);
+        let args = MgResidualRestrict {
+            nc,
+            inv_h2: 1.0 / (h * h),
+            inv_b6: 1.0 / 64.0,
+            u: fine.u[fine.cur].as_in(),
+            f: fine.f.as_in(),
+            fc: coarse.f.as_out(),
+        };
+        // SAFETY: base 2 (the caller), so the fine level has (2 (nc - 1) + 1)^3 values in
+        // u and f and the coarse f nc^3 (the hierarchy's sizes); rr_grid(nc) tiles cover
+        // every coarse point, each block gets RR_THREADS threads and its tile's shared
+        // memory; fc is another level's array than u and f.
+        unsafe { self.gpu.launch(&T::RESIDUAL_RESTRICT, cfg, args)? };
         Ok(())
     }
 
@@ -489,8 +537,12 @@ impl<T: MgReal> Levels for Solver<T> {
             return Ok(());
         }
         self.flush()?;
-        self.residual(level)?;
-        self.restrict_from(level, false)?;
+        if self.fused_restriction && self.opts.base == 2 {
+            self.residual_restrict(level)?;
+        } else {
+            self.residual(level)?;
+            self.restrict_from(level, false)?;
+        }
         let coarse = &mut self.levels[level - 1];
         coarse.cur = 0;
         crate::blas1::gpu::fill(&mut coarse.u[0], T::ZERO)

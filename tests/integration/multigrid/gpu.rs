@@ -2,7 +2,8 @@
 //! iterates bit for bit (f32 and f64, bases 2, 3, 4, 6, V, W and FMG cycles), the norms
 //! agree to rounding (different summation orders), ABL and SBL reach the discretisation
 //! error in f32 and f64, the racy SBL converges, cycles replayed as CUDA graphs and the
-//! coarse levels run by the operation-list kernel give the bits of direct launches, and
+//! coarse levels run by the operation-list kernel give the bits of direct launches, the
+//! residual and its restriction in one launch give the bits of two, and
 //! bad input is an error. Each test
 //! skips visibly without a GPU (`FERROCUDA_REQUIRE_GPU=1` turns that into a failure).
 
@@ -106,6 +107,7 @@ fn graphs_against_launches<T: MgReal>(g: &Gpu, opts: &MgOptions) -> (usize, usiz
     let mut off = gpu::Solver::<T>::new(g, opts).expect("solver");
     off.set_cycle_graphs(false);
     off.set_fused_levels(false);
+    off.set_fused_restriction(false);
     let plain = off.solve().expect("solve without graphs");
     let u_plain = off.solution().download().expect("download");
     assert_eq!((off.cycle_graphs(), off.fused_levels()), (0, 0), "{name}");
@@ -175,6 +177,65 @@ fn cycle_graphs_give_the_bits_of_direct_launches() {
     let small = MgOptions::new(9, 2).omega(0.8).cycles(3);
     assert_eq!(graphs_against_launches::<f32>(&g, &small), (1, 1, 3));
     assert_eq!(graphs_against_launches::<f64>(&g, &small), (1, 1, 3));
+}
+
+/// Solves with `opts` with the residual and its restriction in one launch (the default)
+/// and in two, every level launched (no operation-list kernel, so the fused launch also
+/// runs on the coarse levels): the same bits and norms. The coarse right-hand sides are
+/// overwritten every cycle, so a point the fused kernel missed would differ.
+fn fused_restriction_against_two_launches<T: MgReal>(g: &Gpu, opts: &MgOptions) {
+    let name = format!("{} {opts:?}", size_of::<T>() * 8);
+    let solve = |fused: bool| {
+        let mut s = gpu::Solver::<T>::new(g, opts).expect("solver");
+        s.set_fused_levels(false);
+        s.set_fused_restriction(fused);
+        let r = s.solve().expect("solve");
+        (s.solution().download().expect("download"), r)
+    };
+    let ((u_one, r_one), (u_two, r_two)) = (solve(true), solve(false));
+    let differ = u_one.iter().zip(&u_two).filter(|(a, b)| a != b).count();
+    assert_eq!(
+        differ,
+        0,
+        "{name}: {differ} of {} values differ",
+        u_two.len()
+    );
+    assert_eq!(r_one.residual_norm, r_two.residual_norm, "{name}");
+    assert_eq!(r_one.error_norm, r_two.error_norm, "{name}");
+    assert!(
+        r_one.residual_norm.last() < r_one.residual_norm.first(),
+        "{name}: no convergence {:?}",
+        r_one.residual_norm
+    );
+}
+
+#[test]
+fn fused_restriction_gives_the_bits_of_two_launches() {
+    let Some(g) = gpu_or_skip("fused_restriction_gives_the_bits_of_two_launches") else {
+        return;
+    };
+    // Coarse tiles of 16 x 8 x 4 points: cut tiles on every level (33, 17, 9, 5, 3 coarse
+    // points per dimension), every smoother, V, W and FMG, damping.
+    let cases = [
+        MgOptions::new(65, 2).cycles(2),
+        MgOptions::new(129, 2)
+            .smoother(Smoother::Abl)
+            .cycle(Cycle::W)
+            .smoothing(2, 1)
+            .cycles(2),
+        MgOptions::new(65, 2)
+            .smoother(Smoother::Jacobi)
+            .cycle(Cycle::Fmg)
+            .cycles(2),
+        MgOptions::new(33, 2)
+            .smoother(Smoother::Rbgs)
+            .omega(0.9)
+            .cycles(2),
+    ];
+    for opts in &cases {
+        fused_restriction_against_two_launches::<f32>(&g, opts);
+        fused_restriction_against_two_launches::<f64>(&g, opts);
+    }
 }
 
 /// Solves with `opts` in f32 and f64 on the GPU: each must reach the discretisation
