@@ -646,16 +646,53 @@ impl<'a, V: KrylovElement> GpuSpace<'a, V> {
         // room for 2 (restart + 1) >= 2 k1 sums (sizes from `GpuSpace::new`).
         unsafe { b1::finish_sum(&self.gpu, eb, &self.partials, self.dots_out.as_out(), sets)? };
         self.stop(DOTS)?;
+        let on_devices = self.sum_dots_on_devices(sets)?;
+        Ok((k1, on_devices))
+    }
+
+    /// Sums the first `sets` values of `dots_out` over the ranks on the devices where the
+    /// communicator does that (NCCL: complex values as their parts), so the host downloads
+    /// the global dots with no host-side exchange; returns whether it did.
+    fn sum_dots_on_devices(&mut self, sets: usize) -> Result<bool> {
         let nccl = self
             .comm
             .filter(|c| c.sums_on_device())
             .and_then(|c| c.nccl());
         if let Some(nc) = nccl {
-            // Summed on the devices (complex values as their parts): the host then
-            // downloads the global dots, with no host-side exchange.
             nc.all_reduce_sum(&mut self.dots_out.view_mut(..sets)?.cast::<V::Real>()?)?;
         }
-        Ok((k1, nccl.is_some()))
+        Ok(nccl.is_some())
+    }
+
+    /// Sums downloaded dots over the ranks on the host, unless the devices did
+    /// (`on_devices`) or there is one rank.
+    fn sum_dots_on_host(&self, c: &mut [C], on_devices: bool) -> Result<()> {
+        if let (Some(comm), false) = (self.comm, on_devices) {
+            let mut flat: Vec<f64> = c.iter().flat_map(|z| [z.re, z.im]).collect();
+            comm.all_reduce_sum(&mut flat)?;
+            for (z, p) in c.iter_mut().zip(flat.chunks_exact(2)) {
+                *z = C::new(p[0], p[1]);
+            }
+        }
+        Ok(())
+    }
+
+    /// `dst <- A M^{-1} src` (`M^{-1}` into `z` first where there is a preconditioner).
+    fn apply_to(
+        a: &dyn DeviceLinOp<V>,
+        m: Option<&dyn DeviceLinOp<V>>,
+        z: &mut DeviceBuffer<V>,
+        src: &ferrocuda_host::DeviceView<'_, V>,
+        dst: &mut ferrocuda_host::DeviceViewMut<'_, V>,
+    ) -> Result<()> {
+        match m {
+            Some(m) => {
+                m.apply_unchecked(src, &mut z.view_mut(..)?)?;
+                a.apply_unchecked(&z.view(..)?, dst)?;
+            }
+            None => a.apply_unchecked(src, dst)?,
+        }
+        Ok(())
     }
 
     /// MGS step `k` on the device: `w <- A M^{-1} V_k`, `h_j = V_j^H w` and `w <- w - h_j
@@ -1065,13 +1102,7 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
             self.collect(t)?;
         }
         let mut c: Vec<C> = self.dots_host[..sets].iter().map(|&v| to_c(v)).collect();
-        if let (Some(comm), false) = (self.comm, nccl) {
-            let mut flat: Vec<f64> = c.iter().flat_map(|z| [z.re, z.im]).collect();
-            comm.all_reduce_sum(&mut flat)?;
-            for (z, p) in c.iter_mut().zip(flat.chunks_exact(2)) {
-                *z = C::new(p[0], p[1]);
-            }
-        }
+        self.sum_dots_on_host(&mut c, nccl)?;
         Ok((c[..k1].to_vec(), c[k1..].to_vec()))
     }
 
@@ -1136,15 +1167,13 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
     fn pipe_begin(&mut self) -> Result<()> {
         let n = self.n;
         let v0 = self.basis.view(..n)?;
-        let mut z0 = self.zbasis.view_mut(..n)?;
-        match self.m {
-            Some(m) => {
-                m.apply_unchecked(&v0, &mut self.z.view_mut(..)?)?;
-                self.a.apply_unchecked(&self.z.view(..)?, &mut z0)?;
-            }
-            None => self.a.apply_unchecked(&v0, &mut z0)?,
-        }
-        Ok(())
+        Self::apply_to(
+            self.a,
+            self.m,
+            &mut self.z,
+            &v0,
+            &mut self.zbasis.view_mut(..n)?,
+        )
     }
 
     fn pipe_step(
@@ -1212,36 +1241,17 @@ impl<V: KrylovElement> Space for GpuSpace<'_, V> {
                 sets,
             )?
         };
-        let nccl = self
-            .comm
-            .filter(|c| c.sums_on_device())
-            .and_then(|c| c.nccl());
-        if let Some(nc) = nccl {
-            nc.all_reduce_sum(&mut self.dots_out.view_mut(..sets)?.cast::<V::Real>()?)?;
-        }
+        let on_devices = self.sum_dots_on_devices(sets)?;
         let (snaps, _) = self.pipe_dots.as_mut().expect("allocated above");
         let slot = snaps.take(&self.dots_out.view(..len)?)?;
         // The next operator application, queued before the host waits for the dots.
         if ahead {
             let col = self.zbasis.view(k * n..(k + 1) * n)?;
-            match self.m {
-                Some(m) => {
-                    m.apply_unchecked(&col, &mut self.z.view_mut(..)?)?;
-                    self.a
-                        .apply_unchecked(&self.z.view(..)?, &mut self.w.view_mut(..)?)?;
-                }
-                None => self.a.apply_unchecked(&col, &mut self.w.view_mut(..)?)?,
-            }
+            Self::apply_to(self.a, self.m, &mut self.z, &col, &mut self.w.view_mut(..)?)?;
         }
         let (snaps, _) = self.pipe_dots.as_mut().expect("allocated above");
         let mut c: Vec<C> = snaps.read(slot)?[..sets].iter().map(|&v| to_c(v)).collect();
-        if let (Some(comm), None) = (self.comm, nccl) {
-            let mut flat: Vec<f64> = c.iter().flat_map(|z| [z.re, z.im]).collect();
-            comm.all_reduce_sum(&mut flat)?;
-            for (z, p) in c.iter_mut().zip(flat.chunks_exact(2)) {
-                *z = C::new(p[0], p[1]);
-            }
-        }
+        self.sum_dots_on_host(&mut c, on_devices)?;
         let (zz, vv) = (c[k + 1].re, c[k + 2].re);
         c.truncate(k + 1);
         Ok(PipeDots { d: c, zz, vv })
