@@ -1173,7 +1173,9 @@ unsafe fn restrict_point<T: RealScalar>(
 }
 
 /// `uf <- uf + P uc` (`add != 0`) or `uf <- P uc` ([`interp_at`]) on the interior of the
-/// fine grid of `nf` points per dimension; `inv_b3 = 1 / b^3`.
+/// fine grid of `nf` points per dimension; `inv_b3 = 1 / b^3`. Grid x covers the points of
+/// a row, or for `b = 2` ([`interp_points_per_thread`]) pairs of them: thread `x` takes
+/// points `2 x` and `2 x + 1`, which share their coarse values.
 #[kernel(args = MgInterp)]
 pub unsafe fn interp<T: RealScalar>(
     nf: usize,
@@ -1184,7 +1186,27 @@ pub unsafe fn interp<T: RealScalar>(
     uf: *mut T,
 ) {
     let (x, y, z) = point();
-    unsafe { interp_point(nf, b, inv_b3, add != 0, [x, y, z], uc, uf) };
+    if b == 2 {
+        // Both values before either store: a store between them (`uf` may alias `uc`
+        // for all the compiler knows) would keep the second point from reusing the
+        // first's coarse loads.
+        // (Two named values, not an array of them: an array was kept in local memory.)
+        let (x0, x1) = (2 * x, 2 * x + 1);
+        let e0 = unsafe { interp_value(nf, 2, inv_b3, [x0, y, z], uc) };
+        let e1 = unsafe { interp_value(nf, 2, inv_b3, [x1, y, z], uc) };
+        unsafe {
+            interp_store(nf, add != 0, [x0, y, z], e0, uf);
+            interp_store(nf, add != 0, [x1, y, z], e1, uf);
+        }
+    } else {
+        let e = unsafe { interp_value(nf, b, inv_b3, [x, y, z], uc) };
+        unsafe { interp_store(nf, add != 0, [x, y, z], e, uf) };
+    }
+}
+
+/// Fine points per thread along x of [`interp`] for base `b`.
+pub const fn interp_points_per_thread(b: u32) -> usize {
+    if b == 2 { 2 } else { 1 }
 }
 
 /// Fine point `p` of [`interp`]: `uf (+)= P uc` inside, the boundary left alone.
@@ -1198,24 +1220,61 @@ unsafe fn interp_point<T: RealScalar>(
     b: u32,
     inv_b3: f64,
     add: bool,
-    [x, y, z]: [usize; 3],
+    p: [usize; 3],
     uc: *const T,
     uf: *mut T,
 ) {
+    unsafe {
+        let e = interp_value(nf, b, inv_b3, p, uc);
+        interp_store(nf, add, p, e, uf);
+    }
+}
+
+/// [`interp_at`] at fine point `p` if it is interior (`None` on the boundary or past it).
+///
+/// # Safety
+/// `uc` addresses `((nf - 1) / b + 1)^3` values.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn interp_value<T: RealScalar>(
+    nf: usize,
+    b: u32,
+    inv_b3: f64,
+    [x, y, z]: [usize; 3],
+    uc: *const T,
+) -> Option<f64> {
     if x == 0 || y == 0 || z == 0 || x >= nf - 1 || y >= nf - 1 || z >= nf - 1 {
-        return;
+        return None;
     }
     // A 32-bit division: the 64-bit one is a long software routine on the device.
     let nc = ((nf - 1) as u32 / b) as usize + 1;
     // SAFETY: an interior fine point; uc holds nc^3 values.
-    let e = unsafe { interp_at(nc, b, inv_b3, x as u32, y as u32, z as u32, uc) };
-    let g = idx(nf, x, y, z);
-    unsafe {
-        *uf.add(g) = if add {
-            T::from_f64((*uf.add(g)).to_f64() + e)
-        } else {
-            T::from_f64(e)
-        };
+    Some(unsafe { interp_at(nc, b, inv_b3, x as u32, y as u32, z as u32, uc) })
+}
+
+/// `uf (+)= e` at fine point `p` where [`interp_value`] gave a value.
+///
+/// # Safety
+/// `uf` addresses `nf^3` values.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn interp_store<T: RealScalar>(
+    nf: usize,
+    add: bool,
+    [x, y, z]: [usize; 3],
+    e: Option<f64>,
+    uf: *mut T,
+) {
+    if let Some(e) = e {
+        let g = idx(nf, x, y, z);
+        // SAFETY: an interior point of the fine grid.
+        unsafe {
+            *uf.add(g) = if add {
+                T::from_f64((*uf.add(g)).to_f64() + e)
+            } else {
+                T::from_f64(e)
+            };
+        }
     }
 }
 

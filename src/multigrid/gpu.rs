@@ -34,7 +34,7 @@ use ferrocuda_kernels::multigrid::{
     MAX_GPU_BLOCK, MgCoarseSolve, MgFillRhs, MgInterp, MgNormsPartial, MgOp, MgOps, MgResidual,
     MgResidualRestrict, MgRestrict, MgSmooth, NORM_SETS, NORM_THREADS, OPS_LEVEL_WORDS,
     OPS_MAX_BLOCK, OPS_MAX_N, OPS_MAX_SMOOTHER_BLOCKS, OPS_THREADS, OpsParams, RR_THREADS,
-    SmoothParams, THREADS, blocks_per_dim, rr_grid, rr_shared_bytes,
+    SmoothParams, THREADS, blocks_per_dim, interp_points_per_thread, rr_grid, rr_shared_bytes,
     smoother_shared_bytes_per_thread, smoother_threads, smoother_threads_x,
 };
 
@@ -589,7 +589,18 @@ impl<T: MgReal> Levels for Solver<T> {
         // SAFETY: the coarse u holds ((nf - 1) / b + 1)^3 values, the fine u nf^3 (the
         // hierarchy's sizes); the kernel touches interior fine points only (x, y, z <
         // nf - 1, checked in the kernel).
-        unsafe { self.gpu.launch(&T::INTERP, points_config(nf), args)? };
+        // Base 2: a thread per pair of fine points along x (`interp_points_per_thread`).
+        let cfg = match interp_points_per_thread(b) {
+            1 => points_config(nf),
+            per => {
+                let nx = nf.div_ceil(per);
+                let threads = nx.next_multiple_of(32).min(THREADS);
+                LaunchConfig::blocks(nx.div_ceil(threads) as u32, threads as u32)
+                    .with_grid_y(nf as u32)
+                    .with_grid_z(nf as u32)
+            }
+        };
+        unsafe { self.gpu.launch(&T::INTERP, cfg, args)? };
         Ok(())
     }
 
