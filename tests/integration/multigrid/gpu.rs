@@ -91,6 +91,15 @@ fn gpu_matches_cpu_bit_for_bit() {
     }
 }
 
+/// Asserts that two GPU solves of the same options gave the same iterate bit for bit and
+/// the same residual and error norms; `name` labels the failure.
+fn assert_same_solve<T: MgReal>(name: &str, (u, r): (&[T], &MgReport), (v, q): (&[T], &MgReport)) {
+    let differ = u.iter().zip(v).filter(|(a, b)| a != b).count();
+    assert_eq!(differ, 0, "{name}: {differ} of {} values differ", u.len());
+    assert_eq!(r.residual_norm, q.residual_norm, "{name}");
+    assert_eq!(r.error_norm, q.error_norm, "{name}");
+}
+
 /// Solves with `opts` twice on one solver with its defaults (cycle graphs, the coarse
 /// levels in the operation-list kernel) and once with every operation launched from the
 /// host; all three must give the same bits and norms. Returns the graphs captured after
@@ -112,15 +121,7 @@ fn graphs_against_launches<T: MgReal>(g: &Gpu, opts: &MgOptions) -> (usize, usiz
     let u_plain = off.solution().download().expect("download");
     assert_eq!((off.cycle_graphs(), off.fused_levels()), (0, 0), "{name}");
     for (what, u, r) in [("first", &u_first, &first), ("second", &u_again, &again)] {
-        let differ = u.iter().zip(&u_plain).filter(|(a, b)| a != b).count();
-        assert_eq!(
-            differ,
-            0,
-            "{name} {what}: {differ} of {} values differ",
-            u.len()
-        );
-        assert_eq!(r.residual_norm, plain.residual_norm, "{name} {what}");
-        assert_eq!(r.error_norm, plain.error_norm, "{name} {what}");
+        assert_same_solve(&format!("{name} {what}"), (u, r), (&u_plain, &plain));
         assert_eq!(
             r.cycle_bytes, plain.cycle_bytes,
             "{name} {what}: cost model"
@@ -193,15 +194,7 @@ fn fused_restriction_against_two_launches<T: MgReal>(g: &Gpu, opts: &MgOptions) 
         (s.solution().download().expect("download"), r)
     };
     let ((u_one, r_one), (u_two, r_two)) = (solve(true), solve(false));
-    let differ = u_one.iter().zip(&u_two).filter(|(a, b)| a != b).count();
-    assert_eq!(
-        differ,
-        0,
-        "{name}: {differ} of {} values differ",
-        u_two.len()
-    );
-    assert_eq!(r_one.residual_norm, r_two.residual_norm, "{name}");
-    assert_eq!(r_one.error_norm, r_two.error_norm, "{name}");
+    assert_same_solve(&name, (&u_one, &r_one), (&u_two, &r_two));
     assert!(
         r_one.residual_norm.last() < r_one.residual_norm.first(),
         "{name}: no convergence {:?}",
